@@ -1,0 +1,232 @@
+//! The REST capability traits a resource's storage implements, one per verb, as upstream's
+//! `k8s.io/apiserver/pkg/registry/rest`. The installer in `kapi-endpoints` asks each storage
+//! which of them it implements (`as_creater()`, ...) and generates a route per capability.
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use kapi_machinery::{ApiError, DeleteOptions, GetOptions, GroupVersionKind, ListOptions, Object, UserInfo};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What a handler knows about the request that the storage needs.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The namespace from the path; empty for cluster-scoped requests and all-namespace lists.
+    pub namespace: String,
+    pub user: UserInfo,
+}
+
+/// `fieldValidation`: what to do with unknown or duplicate fields in a body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    #[default]
+    Strict,
+}
+
+/// `metav1.CreateOptions` / `UpdateOptions` / `PatchOptions` (the parts storage cares about).
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub field_validation: FieldValidation,
+}
+
+/// The result of a write: the object and any warnings to send as `Warning: 299` headers.
+#[derive(Clone, Debug, Default)]
+pub struct WriteResult {
+    pub object: Object,
+    pub warnings: Vec<String>,
+}
+
+/// A list as the registry returns it (items already carry their resourceVersion).
+#[derive(Clone, Debug, Default)]
+pub struct ObjectList {
+    pub items: Vec<Object>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining_item_count: Option<i64>,
+}
+
+/// Validating admission for a create, run by the Store after the strategy's validation and
+/// just before the write (upstream's `rest.ValidateObjectFunc`).
+pub type ValidateObjectFn = Arc<dyn Fn(Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
+/// Validating admission for an update: (new, old).
+pub type ValidateObjectUpdateFn = Arc<dyn Fn(Object, Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
+
+/// A validation that admits everything (for callers without admission, e.g. bootstrap).
+pub fn validate_nothing() -> ValidateObjectFn {
+    Arc::new(|_| Box::pin(async { Ok(()) }))
+}
+/// An update validation that admits everything.
+pub fn validate_update_nothing() -> ValidateObjectUpdateFn {
+    Arc::new(|_, _| Box::pin(async { Ok(()) }))
+}
+
+/// Computes the new object of an update from the current one, inside the storage's
+/// compare-and-swap loop (upstream's `rest.UpdatedObjectInfo`). For PUT it returns the body;
+/// for PATCH it applies the patch to the current object; mutating admission runs inside it.
+/// `None` means the object does not exist (create-on-update).
+pub type UpdatedObjectFn = Arc<dyn Fn(Option<Object>) -> BoxFuture<'static, Result<Object, ApiError>> + Send + Sync>;
+
+/// Describes a resource for discovery, routing and OpenAPI.
+#[derive(Clone, Debug)]
+pub struct ResourceInfo {
+    pub group: String,
+    pub version: String,
+    /// Plural, e.g. `deployments`; for subresources the parent's plural.
+    pub resource: String,
+    /// e.g. `status`, `scale`; empty for the main resource.
+    pub subresource: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+}
+
+impl ResourceInfo {
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::new(self.group.clone(), self.version.clone(), self.kind.clone())
+    }
+    pub fn group_resource(&self) -> kapi_machinery::GroupResource {
+        kapi_machinery::GroupResource::new(self.group.clone(), self.resource.clone())
+    }
+    /// `deployments` or `deployments/status`.
+    pub fn path_name(&self) -> String {
+        if self.subresource.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}/{}", self.resource, self.subresource)
+        }
+    }
+}
+
+/// Every REST storage. Capabilities are discovered through the `as_*` methods.
+pub trait Storage: Send + Sync + 'static {
+    fn info(&self) -> &ResourceInfo;
+
+    /// Decodes a request body for this resource: checks apiVersion/kind, drops or reports
+    /// unknown and duplicate fields per `validation` (Strict: 400 `strict decoding error:
+    /// unknown field "spec.foo"`; Warn: returned as warnings), and applies defaults.
+    fn decode(&self, body: Object, validation: FieldValidation) -> Result<(Object, Vec<String>), ApiError>;
+
+    fn as_creater(&self) -> Option<&dyn Creater> {
+        None
+    }
+    fn as_getter(&self) -> Option<&dyn Getter> {
+        None
+    }
+    fn as_lister(&self) -> Option<&dyn Lister> {
+        None
+    }
+    fn as_updater(&self) -> Option<&dyn Updater> {
+        None
+    }
+    /// Patch is update with a computed object: a storage that can be patched says so.
+    fn as_patcher(&self) -> Option<&dyn Updater> {
+        None
+    }
+    fn as_graceful_deleter(&self) -> Option<&dyn GracefulDeleter> {
+        None
+    }
+    fn as_collection_deleter(&self) -> Option<&dyn CollectionDeleter> {
+        None
+    }
+    fn as_watcher(&self) -> Option<&dyn Watcher> {
+        None
+    }
+    fn as_table_convertor(&self) -> Option<&dyn TableConvertor> {
+        None
+    }
+    /// Upstream field labels this resource accepts in `fieldSelector` besides
+    /// `metadata.name` and `metadata.namespace`.
+    fn field_labels(&self) -> &[&'static str] {
+        &[]
+    }
+}
+
+#[async_trait]
+pub trait Creater: Send + Sync {
+    async fn create(&self, ctx: &Context, obj: Object, validate: ValidateObjectFn, opts: &WriteOptions) -> Result<WriteResult, ApiError>;
+}
+
+#[async_trait]
+pub trait Getter: Send + Sync {
+    async fn get(&self, ctx: &Context, name: &str, opts: &GetOptions) -> Result<Object, ApiError>;
+}
+
+#[async_trait]
+pub trait Lister: Send + Sync {
+    async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError>;
+}
+
+/// The outcome of an update: the object, and whether it was created by it.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateResult {
+    pub object: Object,
+    pub created: bool,
+    pub warnings: Vec<String>,
+}
+
+#[async_trait]
+pub trait Updater: Send + Sync {
+    #[allow(clippy::too_many_arguments)]
+    async fn update(
+        &self,
+        ctx: &Context,
+        name: &str,
+        new_object: UpdatedObjectFn,
+        create_validation: ValidateObjectFn,
+        update_validation: ValidateObjectUpdateFn,
+        force_allow_create: bool,
+        opts: &WriteOptions,
+    ) -> Result<UpdateResult, ApiError>;
+}
+
+/// The outcome of a delete: the object as it was last stored, and whether it is gone (false
+/// when finalizers or a grace period keep it).
+#[derive(Clone, Debug, Default)]
+pub struct DeleteResult {
+    pub object: Object,
+    pub deleted: bool,
+}
+
+#[async_trait]
+pub trait GracefulDeleter: Send + Sync {
+    async fn delete(&self, ctx: &Context, name: &str, validate: ValidateObjectFn, opts: &DeleteOptions) -> Result<DeleteResult, ApiError>;
+}
+
+#[async_trait]
+pub trait CollectionDeleter: Send + Sync {
+    async fn delete_collection(&self, ctx: &Context, validate: ValidateObjectFn, opts: &DeleteOptions, list_opts: &ListOptions) -> Result<ObjectList, ApiError>;
+}
+
+/// A watch event as the registry hands it to the endpoint: the object is shared so many
+/// watchers encode one copy.
+#[derive(Clone, Debug)]
+pub struct WatchEvent {
+    pub event_type: kapi_machinery::EventType,
+    pub object: Arc<Object>,
+}
+
+/// A stream of watch events; an `Err` is sent to the client as an ERROR event and ends it.
+pub type WatchEventStream = BoxStream<'static, Result<WatchEvent, ApiError>>;
+
+#[async_trait]
+pub trait Watcher: Send + Sync {
+    async fn watch(&self, ctx: &Context, opts: &ListOptions) -> Result<WatchEventStream, ApiError>;
+}
+
+/// Renders objects as a `meta.k8s.io` Table: columns and one row per object (cells only;
+/// the endpoint adds `object` per `includeObject`).
+pub trait TableConvertor: Send + Sync {
+    /// Column definitions (`TableColumnDefinition`s); columns only `-o wide` shows carry
+    /// `priority: 1`.
+    fn columns(&self) -> Vec<Value>;
+    /// Cells of one row, in column order.
+    fn cells(&self, obj: &Object) -> Vec<Value>;
+}

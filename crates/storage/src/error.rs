@@ -1,0 +1,72 @@
+//! Key-level storage errors. The registry turns them into API errors with the resource and
+//! name the wording needs ([`Error::into_api_error`]).
+
+use kapi_machinery::{ApiError, GroupResource};
+
+/// What went wrong at the storage level.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("key not found: {key}")]
+    NotFound { key: String },
+    #[error("key exists: {key}")]
+    KeyExists { key: String },
+    /// A compare-and-swap lost, or a precondition no longer holds.
+    #[error("conflict on {key}: {message}")]
+    Conflict { key: String, message: String },
+    /// The requested revision has been compacted away.
+    #[error("too old resource version: {requested} ({compacted})")]
+    ResourceExpired { requested: i64, compacted: i64 },
+    /// A continue token that does not decode.
+    #[error("invalid continue token: {0}")]
+    InvalidContinue(String),
+    /// The backend cannot be reached.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The backend did not answer within the request timeout.
+    #[error("storage request timed out: {0}")]
+    Timeout(String),
+    /// The stored bytes are not a valid object.
+    #[error("corrupt object at {key}: {message}")]
+    Corrupt { key: String, message: String },
+    /// An error raised by a caller's closure (update function, delete validation), passed through.
+    #[error("{0}")]
+    Api(Box<ApiError>),
+    #[error("internal storage error: {0}")]
+    Internal(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<ApiError> for Error {
+    fn from(e: ApiError) -> Self {
+        Error::Api(Box::new(e))
+    }
+}
+
+/// Upstream's message for a list/watch at a compacted revision.
+pub fn too_old_message(requested: i64, compacted: i64) -> String {
+    format!("too old resource version: {requested} ({compacted})")
+}
+
+impl Error {
+    /// Translates a storage error into what the client sees, for `operation` on `gr`/`name`
+    /// (the `interpret_*_error` step of upstream's registry).
+    pub fn into_api_error(self, gr: &GroupResource, name: &str, operation: &str) -> ApiError {
+        match self {
+            Error::NotFound { .. } => ApiError::not_found(gr, name),
+            Error::KeyExists { .. } => ApiError::already_exists(gr, name),
+            Error::Conflict { message, .. } => ApiError::conflict(gr, name, message),
+            Error::ResourceExpired { requested, compacted } => ApiError::resource_expired(too_old_message(requested, compacted)),
+            Error::InvalidContinue(m) => ApiError::bad_request(format!("continue key is not valid: {m}")),
+            Error::Unavailable(_) | Error::Timeout(_) => ApiError::server_timeout(gr, operation, 2),
+            Error::Api(e) => *e,
+            e @ (Error::Corrupt { .. } | Error::Internal(_)) => ApiError::internal(e),
+        }
+    }
+
+    /// True for errors that mean "the backend is down or slow", not "the request is wrong".
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Unavailable(_) | Error::Timeout(_))
+    }
+}

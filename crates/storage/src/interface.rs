@@ -1,0 +1,115 @@
+//! The `Storage` trait and the types it speaks.
+
+use crate::error::Result;
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use kapi_machinery::{EventType, ListOptions, Object, Preconditions, SelectionPredicate};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A storage revision (etcd's `mod_revision`); `resourceVersion` is its decimal string.
+pub type Revision = i64;
+
+/// Options for [`Storage::get`].
+#[derive(Clone, Debug, Default)]
+pub struct GetOptions {
+    /// `None`/`"0"`-like semantics are decided by the caller; a backend reads the latest
+    /// value when this is `None`, or the value at that revision (or later, for the cache).
+    pub resource_version: Option<Revision>,
+    /// Return `Ok(None)` instead of `NotFound`.
+    pub ignore_not_found: bool,
+}
+
+/// A list's result: the objects, the revision the list was read at, and paging state.
+#[derive(Clone, Debug, Default)]
+pub struct ListResult {
+    pub items: Vec<Object>,
+    /// The revision the whole list (every page) is consistent at.
+    pub revision: Revision,
+    /// Set when more items remain; pass back as `ListOptions.continue_token`.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page, where known.
+    pub remaining_item_count: Option<i64>,
+}
+
+/// Options for [`Storage::watch`].
+#[derive(Clone, Debug, Default)]
+pub struct WatchOptions {
+    /// Deliver every change after this revision. `None` = from now (no initial state).
+    pub from_revision: Option<Revision>,
+    /// Watch every key under the prefix, rather than exactly one key.
+    pub recursive: bool,
+    /// Only events whose object (or, for a transition, whose old object) matches are sent;
+    /// an object that stops matching is delivered as DELETED, one that starts as ADDED.
+    pub predicate: SelectionPredicate,
+    /// Emit BOOKMARK events carrying only the current revision.
+    pub bookmarks: bool,
+}
+
+/// One event of a watch stream. The object is shared: many watchers, one copy.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub event_type: EventType,
+    pub object: Arc<Object>,
+    pub revision: Revision,
+}
+
+/// A watch stream: events in revision order; an `Err` item ends it (e.g. `ResourceExpired`).
+pub type WatchStream = BoxStream<'static, Result<Event>>;
+
+/// The closure [`Storage::guaranteed_update`] applies to the current object. It gets the
+/// current object (`None` if absent and `ignore_not_found`) and returns the new one; it may be
+/// called several times if the compare-and-swap loses. Returning the input unchanged means no
+/// write.
+pub type UpdateFn<'a> = dyn FnMut(Option<Object>) -> BoxFuture<'a, Result<Object>> + Send + 'a;
+
+/// Checks the current object before a delete; an `Err` aborts the delete.
+pub type ValidateDeleteFn<'a> = dyn Fn(&Object) -> BoxFuture<'a, Result<()>> + Send + Sync + 'a;
+
+/// A revisioned object store with etcd's semantics. Keys are full paths
+/// (`/registry/configmaps/default/x`); every object returned carries its revision as
+/// `metadata.resourceVersion`.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Creates `key`; fails with `KeyExists` if present. `ttl` expires the key (events).
+    async fn create(&self, key: &str, obj: Object, ttl: Option<Duration>) -> Result<Object>;
+
+    /// Reads one key.
+    async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>>;
+
+    /// Lists every key under `prefix` (which should end in `/`), honouring the resource
+    /// version semantics, selectors, `limit` and `continue` of `opts`.
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult>;
+
+    /// Read-modify-write with compare-and-swap on the revision, retried on conflict.
+    /// Preconditions are checked against each current object read.
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        ignore_not_found: bool,
+        try_update: &mut UpdateFn<'_>,
+    ) -> Result<Object>;
+
+    /// Deletes `key` if the preconditions and `validate` pass; returns the deleted object.
+    async fn delete(&self, key: &str, preconditions: Option<&Preconditions>, validate: &ValidateDeleteFn<'_>) -> Result<Object>;
+
+    /// Watches a key or prefix.
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream>;
+
+    /// The latest revision of the store.
+    async fn current_revision(&self) -> Result<Revision>;
+
+    /// Forgets history up to `revision`; watches and paged lists from before it become Gone.
+    async fn compact(&self, revision: Revision) -> Result<()>;
+
+    /// Counts the keys under a prefix (for `apiserver_storage_objects`).
+    async fn count(&self, prefix: &str) -> Result<i64>;
+
+    /// Whether the backend answers right now (for `/readyz`).
+    async fn health(&self) -> Result<()>;
+}
+
+/// Shared handle to a storage.
+pub type DynStorage = Arc<dyn Storage>;

@@ -1,0 +1,15 @@
+//! `kapi-storage`: kapi's revisioned key-value store with etcd's semantics.
+//!
+//! It owns the [`Storage`] trait (create, get, list with paging, guaranteed_update with
+//! preconditions, delete, watch from a revision, compaction), its typed [`Error`], the backends
+//! (`etcd` over etcd-client, `embedded` on disk, the default), the watch cache that serves
+//! LIST and WATCH from memory, and one conformance suite (`testing`) run against every backend.
+//!
+//! The trait speaks keys, objects and revisions — never HTTP or resources. The interface
+//! module imports neither etcd-client nor rusqlite.
+
+mod error;
+mod interface;
+
+pub use error::{Error, Result};
+pub use interface::*;
