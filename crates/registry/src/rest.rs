@@ -147,6 +147,27 @@ pub trait Storage: Send + Sync + 'static {
     fn field_labels(&self) -> &[&'static str] {
         &[]
     }
+    /// The OpenAPI schema of this resource's kind, registering the definitions it refers to
+    /// in `generator` (for `/openapi/v2` and `/openapi/v3`); `None` when it has none.
+    fn openapi_schema(&self, _generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
+        None
+    }
+}
+
+/// The storages of one group/version (main resources and their subresources, each telling
+/// which it is through `info().subresource`).
+#[derive(Clone)]
+pub struct ApiVersionInfo {
+    pub version: String,
+    pub storages: Vec<Arc<dyn Storage>>,
+}
+
+/// One API group as installed: `""` is the legacy core group served under `/api`.
+#[derive(Clone)]
+pub struct ApiGroupInfo {
+    pub group: String,
+    pub preferred_version: String,
+    pub versions: Vec<ApiVersionInfo>,
 }
 
 #[async_trait]
