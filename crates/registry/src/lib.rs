@@ -5,4 +5,5 @@
 //! driven by a per-resource `Strategy`, and the built-in resources under `resources/` (one
 //! module per API group). It turns storage errors into API errors; it never speaks HTTP.
 
+pub mod printers;
 pub mod rest;

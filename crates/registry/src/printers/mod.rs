@@ -1,0 +1,159 @@
+//! Server-side printing: the `meta.k8s.io/v1` Table columns and cells of every built-in
+//! resource, matching kube-apiserver's `pkg/printers/internalversion` (what `kubectl get`
+//! shows). Printers read objects as stored JSON; a field that is absent reads as its zero
+//! value, as it would after upstream decoded the object into its Go type.
+
+mod apps;
+mod batch;
+mod core;
+mod duration;
+mod groups;
+mod json;
+mod networking;
+mod pod;
+mod rbac;
+
+pub use duration::{
+    human_duration, now, parse_time, short_human_duration, translate_timestamp_since,
+};
+
+use crate::rest::TableConvertor;
+use chrono::{DateTime, SecondsFormat, Utc};
+use kapi_machinery::Object;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// One `TableColumnDefinition`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    /// OpenAPI type: `string`, `integer`, `boolean`, `date`.
+    pub kind: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0: always shown; 1: only with `-o wide`.
+    pub priority: i32,
+}
+
+impl Column {
+    pub const fn new(name: &'static str, kind: &'static str, description: &'static str) -> Self {
+        Column {
+            name,
+            kind,
+            format: "",
+            description,
+            priority: 0,
+        }
+    }
+    /// The same column, shown only with `-o wide`.
+    pub const fn wide(self) -> Self {
+        Column {
+            priority: 1,
+            ..self
+        }
+    }
+    pub const fn format(self, format: &'static str) -> Self {
+        Column { format, ..self }
+    }
+
+    /// The column as `TableColumnDefinition` JSON (every field is always present).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "type": self.kind,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        })
+    }
+}
+
+/// `metav1.ObjectMeta`'s documentation of `name`, the NAME column's description everywhere.
+pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+/// `metav1.ObjectMeta`'s documentation of `creationTimestamp` (AGE and CREATED AT).
+pub const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// The NAME column every printer starts with.
+pub const NAME: Column = Column::new("Name", "string", NAME_DESCRIPTION).format("name");
+/// The AGE column.
+pub const AGE: Column = Column::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION);
+
+/// Computes one row's cells from an object and the current time.
+pub type CellsFn = fn(&Object, DateTime<Utc>) -> Vec<Value>;
+
+/// A printer: fixed columns and a pure function for the cells.
+#[derive(Clone, Copy)]
+pub struct Printer {
+    pub columns: &'static [Column],
+    pub cells: CellsFn,
+}
+
+impl Printer {
+    /// The cells of `obj` as they read at `now`.
+    pub fn cells_at(&self, obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+        (self.cells)(obj, now)
+    }
+}
+
+impl TableConvertor for Printer {
+    fn columns(&self) -> Vec<Value> {
+        self.columns.iter().map(Column::to_json).collect()
+    }
+    fn cells(&self, obj: &Object) -> Vec<Value> {
+        self.cells_at(obj, now())
+    }
+}
+
+/// The table of every resource without a printer of its own (upstream's
+/// `rest.NewDefaultTableConvertor`): NAME and CREATED AT.
+pub const DEFAULT: Printer = Printer {
+    columns: DEFAULT_COLUMNS,
+    cells: default_cells,
+};
+
+const DEFAULT_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Created At", "date", CREATION_TIMESTAMP_DESCRIPTION),
+];
+
+fn default_cells(obj: &Object, _now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        json!(obj.name()),
+        json!(format_rfc3339(obj.creation_timestamp())),
+    ]
+}
+
+/// A `metav1.Time` as Go's `time.RFC3339` prints it in UTC; the zero time when unset.
+pub fn format_rfc3339(ts: &str) -> String {
+    match parse_time(ts) {
+        Some(t) => t.to_rfc3339_opts(SecondsFormat::Secs, true),
+        None => "0001-01-01T00:00:00Z".into(),
+    }
+}
+
+/// The default convertor (NAME, CREATED AT), for custom resources without
+/// `additionalPrinterColumns` and built-ins without a printer.
+pub fn default_convertor() -> Arc<dyn TableConvertor> {
+    Arc::new(DEFAULT)
+}
+
+/// The printer kube-apiserver uses for `group`/`resource` (plural; group `""` is core).
+/// Resources upstream prints with the default table (roles, clusterroles, limitranges,
+/// customresourcedefinitions, ...) get the default convertor; unknown resources get `None`.
+pub fn for_resource(group: &str, resource: &str) -> Option<Arc<dyn TableConvertor>> {
+    printer_for(group, resource).map(|p| Arc::new(p) as Arc<dyn TableConvertor>)
+}
+
+/// [`for_resource`] as the concrete [`Printer`] (for callers that pass their own `now`).
+pub fn printer_for(group: &str, resource: &str) -> Option<Printer> {
+    let p = match (group, resource) {
+        ("", "pods") => pod::PODS,
+        ("", _) => core::printer(resource)?,
+        ("apps", _) => apps::printer(resource)?,
+        ("batch", _) => batch::printer(resource)?,
+        ("networking.k8s.io", _) => networking::printer(resource)?,
+        ("rbac.authorization.k8s.io", _) => rbac::printer(resource)?,
+        _ => groups::printer(group, resource)?,
+    };
+    Some(p)
+}
