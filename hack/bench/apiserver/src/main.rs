@@ -1,0 +1,214 @@
+//! Benchmark of a running kapi through its full HTTPS + authentication path: time to
+//! `/readyz`, idle RSS, POST/GET rates and LIST-of-1,000 latency at a given concurrency, and
+//! RSS after the load. It starts the server binary itself (embedded store in a temporary
+//! directory, or the etcd given with `--etcd-servers`) and prints one table.
+//!
+//!   cargo run --release -p kapi-bench-apiserver -- --server target/release/kapi-apiserver
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use futures::stream::{self, StreamExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+struct Args {
+    /// The kapi-apiserver binary to start.
+    #[arg(long)]
+    server: PathBuf,
+    /// Use this etcd instead of the embedded store.
+    #[arg(long)]
+    etcd_servers: Option<String>,
+    /// Concurrent requests in flight.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Objects created (and then read) in the POST and GET phases.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+    /// How many LISTs of 1,000 objects to time.
+    #[arg(long, default_value_t = 200)]
+    lists: usize,
+}
+
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("no VmRSS")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("bad VmRSS")?
+        .parse()?)
+}
+
+async fn client_for(kubeconfig: &PathBuf) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Starts the server and returns it with the time until `/readyz` answered 200.
+async fn start(args: &Args) -> Result<(Server, Duration)> {
+    let dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let kubeconfig = dir.path().join("admin.kubeconfig");
+    let mut cmd = Command::new(&args.server);
+    cmd.arg("--secure-port")
+        .arg(port.to_string())
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(etcd) = &args.etcd_servers {
+        cmd.arg("--etcd-servers")
+            .arg(etcd)
+            .arg("--etcd-prefix")
+            .arg(format!("/bench-{port}"));
+    }
+    let started = Instant::now();
+    let child = cmd.spawn().context("starting the server")?;
+    let server = Server {
+        child,
+        _dir: dir,
+        kubeconfig,
+    };
+    // The kubeconfig appears before the server is ready; poll both without sleeping long.
+    let deadline = started + Duration::from_secs(30);
+    loop {
+        if Instant::now() > deadline {
+            bail!("server not ready within 30s");
+        }
+        if server.kubeconfig.exists() {
+            if let Ok(client) = client_for(&server.kubeconfig).await {
+                let req = http::Request::get("/readyz").body(Vec::new())?;
+                if client.request_text(req).await.is_ok() {
+                    return Ok((server, started.elapsed()));
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Runs `n` requests made by `make` with `concurrency` in flight; returns requests per second.
+async fn rate<F>(client: &kube::Client, n: usize, concurrency: usize, make: F) -> Result<f64>
+where
+    F: Fn(usize) -> http::Request<Vec<u8>>,
+{
+    let started = Instant::now();
+    let results: Vec<Result<String, kube::Error>> = stream::iter((0..n).map(make))
+        .map(|req| async move { client.request_text(req).await })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let failures = results.iter().filter(|r| r.is_err()).count();
+    if failures > 0 {
+        bail!(
+            "{failures} of {n} requests failed, first: {:?}",
+            results.into_iter().find_map(Result::err)
+        );
+    }
+    Ok(n as f64 / elapsed)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let (server, ready) = start(&args).await?;
+    let pid = server.child.id();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle_rss = rss_kib(pid)?;
+    let client = client_for(&server.kubeconfig).await?;
+    let c = args.concurrency;
+
+    let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench"}}"#;
+    client
+        .request_text(
+            http::Request::post("/api/v1/namespaces")
+                .header("content-type", "application/json")
+                .body(ns.as_bytes().to_vec())?,
+        )
+        .await?;
+
+    let post = rate(&client, args.objects, c, |i| {
+        let body = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}},"data":{{"key":"value-{i}"}}}}"#);
+        http::Request::post("/api/v1/namespaces/bench/configmaps").header("content-type", "application/json").body(body.into_bytes()).unwrap_or_default()
+    })
+    .await?;
+    let get = rate(&client, args.objects, c, |i| {
+        http::Request::get(format!("/api/v1/namespaces/bench/configmaps/cm-{i}"))
+            .body(Vec::new())
+            .unwrap_or_default()
+    })
+    .await?;
+
+    let list_started = Instant::now();
+    let latencies: Vec<Result<Duration>> = stream::iter(0..args.lists)
+        .map(|_| {
+            let client = client.clone();
+            async move {
+                let req = http::Request::get("/api/v1/namespaces/bench/configmaps?limit=1000")
+                    .body(Vec::new())?;
+                let t = Instant::now();
+                client.request_text(req).await?;
+                Ok(t.elapsed())
+            }
+        })
+        .buffer_unordered(c)
+        .collect()
+        .await;
+    let list_rate = args.lists as f64 / list_started.elapsed().as_secs_f64();
+    let mut latencies: Vec<Duration> = latencies.into_iter().collect::<Result<_>>()?;
+    latencies.sort();
+    let loaded_rss = rss_kib(pid)?;
+
+    let backend = if args.etcd_servers.is_some() {
+        "etcd"
+    } else {
+        "embedded"
+    };
+    println!("| metric ({backend}, concurrency {c}) | value |");
+    println!("|---|---|");
+    println!(
+        "| time to /readyz | {:.1} ms |",
+        ready.as_secs_f64() * 1000.0
+    );
+    println!("| idle RSS | {:.1} MB |", idle_rss as f64 / 1024.0);
+    println!("| POST configmap | {post:.0} /s |");
+    println!("| GET configmap | {get:.0} /s |");
+    println!(
+        "| LIST of 1,000 | {list_rate:.0} /s (p50 {:.1} ms, p99 {:.1} ms) |",
+        percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
+        percentile(&latencies, 0.99).as_secs_f64() * 1000.0
+    );
+    println!("| RSS after load | {:.1} MB |", loaded_rss as f64 / 1024.0);
+    Ok(())
+}
