@@ -6,9 +6,35 @@
 //! OpenAPI v2/v3. It reads `RequestInfo` and `UserInfo` from request extensions, put there by
 //! the server's filters; it never parses TLS or authenticates.
 
+// `ApiError` is the one error every handler returns; it is large but only on the error path.
+#![allow(clippy::result_large_err)]
+
+pub mod discovery;
+pub mod openapi;
+
+mod body;
+mod encoded;
+pub mod handlers;
+pub mod installer;
+pub mod negotiation;
+mod nonresource;
+pub mod params;
+pub mod responses;
+pub mod router;
+pub mod scope;
+pub mod transform;
+
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::UnsyncBoxBody;
+use installer::Verb;
+use kapi_admission::Chain;
+use kapi_machinery::{RequestInfo, UserInfo};
+use kapi_registry::rest::ApiGroupInfo;
+use router::{RouteKey, RouteTable, Router};
+use scope::{method_not_allowed, RequestScope};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Error type of request and response bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -17,17 +43,137 @@ pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
 /// A response body: a full buffer or a stream (watch).
 pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
+/// Limits and defaults of the API handlers.
+#[derive(Clone, Debug)]
+pub struct HandlerConfig {
+    /// Bodies above this are refused with 413 (kube-apiserver: 3 MiB).
+    pub max_request_body_bytes: usize,
+    /// A watch without `timeoutSeconds` ends after a random time in [this, 2×this]
+    /// (`--min-request-timeout`, 1800s).
+    pub min_request_timeout: Duration,
+}
+
+impl Default for HandlerConfig {
+    fn default() -> Self {
+        Self { max_request_body_bytes: 3 * 1024 * 1024, min_request_timeout: Duration::from_secs(1800) }
+    }
+}
+
+struct Inner {
+    router: Router,
+    admission: Arc<Chain>,
+    config: HandlerConfig,
+}
+
 /// Serves `/api`, `/apis`, `/openapi` and every installed resource.
-#[derive(Clone, Default)]
-pub struct ApiServerHandler {}
+#[derive(Clone)]
+pub struct ApiServerHandler {
+    inner: Arc<Inner>,
+}
+
+impl Default for ApiServerHandler {
+    fn default() -> Self {
+        Self::new(Vec::new(), Arc::new(Chain::default()), HandlerConfig::default())
+    }
+}
 
 impl ApiServerHandler {
+    /// Installs `groups` (each storage's routes from its capabilities).
+    pub fn new(groups: Vec<ApiGroupInfo>, admission: Arc<Chain>, config: HandlerConfig) -> Self {
+        Self { inner: Arc::new(Inner { router: Router::new(groups), admission, config }) }
+    }
+
+    /// Adds a group, or replaces the installed group of the same name, while serving
+    /// (custom resources). Requests in flight finish on the snapshot they started with.
+    pub fn install_group(&self, group: ApiGroupInfo) {
+        self.inner.router.install_group(group);
+    }
+
+    /// Removes a group's routes; false when it was not installed.
+    pub fn remove_group(&self, group: &str) -> bool {
+        self.inner.router.remove_group(group)
+    }
+
+    /// Sets the `host:port` legacy discovery reports in `serverAddressByClientCIDRs`.
+    pub fn set_server_address(&self, address: impl Into<String>) {
+        self.inner.router.set_server_address(address.into());
+    }
+
+    /// The installed groups of the current snapshot.
+    pub fn groups(&self) -> Arc<Vec<ApiGroupInfo>> {
+        self.inner.router.snapshot().groups.clone()
+    }
+
     /// Answers one request. Never fails: errors are `metav1.Status` responses.
-    pub async fn handle(&self, _req: Request<RequestBody>) -> Response<ResponseBody> {
-        use http_body_util::{BodyExt, Full};
-        let body = Full::new(Bytes::from_static(b"{}")).map_err(|never| match never {}).boxed_unsync();
-        let mut resp = Response::new(body);
-        *resp.status_mut() = http::StatusCode::NOT_FOUND;
-        resp
+    pub async fn handle(&self, req: Request<RequestBody>) -> Response<ResponseBody> {
+        let (parts, body) = req.into_parts();
+        let query = parts.uri.query().unwrap_or("").to_string();
+        let info = match parts.extensions.get::<RequestInfo>() {
+            Some(i) => i.clone(),
+            None => RequestInfo::resolve(parts.method.as_str(), parts.uri.path(), &query),
+        };
+        let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_default();
+        let pretty = responses::wants_pretty(&query, &parts.headers);
+        let table = self.inner.router.snapshot();
+        if !info.is_resource_request {
+            return nonresource::serve(&table, &parts.method, parts.uri.path(), &parts.headers, pretty);
+        }
+        let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+        match self.resolve(&table, info, user, query, parts.headers, pretty) {
+            Ok((scope, verb)) => handlers::serve(scope, verb, body).await,
+            Err(e) => responses::error_response(&e, accept.as_deref(), pretty),
+        }
+    }
+
+    /// Finds the route and checks scope and verb: 404 for an unknown resource or a path that
+    /// does not fit its scope, 405 for a verb it does not serve.
+    fn resolve(
+        &self,
+        table: &RouteTable,
+        info: RequestInfo,
+        user: UserInfo,
+        query: String,
+        headers: http::HeaderMap,
+        pretty: bool,
+    ) -> Result<(RequestScope, Verb), kapi_machinery::ApiError> {
+        let key = RouteKey::new(&info.api_group, &info.api_version, &info.resource, &info.subresource);
+        let routes = table.lookup(&key).ok_or_else(responses::resource_not_found)?;
+        let mut resource = routes.storage.info().clone();
+        resource.group = key.group.clone();
+        resource.version = key.version.clone();
+        // `/api/v1/namespaces/<name>` parses with the name as namespace; a namespace is not
+        // inside itself.
+        let is_namespace = resource.group.is_empty() && resource.resource == "namespaces";
+        let namespace = if resource.namespaced { info.namespace.clone() } else { String::new() };
+        if !resource.namespaced && !info.namespace.is_empty() && !is_namespace {
+            return Err(responses::resource_not_found());
+        }
+        let verb = Verb::parse(&info.verb).ok_or_else(|| method_not_allowed(&resource, &info.verb))?;
+        if resource.namespaced && namespace.is_empty() {
+            // Across namespaces only list and watch exist; named objects need a namespace.
+            if !info.name.is_empty() && !matches!(verb, Verb::List | Verb::Watch) {
+                return Err(responses::resource_not_found());
+            }
+            if !matches!(verb, Verb::List | Verb::Watch) {
+                return Err(method_not_allowed(&resource, verb.as_str()));
+            }
+        }
+        if !routes.verbs.allows(verb) {
+            return Err(method_not_allowed(&resource, verb.as_str()));
+        }
+        let scope = RequestScope {
+            name: info.name.clone(),
+            info,
+            resource,
+            storage: routes.storage.clone(),
+            namespace,
+            user,
+            admission: self.inner.admission.clone(),
+            config: self.inner.config.clone(),
+            query,
+            headers,
+            pretty,
+        };
+        Ok((scope, verb))
     }
 }

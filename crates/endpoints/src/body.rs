@@ -1,0 +1,62 @@
+//! Reading request bodies: bounded (413 over the limit, checked while reading, as upstream's
+//! `limitedReadBody`) and decoded from JSON or YAML.
+
+use crate::negotiation::InputFormat;
+use crate::RequestBody;
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use kapi_machinery::{ApiError, Object};
+use serde_json::Value;
+
+/// Reads at most `limit` bytes; 413 `Request entity too large: limit is <n>` beyond.
+pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, ApiError> {
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                return Err(ApiError::request_entity_too_large(format!("limit is {limit}")));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
+/// Parses a body into a JSON value in the given format.
+pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError> {
+    match format {
+        InputFormat::Json => {
+            serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+        }
+        InputFormat::Yaml => {
+            let text = std::str::from_utf8(bytes).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?;
+            serde_saphyr::from_str::<Value>(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+        }
+    }
+}
+
+/// Parses a body that must be one object.
+pub fn decode_object(bytes: &[u8], format: InputFormat) -> Result<Object, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    match decode_value(bytes, format)? {
+        Value::Object(m) => Ok(Object::from(m)),
+        other => Err(ApiError::bad_request(format!(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+            go_json_type(&other)
+        ))),
+    }
+}
+
+fn go_json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -1,0 +1,128 @@
+//! The router: an immutable snapshot of `(group, version, resource, subresource)` → routes,
+//! swapped atomically when a group is added or replaced at run time (custom resources).
+//! Readers clone the snapshot's `Arc` and never hold a lock across an `.await`.
+
+use crate::discovery::Discovery;
+use crate::installer::{self, VerbTable};
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+use kapi_registry::rest::{self, ApiGroupInfo};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// Where a resource request goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RouteKey {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+}
+
+impl RouteKey {
+    pub fn new(group: &str, version: &str, resource: &str, subresource: &str) -> Self {
+        Self { group: group.into(), version: version.into(), resource: resource.into(), subresource: subresource.into() }
+    }
+}
+
+/// One installed resource (or subresource): its storage and the verbs it serves.
+pub struct ResourceRoutes {
+    pub storage: Arc<dyn rest::Storage>,
+    pub verbs: VerbTable,
+}
+
+/// One immutable routing snapshot.
+pub struct RouteTable {
+    pub routes: HashMap<RouteKey, Arc<ResourceRoutes>>,
+    /// The groups the snapshot was built from (discovery and OpenAPI read them).
+    pub groups: Arc<Vec<ApiGroupInfo>>,
+    /// What legacy discovery reports as the server's address.
+    pub server_address: String,
+    /// Discovery documents of this snapshot, built on first use.
+    pub discovery: OnceLock<Discovery>,
+}
+
+impl RouteTable {
+    pub fn lookup(&self, key: &RouteKey) -> Option<Arc<ResourceRoutes>> {
+        self.routes.get(key).cloned()
+    }
+
+    /// The discovery documents of this snapshot.
+    pub fn discovery(&self) -> &Discovery {
+        self.discovery.get_or_init(|| Discovery::new(&self.groups, &self.server_address))
+    }
+
+    /// Answers `/openapi/v2`, `/openapi/v3` and `/openapi/v3/<gv>`; `None` for an unknown path.
+    pub fn openapi_response(&self, _path: &str, _headers: &HeaderMap) -> Option<Response<Bytes>> {
+        None
+    }
+
+    /// True when some resource is served under this group/version (for 404 wording).
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.groups.iter().any(|g| g.group == group && g.versions.iter().any(|v| v.version == version))
+    }
+}
+
+/// The live router.
+pub struct Router {
+    current: RwLock<Arc<RouteTable>>,
+}
+
+fn build(groups: Vec<ApiGroupInfo>, server_address: String) -> RouteTable {
+    let mut table = installer::install(groups);
+    table.server_address = server_address;
+    table
+}
+
+impl Router {
+    pub fn new(groups: Vec<ApiGroupInfo>) -> Self {
+        Self { current: RwLock::new(Arc::new(build(groups, String::new()))) }
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<RouteTable> {
+        // A poisoned lock still holds a complete snapshot: the writer only swaps an Arc.
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Adds `group`, or replaces the group of the same name with it, in a new snapshot.
+    pub fn install_group(&self, group: ApiGroupInfo) {
+        self.update(|groups| {
+            groups.retain(|g| g.group != group.group);
+            groups.push(group);
+        });
+    }
+
+    /// Removes a group's routes. Returns whether it was installed.
+    pub fn remove_group(&self, name: &str) -> bool {
+        let mut removed = false;
+        self.update(|groups| {
+            let before = groups.len();
+            groups.retain(|g| g.group != name);
+            removed = groups.len() != before;
+        });
+        removed
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Vec<ApiGroupInfo>)) {
+        let mut guard = match self.current.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let mut groups: Vec<ApiGroupInfo> = guard.groups.as_ref().clone();
+        change(&mut groups);
+        *guard = Arc::new(build(groups, guard.server_address.clone()));
+    }
+
+    /// Sets the address legacy discovery reports; the next snapshot carries it.
+    pub fn set_server_address(&self, address: String) {
+        let mut guard = match self.current.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *guard = Arc::new(build(guard.groups.as_ref().clone(), address));
+    }
+}

@@ -1,0 +1,150 @@
+//! `RequestScope`: what every verb handler knows about the request it serves (upstream's
+//! `handlers.RequestScope`): the resource, its storage, namespace and name, the user, the
+//! admission chain, and how to answer (negotiated encoding, transforms, errors).
+
+use crate::negotiation::{self};
+use crate::responses::{self, add_warnings, bytes_response, encode, error_response};
+use crate::transform::{self, DefaultTableConvertor, Payload};
+use crate::{HandlerConfig, ResponseBody};
+use http::header::ACCEPT;
+use http::{HeaderMap, Response, StatusCode};
+use kapi_admission::{Attributes, Chain, Operation};
+use kapi_machinery::{ApiError, GroupResource, GroupVersionResource, Object, RequestInfo, UserInfo};
+use kapi_registry::rest::{self, ResourceInfo, ValidateObjectFn, ValidateObjectUpdateFn};
+use std::sync::Arc;
+
+/// One resource request, resolved.
+pub struct RequestScope {
+    pub info: RequestInfo,
+    /// The resource as routed (group/version from the route).
+    pub resource: ResourceInfo,
+    pub storage: Arc<dyn rest::Storage>,
+    /// The request's namespace; empty for cluster-scoped resources and all-namespace lists.
+    pub namespace: String,
+    pub name: String,
+    pub user: UserInfo,
+    pub admission: Arc<Chain>,
+    pub config: HandlerConfig,
+    pub query: String,
+    pub headers: HeaderMap,
+    pub pretty: bool,
+}
+
+impl RequestScope {
+    /// The registry context.
+    pub fn ctx(&self) -> rest::Context {
+        rest::Context { namespace: self.namespace.clone(), user: self.user.clone() }
+    }
+
+    pub fn accept(&self) -> Option<&str> {
+        self.headers.get(ACCEPT).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(self.resource.group.clone(), self.resource.resource.clone())
+    }
+
+    /// The error as a Status response.
+    pub fn error(&self, err: &ApiError) -> Response<ResponseBody> {
+        error_response(err, self.accept(), self.pretty)
+    }
+
+    /// The table convertor of the resource, or upstream's default table.
+    pub fn table_convertor(&self) -> &dyn rest::TableConvertor {
+        match self.storage.as_table_convertor() {
+            Some(c) => c,
+            None => &DefaultTableConvertor,
+        }
+    }
+
+    /// Negotiates, transforms and encodes `payload`; errors become Status responses.
+    pub fn respond(&self, status: StatusCode, payload: Payload, warnings: &[String]) -> Response<ResponseBody> {
+        let mut resp = match self.encode_payload(payload) {
+            Ok((content_type, bytes)) => bytes_response(status, content_type, bytes),
+            Err(e) => self.error(&e),
+        };
+        add_warnings(resp.headers_mut(), warnings);
+        resp
+    }
+
+    fn encode_payload(&self, payload: Payload) -> Result<(&'static str, Vec<u8>), ApiError> {
+        let media = negotiation::negotiate_output(self.accept(), true, false)?;
+        let include = match media.transform {
+            Some(negotiation::Transform::Table(_)) => transform::table_options(&self.query)?,
+            _ => Default::default(),
+        };
+        let value = transform::transform(payload, media.transform, &self.resource, self.table_convertor(), include)?;
+        let bytes = encode(&value, media.encoding, self.pretty || media.pretty)?;
+        Ok((media.encoding.content_type(), bytes))
+    }
+
+    /// Admission attributes for an operation on this request's object.
+    pub fn attributes(&self, operation: Operation, object: Option<Object>, old_object: Option<Object>, dry_run: bool) -> Attributes {
+        let name = object.as_ref().map(|o| o.name().to_string()).filter(|n| !n.is_empty()).unwrap_or_else(|| self.name.clone());
+        Attributes {
+            operation,
+            object,
+            old_object,
+            kind: self.resource.gvk(),
+            resource: GroupVersionResource::new(self.resource.group.clone(), self.resource.version.clone(), self.resource.resource.clone()),
+            subresource: self.resource.subresource.clone(),
+            namespace: self.namespace.clone(),
+            name,
+            user: self.user.clone(),
+            dry_run,
+        }
+    }
+
+    /// Runs mutating admission on `obj` and returns the admitted object.
+    pub async fn admit(&self, operation: Operation, obj: Object, old: Option<Object>, dry_run: bool) -> Result<Object, ApiError> {
+        admit_with(&self.admission, self.attributes(operation, Some(obj.clone()), old, dry_run), obj).await
+    }
+
+    /// Validating admission as the function the Store calls just before writing.
+    pub fn validate_create_fn(&self, operation: Operation, dry_run: bool) -> ValidateObjectFn {
+        let chain = self.admission.clone();
+        let template = self.attributes(operation, None, None, dry_run);
+        Arc::new(move |obj: Object| {
+            let chain = chain.clone();
+            let mut attrs = template.clone();
+            if !obj.name().is_empty() {
+                attrs.name = obj.name().to_string();
+            }
+            attrs.object = Some(obj);
+            Box::pin(async move { chain.validate(&attrs).await })
+        })
+    }
+
+    /// Validating admission for an update: (new, old).
+    pub fn validate_update_fn(&self, dry_run: bool) -> ValidateObjectUpdateFn {
+        let chain = self.admission.clone();
+        let template = self.attributes(Operation::Update, None, None, dry_run);
+        Arc::new(move |obj: Object, old: Object| {
+            let chain = chain.clone();
+            let mut attrs = template.clone();
+            attrs.object = Some(obj);
+            attrs.old_object = Some(old);
+            Box::pin(async move { chain.validate(&attrs).await })
+        })
+    }
+}
+
+/// Runs the mutating chain with `attrs` and returns the (possibly changed) object.
+pub async fn admit_with(chain: &Chain, mut attrs: Attributes, obj: Object) -> Result<Object, ApiError> {
+    attrs.object = Some(obj);
+    chain.admit(&mut attrs).await?;
+    attrs.object.ok_or_else(|| ApiError::internal("admission removed the object"))
+}
+
+/// 405 for a verb the resource does not serve.
+pub fn method_not_allowed(resource: &ResourceInfo, verb: &str) -> ApiError {
+    let gr = GroupResource::new(resource.group.clone(), resource.path_name());
+    ApiError::method_not_supported(&gr, verb)
+}
+
+/// Re-exported for handlers.
+pub use responses::resource_not_found;

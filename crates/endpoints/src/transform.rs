@@ -1,0 +1,206 @@
+//! Server-side conversions asked for through `Accept` (`as=Table`, `as=PartialObjectMetadata`,
+//! `as=PartialObjectMetadataList`), as upstream's `handlers/response.go` does them.
+
+use crate::negotiation::{MetaVersion, Transform};
+use crate::responses::form_urlencoded_pairs;
+use kapi_machinery::{ApiError, FieldError, Object, StatusReason};
+use kapi_registry::rest::{ResourceInfo, TableConvertor};
+use serde_json::{json, Map, Value};
+
+/// What a handler answers before encoding: one object, or a list with its metadata.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    Object(Object),
+    List(ListPayload),
+    /// A `Status` (e.g. a delete's `Success`) is never transformed.
+    Status(Value),
+}
+
+/// A list response.
+#[derive(Clone, Debug, Default)]
+pub struct ListPayload {
+    pub items: Vec<Object>,
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining_item_count: Option<i64>,
+}
+
+/// `includeObject` of `TableOptions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum IncludeObject {
+    None,
+    #[default]
+    Metadata,
+    Object,
+}
+
+/// `metav1.TableOptions` from the query string; 400 as upstream for a bad `includeObject`.
+pub fn table_options(query: &str) -> Result<IncludeObject, ApiError> {
+    for (k, v) in form_urlencoded_pairs(query) {
+        if k == "includeObject" {
+            return match v.as_str() {
+                "" | "Metadata" => Ok(IncludeObject::Metadata),
+                "None" => Ok(IncludeObject::None),
+                "Object" => Ok(IncludeObject::Object),
+                other => {
+                    let e = FieldError::not_supported("includeObject", other, &["Metadata", "None", "Object"]);
+                    Err(ApiError::bad_request(format!("Unable to convert to Table as requested: {e}")))
+                }
+            };
+        }
+    }
+    Ok(IncludeObject::Metadata)
+}
+
+fn not_acceptable(message: String) -> ApiError {
+    ApiError::new(406, StatusReason::NotAcceptable, message)
+}
+
+/// The wire form of a list, with items stripped of `apiVersion`/`kind` as typed lists are.
+pub fn list_value(info: &ResourceInfo, list: ListPayload) -> Value {
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), json!(list.resource_version));
+    if let Some(c) = list.continue_token.filter(|c| !c.is_empty()) {
+        meta.insert("continue".into(), json!(c));
+    }
+    if let Some(n) = list.remaining_item_count {
+        meta.insert("remainingItemCount".into(), json!(n));
+    }
+    let items: Vec<Value> = list
+        .items
+        .into_iter()
+        .map(|mut o| {
+            o.remove("apiVersion");
+            o.remove("kind");
+            o.into_value()
+        })
+        .collect();
+    json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta, "items": items})
+}
+
+/// `v1` or `group/version`.
+pub fn api_version(info: &ResourceInfo) -> String {
+    if info.group.is_empty() {
+        info.version.clone()
+    } else {
+        format!("{}/{}", info.group, info.version)
+    }
+}
+
+/// The object with `apiVersion`/`kind` filled from the resource when it lacks them.
+pub fn with_type_meta(info: &ResourceInfo, mut obj: Object) -> Object {
+    if obj.kind().is_empty() || obj.api_version().is_empty() {
+        let kind = info.kind.clone();
+        obj.set_api_version_kind(&api_version(info), &kind);
+    }
+    obj
+}
+
+/// Upstream's `meta.AsPartialObjectMetadata`.
+pub fn partial_object_metadata(obj: &Object, v: MetaVersion) -> Value {
+    let metadata = obj.metadata().cloned().unwrap_or_default();
+    json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": metadata})
+}
+
+/// Everything needed to render a Table.
+pub struct TableContext<'a> {
+    pub info: &'a ResourceInfo,
+    pub convertor: &'a dyn TableConvertor,
+    pub include: IncludeObject,
+    /// False for every watch event after the first (upstream's `NoHeaders`).
+    pub headers: bool,
+}
+
+fn table_row(ctx: &TableContext<'_>, obj: &Object, v: MetaVersion) -> Value {
+    let mut row = Map::new();
+    row.insert("cells".into(), Value::Array(ctx.convertor.cells(obj)));
+    match ctx.include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => {
+            row.insert("object".into(), partial_object_metadata(obj, v));
+        }
+        IncludeObject::Object => {
+            row.insert("object".into(), with_type_meta(ctx.info, obj.clone()).into_value());
+        }
+    }
+    Value::Object(row)
+}
+
+/// A `meta.k8s.io` Table of one object or a list.
+pub fn table(ctx: &TableContext<'_>, v: MetaVersion, objects: &[&Object], list_meta: Map<String, Value>) -> Value {
+    let columns = if ctx.headers { Value::Array(ctx.convertor.columns()) } else { Value::Null };
+    let rows: Vec<Value> = objects.iter().map(|o| table_row(ctx, o, v)).collect();
+    json!({"kind": "Table", "apiVersion": v.api_version(), "metadata": list_meta, "columnDefinitions": columns, "rows": rows})
+}
+
+fn list_meta_of(list: &ListPayload) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), json!(list.resource_version));
+    if let Some(c) = list.continue_token.as_ref().filter(|c| !c.is_empty()) {
+        meta.insert("continue".into(), json!(c));
+    }
+    if let Some(n) = list.remaining_item_count {
+        meta.insert("remainingItemCount".into(), json!(n));
+    }
+    meta
+}
+
+/// Applies `transform` (if any) and returns the value to encode.
+pub fn transform(
+    payload: Payload,
+    target: Option<Transform>,
+    info: &ResourceInfo,
+    convertor: &dyn TableConvertor,
+    include: IncludeObject,
+) -> Result<Value, ApiError> {
+    let go_type = |list: bool| format!("*{}.{}", info.version, if list { &info.list_kind } else { &info.kind });
+    match (payload, target) {
+        (Payload::Status(s), _) => Ok(s),
+        (Payload::Object(o), None) => Ok(o.into_value()),
+        (Payload::List(l), None) => Ok(list_value(info, l)),
+        (Payload::Object(o), Some(Transform::Table(v))) => {
+            let ctx = TableContext { info, convertor, include, headers: true };
+            let mut meta = Map::new();
+            if !o.resource_version().is_empty() {
+                meta.insert("resourceVersion".into(), json!(o.resource_version()));
+            }
+            Ok(table(&ctx, v, &[&o], meta))
+        }
+        (Payload::List(l), Some(Transform::Table(v))) => {
+            let ctx = TableContext { info, convertor, include, headers: true };
+            let refs: Vec<&Object> = l.items.iter().collect();
+            Ok(table(&ctx, v, &refs, list_meta_of(&l)))
+        }
+        (Payload::Object(o), Some(Transform::PartialObjectMetadata(v))) => Ok(partial_object_metadata(&o, v)),
+        (Payload::List(_), Some(Transform::PartialObjectMetadata(_))) => Err(not_acceptable(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(true)
+        ))),
+        (Payload::List(l), Some(Transform::PartialObjectMetadataList(v))) => {
+            let items: Vec<Value> = l.items.iter().map(|o| partial_object_metadata(o, v)).collect();
+            Ok(json!({"kind": "PartialObjectMetadataList", "apiVersion": v.api_version(), "metadata": list_meta_of(&l), "items": items}))
+        }
+        (Payload::Object(_), Some(Transform::PartialObjectMetadataList(_))) => Err(not_acceptable(format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+            go_type(false)
+        ))),
+    }
+}
+
+/// Upstream's default table (`rest.NewDefaultTableConvertor`): NAME and CREATED AT.
+pub struct DefaultTableConvertor;
+
+impl TableConvertor for DefaultTableConvertor {
+    fn columns(&self) -> Vec<Value> {
+        vec![
+            json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0}),
+            json!({"name": "Created At", "type": "date", "format": "", "description": CREATED_DESCRIPTION, "priority": 0}),
+        ]
+    }
+    fn cells(&self, obj: &Object) -> Vec<Value> {
+        vec![json!(obj.name()), json!(obj.creation_timestamp())]
+    }
+}
+
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
