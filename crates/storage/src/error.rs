@@ -44,6 +44,36 @@ impl From<ApiError> for Error {
     }
 }
 
+/// Upstream's message for a `continue` token whose revision has been compacted.
+pub const CONTINUE_EXPIRED_MESSAGE: &str = "The provided continue parameter is too old to display a consistent list result. \
+You can start a new list without the continue parameter, or use the continue token in this response to retrieve the \
+remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were \
+created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// 410 Expired for a paged list whose first page's revision has been compacted.
+pub fn continue_expired() -> Error {
+    Error::Api(Box::new(ApiError::resource_expired(
+        CONTINUE_EXPIRED_MESSAGE,
+    )))
+}
+
+/// 504 `Too large resource version` (upstream's `NewTooLargeResourceVersionError`): the
+/// client asked for a revision the store has not reached.
+pub fn too_large_resource_version(requested: i64, current: i64) -> Error {
+    let mut e = ApiError::timeout(
+        format!("Too large resource version: {requested}, current: {current}"),
+        1,
+    );
+    if let Some(d) = e.details.as_mut() {
+        d.causes.push(kapi_machinery::error::StatusCause {
+            reason: "ResourceVersionTooLarge".into(),
+            message: "Too large resource version".into(),
+            field: String::new(),
+        });
+    }
+    Error::Api(Box::new(e))
+}
+
 /// Upstream's message for a list/watch at a compacted revision.
 pub fn too_old_message(requested: i64, compacted: i64) -> String {
     format!("too old resource version: {requested} ({compacted})")
@@ -57,8 +87,13 @@ impl Error {
             Error::NotFound { .. } => ApiError::not_found(gr, name),
             Error::KeyExists { .. } => ApiError::already_exists(gr, name),
             Error::Conflict { message, .. } => ApiError::conflict(gr, name, message),
-            Error::ResourceExpired { requested, compacted } => ApiError::resource_expired(too_old_message(requested, compacted)),
-            Error::InvalidContinue(m) => ApiError::bad_request(format!("continue key is not valid: {m}")),
+            Error::ResourceExpired {
+                requested,
+                compacted,
+            } => ApiError::resource_expired(too_old_message(requested, compacted)),
+            Error::InvalidContinue(m) => {
+                ApiError::bad_request(format!("invalid continue token: {m}"))
+            }
             Error::Unavailable(_) | Error::Timeout(_) => ApiError::server_timeout(gr, operation, 2),
             Error::Api(e) => *e,
             e @ (Error::Corrupt { .. } | Error::Internal(_)) => ApiError::internal(e),

@@ -67,9 +67,9 @@ pub type UpdateFn<'a> = dyn FnMut(Option<Object>) -> BoxFuture<'a, Result<Object
 /// Checks the current object before a delete; an `Err` aborts the delete.
 pub type ValidateDeleteFn<'a> = dyn Fn(&Object) -> BoxFuture<'a, Result<()>> + Send + Sync + 'a;
 
-/// A revisioned object store with etcd's semantics. Keys are full paths
-/// (`/registry/configmaps/default/x`); every object returned carries its revision as
-/// `metadata.resourceVersion`.
+/// A revisioned object store with etcd's semantics. Keys are paths without the backend's
+/// prefix (`/configmaps/default/x`, `/namespaces/default`); lists and watches take a prefix
+/// ending in `/`. Every object returned carries its revision as `metadata.resourceVersion`.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// Creates `key`; fails with `KeyExists` if present. `ttl` expires the key (events).
@@ -93,7 +93,12 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<Object>;
 
     /// Deletes `key` if the preconditions and `validate` pass; returns the deleted object.
-    async fn delete(&self, key: &str, preconditions: Option<&Preconditions>, validate: &ValidateDeleteFn<'_>) -> Result<Object>;
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: &ValidateDeleteFn<'_>,
+    ) -> Result<Object>;
 
     /// Watches a key or prefix.
     async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream>;
@@ -109,6 +114,13 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Whether the backend answers right now (for `/readyz`).
     async fn health(&self) -> Result<()>;
+
+    /// Asks every open watch that has `bookmarks` set to send, soon, a BOOKMARK at a revision
+    /// up to which it has delivered every change (etcd's progress request). The watch cache
+    /// uses it to learn it is current when its prefix is quiet. Backends without it do nothing.
+    async fn request_progress(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Shared handle to a storage.

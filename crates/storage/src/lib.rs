@@ -8,8 +8,16 @@
 //! The trait speaks keys, objects and revisions — never HTTP or resources. The interface
 //! module imports neither etcd-client nor rusqlite.
 
+pub mod continuation;
+pub mod embedded;
 mod error;
+mod events;
 mod interface;
+mod list;
+pub mod testing;
 
-pub use error::{Error, Result};
+pub use error::{
+    continue_expired, too_large_resource_version, too_old_message, Error, Result,
+    CONTINUE_EXPIRED_MESSAGE,
+};
 pub use interface::*;

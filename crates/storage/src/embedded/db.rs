@@ -1,0 +1,177 @@
+//! The SQLite schema and the queries readers and the writer share.
+//!
+//! One table is the revision log (as k3s's kine lays it out): each write is a row whose `id`
+//! is its revision; a deletion is a tombstone row carrying the last value. The current value of
+//! a key at revision R is its newest row with `id <= R`, unless that row is a tombstone.
+//! `meta` holds the current and compacted revisions, so neither moves backwards when
+//! compaction removes the newest rows.
+
+use crate::error::{Error, Result};
+use crate::interface::Revision;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+use std::time::Duration;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS kv (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL DEFAULT 0,
+    value BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kv_name_id ON kv (name, id);
+CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at > 0;
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (k, v) VALUES ('current', 1), ('compacted', 0);
+";
+
+pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
+    Error::Internal(format!("sqlite: {e}"))
+}
+
+/// Opens a connection with the settings every connection needs: WAL (readers never block the
+/// writer), `synchronous=FULL` (a committed transaction is on disk), a busy timeout.
+pub(crate) fn open(path: &Path, writer: bool) -> Result<Connection> {
+    let conn = Connection::open(path).map_err(sql_err)?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(sql_err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(sql_err)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql_err)?;
+    if writer {
+        conn.execute_batch(SCHEMA).map_err(sql_err)?;
+    } else {
+        conn.pragma_update(None, "query_only", true)
+            .map_err(sql_err)?;
+    }
+    Ok(conn)
+}
+
+/// Reads the current and compacted revisions.
+pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
+    let get = |k: &str| {
+        conn.query_row("SELECT v FROM meta WHERE k = ?1", [k], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(sql_err)
+    };
+    let current = get("current")?;
+    let compacted = get("compacted")?;
+    // Rows are the source of truth if meta ever lagged (it is written in the same transaction).
+    let max_id: Option<i64> = conn
+        .query_row("SELECT MAX(id) FROM kv", [], |r| r.get(0))
+        .map_err(sql_err)?;
+    Ok((current.max(max_id.unwrap_or(0)), compacted))
+}
+
+/// The newest row of a key at or below `revision`.
+pub(crate) struct Row {
+    pub id: Revision,
+    pub deleted: bool,
+    pub create_revision: Revision,
+    pub expires_at: i64,
+    pub value: Vec<u8>,
+}
+
+pub(crate) fn latest_row(conn: &Connection, key: &str, revision: Revision) -> Result<Option<Row>> {
+    conn.prepare_cached(
+        "SELECT id, deleted, create_revision, expires_at, value FROM kv WHERE name = ?1 AND id <= ?2 ORDER BY id DESC LIMIT 1",
+    )
+    .map_err(sql_err)?
+    .query_row(params![key, revision], |r| {
+        Ok(Row { id: r.get(0)?, deleted: r.get::<_, i64>(1)? != 0, create_revision: r.get(2)?, expires_at: r.get(3)?, value: r.get(4)? })
+    })
+    .optional()
+    .map_err(sql_err)
+}
+
+/// Live keys in `[start, end)` at `revision`, in key order, at most `limit` (0 = all).
+pub(crate) fn range(
+    conn: &Connection,
+    start: &str,
+    end: &str,
+    revision: Revision,
+    limit: usize,
+) -> Result<Vec<(String, Revision, Vec<u8>)>> {
+    let limit = if limit == 0 {
+        -1
+    } else {
+        i64::try_from(limit).unwrap_or(i64::MAX)
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT k.name, k.id, k.value FROM kv k
+             WHERE k.name >= ?1 AND k.name < ?2 AND k.id <= ?3 AND k.deleted = 0
+               AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)
+             ORDER BY k.name LIMIT ?4",
+        )
+        .map_err(sql_err)?;
+    let rows = stmt
+        .query_map(params![start, end, revision, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .map_err(sql_err)?;
+    rows.collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(sql_err)
+}
+
+/// How many live keys `[start, end)` holds at `revision`.
+pub(crate) fn count(conn: &Connection, start: &str, end: &str, revision: Revision) -> Result<i64> {
+    conn.prepare_cached(
+        "SELECT COUNT(*) FROM kv k
+         WHERE k.name >= ?1 AND k.name < ?2 AND k.id <= ?3 AND k.deleted = 0
+           AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)",
+    )
+    .map_err(sql_err)?
+    .query_row(params![start, end, revision], |r| r.get(0))
+    .map_err(sql_err)
+}
+
+/// One row of history, for replaying a watch.
+pub(crate) struct HistoryRow {
+    pub id: Revision,
+    pub name: String,
+    pub created: bool,
+    pub deleted: bool,
+    pub value: Vec<u8>,
+    pub prev_value: Option<Vec<u8>>,
+}
+
+/// Writes in `(after, upto]` to keys in `[start, end)`, in revision order, at most `limit`.
+pub(crate) fn history(
+    conn: &Connection,
+    start: &str,
+    end: &str,
+    after: Revision,
+    upto: Revision,
+    limit: usize,
+) -> Result<Vec<HistoryRow>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT k.id, k.name, k.created, k.deleted, k.value, p.value FROM kv k
+             LEFT JOIN kv p ON p.id = k.prev_revision AND k.created = 0 AND k.deleted = 0
+             WHERE k.id > ?1 AND k.id <= ?2 AND k.name >= ?3 AND k.name < ?4
+             ORDER BY k.id LIMIT ?5",
+        )
+        .map_err(sql_err)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt
+        .query_map(params![after, upto, start, end, limit], |r| {
+            Ok(HistoryRow {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                created: r.get::<_, i64>(2)? != 0,
+                deleted: r.get::<_, i64>(3)? != 0,
+                value: r.get(4)?,
+                prev_value: r.get(5)?,
+            })
+        })
+        .map_err(sql_err)?;
+    rows.collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(sql_err)
+}

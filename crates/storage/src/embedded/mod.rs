@@ -1,0 +1,432 @@
+//! The embedded backend: a revision log in SQLite (bundled), one file under a directory.
+//!
+//! Writes go through one writer thread ([`writer`]) that batches queued writes into one
+//! transaction; reads run on a small pool of read-only connections on the blocking pool; WAL
+//! keeps readers and the writer out of each other's way. Watches subscribe to the writer's
+//! committed changes and replay older history from the log ([`watch`]).
+
+mod db;
+mod watch;
+mod writer;
+
+use crate::error::{too_large_resource_version, Error, Result};
+use crate::events::{decode_stored, encode_for_storage, with_revision, Change};
+use crate::interface::{
+    GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn, WatchOptions,
+    WatchStream,
+};
+use crate::list::{RangeReader, RawKv, RawPage};
+use async_trait::async_trait;
+use kapi_machinery::{ListOptions, Object, Preconditions};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{broadcast, oneshot};
+use writer::{Revisions, WriteCmd, WriteOp, WriteOutcome, Writer};
+
+/// The database file's name inside the data directory.
+pub const DB_FILE: &str = "kapi.db";
+
+/// Settings of the embedded backend.
+#[derive(Clone, Debug)]
+pub struct EmbeddedConfig {
+    /// How often watches with `bookmarks` set get a BOOKMARK (upstream: about a minute).
+    pub bookmark_interval: Duration,
+    /// Compact history this often, keeping one interval's worth (kube-apiserver's
+    /// `--etcd-compaction-interval`, default 5m). `None` = never compact by itself.
+    pub compaction_interval: Option<Duration>,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        Self {
+            bookmark_interval: Duration::from_secs(60),
+            compaction_interval: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// How many idle read connections are kept.
+const READ_POOL: usize = 4;
+/// Capacity of the change broadcast; a watcher further behind replays from the log.
+const EVENT_BUFFER: usize = 4096;
+
+pub(crate) struct Inner {
+    path: PathBuf,
+    writer: std::sync::mpsc::Sender<WriteCmd>,
+    readers: Mutex<Vec<Connection>>,
+    revs: Arc<Revisions>,
+    events: broadcast::Sender<Arc<Change>>,
+    config: EmbeddedConfig,
+}
+
+/// The embedded, persistent storage. Cheap to clone (a shared handle).
+#[derive(Clone)]
+pub struct EmbeddedStorage {
+    inner: Arc<Inner>,
+}
+
+impl EmbeddedStorage {
+    /// Opens (creating if needed) the store under `dir`. Synchronous: it opens the database
+    /// and starts the writer thread. Periodic compaction starts if called inside a tokio
+    /// runtime.
+    pub fn open(dir: &Path) -> Result<EmbeddedStorage> {
+        Self::open_with(dir, EmbeddedConfig::default())
+    }
+
+    /// [`EmbeddedStorage::open`] with explicit settings.
+    pub fn open_with(dir: &Path, config: EmbeddedConfig) -> Result<EmbeddedStorage> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Unavailable(format!("creating {}: {e}", dir.display())))?;
+        let path = dir.join(DB_FILE);
+        let conn = db::open(&path, true)?;
+        let revs = Arc::new(Revisions::default());
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let writer = Writer::new(conn, revs.clone(), events.clone())?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("kapi-embedded-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| Error::Internal(format!("starting the writer thread: {e}")))?;
+        let inner = Arc::new(Inner {
+            path,
+            writer: tx,
+            readers: Mutex::new(Vec::new()),
+            revs,
+            events,
+            config,
+        });
+        if let (Some(interval), Ok(handle)) = (
+            inner.config.compaction_interval,
+            tokio::runtime::Handle::try_current(),
+        ) {
+            handle.spawn(compact_periodically(Arc::downgrade(&inner), interval));
+        }
+        Ok(EmbeddedStorage { inner })
+    }
+
+    /// The directory's database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The compacted revision (reads and watches below it are Gone).
+    pub fn compacted_revision(&self) -> Revision {
+        self.inner.revs.compacted.load(Ordering::SeqCst)
+    }
+}
+
+async fn compact_periodically(inner: std::sync::Weak<Inner>, interval: Duration) {
+    let mut previous: Option<Revision> = None;
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        // Like kube-apiserver's compactor: compact to what was current one interval ago.
+        if let Some(rev) = previous {
+            if let Err(e) = write(&inner, WriteOp::Compact { revision: rev }).await {
+                tracing::warn!(error = %e, "embedded storage: compaction failed");
+            }
+        }
+        previous = Some(inner.revs.current.load(Ordering::SeqCst));
+    }
+}
+
+impl Inner {
+    /// Runs `f` on a read connection on the blocking pool (never on the async runtime).
+    async fn read<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let inner = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let pooled = inner
+                .readers
+                .lock()
+                .map_err(|_| Error::Internal("reader pool poisoned".into()))?
+                .pop();
+            let conn = match pooled {
+                Some(c) => c,
+                None => db::open(&inner.path, false)?,
+            };
+            let result = f(&conn);
+            if let Ok(mut pool) = inner.readers.lock() {
+                if pool.len() < READ_POOL {
+                    pool.push(conn);
+                }
+            }
+            result
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("read task failed: {e}")))?
+    }
+
+    /// The newest live state of `key`: the object (with resourceVersion), its revision and
+    /// its stored bytes.
+    async fn latest(
+        self: &Arc<Self>,
+        key: &str,
+    ) -> Result<(Option<(Object, Revision, Vec<u8>)>, Revision)> {
+        let key = key.to_string();
+        self.read(move |conn| {
+            let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+            let (current, _) = db::revisions(&tx)?;
+            let row = db::latest_row(&tx, &key, current)?.filter(|r| !r.deleted);
+            let found = match row {
+                Some(r) => Some((decode_stored(&key, &r.value, r.id)?, r.id, r.value)),
+                None => None,
+            };
+            Ok((found, current))
+        })
+        .await
+    }
+}
+
+async fn write(inner: &Inner, op: WriteOp) -> Result<WriteOutcome> {
+    let (tx, rx) = oneshot::channel();
+    inner
+        .writer
+        .send(WriteCmd { op, reply: tx })
+        .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?;
+    rx.await
+        .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?
+}
+
+fn written(outcome: WriteOutcome) -> Result<Revision> {
+    match outcome {
+        WriteOutcome::Written { revision } => Ok(revision),
+        WriteOutcome::Done => Err(Error::Internal("write reported no revision".into())),
+    }
+}
+
+fn strip_revision(mut obj: Object) -> Object {
+    if obj
+        .metadata()
+        .is_some_and(|m| m.contains_key("resourceVersion"))
+    {
+        obj.metadata_mut().remove("resourceVersion");
+    }
+    obj
+}
+
+#[async_trait]
+impl RangeReader for EmbeddedStorage {
+    async fn range(
+        &self,
+        start: &str,
+        end: &str,
+        revision: Option<Revision>,
+        limit: usize,
+        with_count: bool,
+    ) -> Result<RawPage> {
+        let (start, end) = (start.to_string(), end.to_string());
+        self.inner
+            .read(move |conn| {
+                let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+                let (current, compacted) = db::revisions(&tx)?;
+                let rev = revision.unwrap_or(current);
+                if rev < compacted {
+                    return Err(Error::ResourceExpired {
+                        requested: rev,
+                        compacted,
+                    });
+                }
+                if rev > current {
+                    return Err(too_large_resource_version(rev, current));
+                }
+                let fetch = if limit == 0 { 0 } else { limit + 1 };
+                let mut rows = db::range(&tx, &start, &end, rev, fetch)?;
+                let more = limit > 0 && rows.len() > limit;
+                rows.truncate(if limit == 0 { rows.len() } else { limit });
+                let count = if with_count {
+                    Some(db::count(&tx, &start, &end, rev)?)
+                } else {
+                    None
+                };
+                let kvs = rows
+                    .into_iter()
+                    .map(|(key, mod_revision, value)| RawKv {
+                        key,
+                        mod_revision,
+                        value,
+                    })
+                    .collect();
+                Ok(RawPage {
+                    kvs,
+                    more,
+                    revision: rev,
+                    count,
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Storage for EmbeddedStorage {
+    async fn create(&self, key: &str, obj: Object, ttl: Option<Duration>) -> Result<Object> {
+        let object = strip_revision(obj);
+        let value = encode_for_storage(&object);
+        let revision = written(
+            write(
+                &self.inner,
+                WriteOp::Create {
+                    key: key.into(),
+                    value,
+                    object: object.clone(),
+                    ttl,
+                },
+            )
+            .await?,
+        )?;
+        Ok(with_revision(object, revision))
+    }
+
+    async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
+        let (found, current) = self.inner.latest(key).await?;
+        if let Some(min) = opts.resource_version.filter(|r| *r > current) {
+            return Err(too_large_resource_version(min, current));
+        }
+        match found {
+            Some((obj, _, _)) => Ok(Some(obj)),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(Error::NotFound { key: key.into() }),
+        }
+    }
+
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
+        crate::list::list(self, prefix, opts).await
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        ignore_not_found: bool,
+        try_update: &mut UpdateFn<'_>,
+    ) -> Result<Object> {
+        loop {
+            let (current, _) = self.inner.latest(key).await?;
+            let Some((cur, rev, stored)) = current else {
+                if !ignore_not_found {
+                    return Err(Error::NotFound { key: key.into() });
+                }
+                let object = strip_revision(try_update(None).await?);
+                let value = encode_for_storage(&object);
+                match write(
+                    &self.inner,
+                    WriteOp::Create {
+                        key: key.into(),
+                        value,
+                        object: object.clone(),
+                        ttl: None,
+                    },
+                )
+                .await
+                {
+                    Ok(outcome) => return Ok(with_revision(object, written(outcome)?)),
+                    Err(Error::KeyExists { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if let Some(p) = preconditions {
+                p.check(&cur).map_err(|message| Error::Conflict {
+                    key: key.into(),
+                    message,
+                })?;
+            }
+            let object = strip_revision(try_update(Some(cur.clone())).await?);
+            let value = encode_for_storage(&object);
+            if value == stored {
+                // Nothing changed: no write, no event (upstream's short cut).
+                return Ok(cur);
+            }
+            let op = WriteOp::Update {
+                key: key.into(),
+                expected: rev,
+                value,
+                object: object.clone(),
+                prev: Arc::new(cur),
+            };
+            match write(&self.inner, op).await {
+                Ok(outcome) => return Ok(with_revision(object, written(outcome)?)),
+                Err(Error::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: &ValidateDeleteFn<'_>,
+    ) -> Result<Object> {
+        loop {
+            let (current, _) = self.inner.latest(key).await?;
+            let Some((cur, rev, _)) = current else {
+                return Err(Error::NotFound { key: key.into() });
+            };
+            if let Some(p) = preconditions {
+                p.check(&cur).map_err(|message| Error::Conflict {
+                    key: key.into(),
+                    message,
+                })?;
+            }
+            validate(&cur).await?;
+            match write(
+                &self.inner,
+                WriteOp::Delete {
+                    key: key.into(),
+                    expected: rev,
+                    prev: Arc::new(cur.clone()),
+                },
+            )
+            .await
+            {
+                Ok(outcome) => return Ok(with_revision(cur, written(outcome)?)),
+                Err(Error::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        watch::watch(&self.inner, key, opts).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        Ok(self.inner.revs.current.load(Ordering::SeqCst))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        write(&self.inner, WriteOp::Compact { revision })
+            .await
+            .map(|_| ())
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        let (start, end) = (prefix.to_string(), crate::events::prefix_end(prefix));
+        self.inner
+            .read(move |conn| {
+                let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+                let (current, _) = db::revisions(&tx)?;
+                db::count(&tx, &start, &end, current)
+            })
+            .await
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.inner
+            .read(|conn| {
+                conn.query_row("SELECT 1", [], |_| Ok(()))
+                    .map_err(|e| Error::Unavailable(e.to_string()))
+            })
+            .await
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        write(&self.inner, WriteOp::Progress).await.map(|_| ())
+    }
+}

@@ -1,0 +1,191 @@
+//! Committed changes as backends and the watch cache see them, and the one function that turns
+//! a change into what a watcher with a key and a predicate receives.
+
+use crate::interface::{Event, Revision};
+use kapi_machinery::{EventType, Object, SelectionPredicate};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// What a committed write did to its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+    /// Not a write: every change up to `revision` has been published (progress notify).
+    Progress,
+}
+
+/// One committed write. Objects carry `resourceVersion`; for a deletion `object` is the last
+/// state with `resourceVersion` set to the deletion's revision, as upstream sends it.
+#[derive(Clone, Debug)]
+pub(crate) struct Change {
+    pub revision: Revision,
+    pub key: String,
+    pub kind: ChangeKind,
+    pub object: Option<Arc<Object>>,
+    /// The state before this write, with `resourceVersion` set to `revision` (so it can be sent
+    /// as the DELETED of an object that stopped matching a predicate). `None` for additions.
+    pub prev: Option<Arc<Object>>,
+}
+
+impl Change {
+    pub fn progress(revision: Revision) -> Self {
+        Change {
+            revision,
+            key: String::new(),
+            kind: ChangeKind::Progress,
+            object: None,
+            prev: None,
+        }
+    }
+}
+
+/// Whether `key` is watched by a watch on `watched` (a prefix when `recursive`).
+pub(crate) fn key_matches(watched: &str, recursive: bool, key: &str) -> bool {
+    if recursive {
+        key.starts_with(watched)
+    } else {
+        key == watched
+    }
+}
+
+/// The event a watcher with `pred` gets for `change`, if any: an object that starts matching
+/// is ADDED, one that stops matching is DELETED (upstream's cacheWatcher rules).
+pub(crate) fn to_event(change: &Change, pred: &SelectionPredicate) -> Option<Event> {
+    let everything = pred.is_everything();
+    let matches = |o: &Arc<Object>| everything || pred.matches(o);
+    let event = |t: EventType, o: &Arc<Object>| {
+        Some(Event {
+            event_type: t,
+            object: o.clone(),
+            revision: change.revision,
+        })
+    };
+    match change.kind {
+        ChangeKind::Progress => None,
+        ChangeKind::Added => change
+            .object
+            .as_ref()
+            .filter(|o| matches(o))
+            .and_then(|o| event(EventType::Added, o)),
+        ChangeKind::Deleted => change
+            .object
+            .as_ref()
+            .filter(|o| matches(o))
+            .and_then(|o| event(EventType::Deleted, o)),
+        ChangeKind::Modified => {
+            let cur = change.object.as_ref()?;
+            let now = matches(cur);
+            let before = change.prev.as_ref().map_or(now, matches);
+            match (before, now) {
+                (true, true) => event(EventType::Modified, cur),
+                (false, true) => event(EventType::Added, cur),
+                (true, false) => change
+                    .prev
+                    .as_ref()
+                    .and_then(|p| event(EventType::Deleted, p)),
+                (false, false) => None,
+            }
+        }
+    }
+}
+
+/// A BOOKMARK event: an object carrying only `metadata.resourceVersion` (the registry adds
+/// `apiVersion`/`kind`).
+pub(crate) fn bookmark(revision: Revision) -> Event {
+    let obj = Object::from_value(json!({"metadata": {"resourceVersion": revision.to_string()}}))
+        .unwrap_or_default();
+    Event {
+        event_type: EventType::Bookmark,
+        object: Arc::new(obj),
+        revision,
+    }
+}
+
+/// `obj` with `resourceVersion` set to `revision`.
+pub(crate) fn with_revision(mut obj: Object, revision: Revision) -> Object {
+    obj.set_resource_version(&revision.to_string());
+    obj
+}
+
+/// Encodes an object for storage: JSON without `resourceVersion` (it is the key's revision).
+pub(crate) fn encode_for_storage(obj: &Object) -> Vec<u8> {
+    if obj
+        .metadata()
+        .is_some_and(|m| m.contains_key("resourceVersion"))
+    {
+        let mut o = obj.clone();
+        o.metadata_mut().remove("resourceVersion");
+        o.to_vec()
+    } else {
+        obj.to_vec()
+    }
+}
+
+/// Decodes stored bytes and stamps the revision.
+pub(crate) fn decode_stored(key: &str, bytes: &[u8], revision: Revision) -> crate::Result<Object> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| crate::Error::Corrupt {
+        key: key.into(),
+        message: e.to_string(),
+    })?;
+    let obj = Object::from_value(v).map_err(|e| crate::Error::Corrupt {
+        key: key.into(),
+        message: e.message,
+    })?;
+    Ok(with_revision(obj, revision))
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+pub(crate) fn prefix_end(prefix: &str) -> String {
+    let mut bytes = prefix.as_bytes().to_vec();
+    while let Some(last) = bytes.pop() {
+        if last < 0x7f {
+            bytes.push(last + 1);
+            // Only an ASCII byte was changed, so this stays valid UTF-8.
+            return String::from_utf8(bytes).unwrap_or_else(|_| format!("{prefix}\u{10FFFF}"));
+        }
+    }
+    format!("{prefix}\u{10FFFF}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kapi_machinery::LabelSelector;
+
+    fn obj(label: &str) -> Arc<Object> {
+        Arc::new(
+            Object::from_value(json!({"metadata": {"name": "a", "labels": {"app": label}}}))
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn predicate_transitions() {
+        let pred = SelectionPredicate {
+            label: LabelSelector::parse("app=web").unwrap(),
+            ..Default::default()
+        };
+        let modified = |before: &str, after: &str| Change {
+            revision: 5,
+            key: "/k".into(),
+            kind: ChangeKind::Modified,
+            object: Some(obj(after)),
+            prev: Some(obj(before)),
+        };
+        assert_eq!(
+            to_event(&modified("web", "web"), &pred).unwrap().event_type,
+            EventType::Modified
+        );
+        assert_eq!(
+            to_event(&modified("db", "web"), &pred).unwrap().event_type,
+            EventType::Added
+        );
+        let gone = to_event(&modified("web", "db"), &pred).unwrap();
+        assert_eq!(gone.event_type, EventType::Deleted);
+        assert_eq!(gone.object.labels()["app"], "web");
+        assert!(to_event(&modified("db", "db"), &pred).is_none());
+        assert_eq!(prefix_end("/configmaps/"), "/configmaps0");
+    }
+}

@@ -1,0 +1,504 @@
+//! Cases for reads and writes: create, get, update, delete, list.
+
+use super::{counter, key, pod, rv, with_counter, PREFIX};
+use crate::interface::{DynStorage, GetOptions};
+use crate::Error;
+use futures::future::BoxFuture;
+use kapi_machinery::{
+    ApiError, FieldSelector, LabelSelector, ListOptions, Object, Preconditions,
+    ResourceVersionMatch, StatusReason,
+};
+
+fn no_validate(_: &Object) -> BoxFuture<'static, crate::Result<()>> {
+    Box::pin(async { Ok(()) })
+}
+
+fn api(e: Error) -> ApiError {
+    match e {
+        Error::Api(e) => *e,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// create sets the revision; a second create is KeyExists; get returns what was stored;
+/// a missing key is NotFound (or `None` when ignored).
+pub async fn create_get(s: DynStorage) {
+    let before = s.current_revision().await.unwrap();
+    let created = s
+        .create(&key("ns", "a"), pod("ns", "a", &[("app", "web")]), None)
+        .await
+        .unwrap();
+    assert!(rv(&created) > before, "create must advance the revision");
+    assert_eq!(created.name(), "a");
+    let got = s
+        .get(&key("ns", "a"), &GetOptions::default())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, created);
+    assert_eq!(s.current_revision().await.unwrap(), rv(&created));
+
+    let again = s
+        .create(&key("ns", "a"), pod("ns", "a", &[]), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, Error::KeyExists { .. }),
+        "second create: {again:?}"
+    );
+
+    let missing = s
+        .get(&key("ns", "zz"), &GetOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(missing, Error::NotFound { .. }),
+        "missing get: {missing:?}"
+    );
+    let ignored = s
+        .get(
+            &key("ns", "zz"),
+            &GetOptions {
+                ignore_not_found: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(ignored.is_none());
+
+    // A stored resourceVersion is never trusted: the key's revision wins.
+    let mut with_rv = pod("ns", "b", &[]);
+    with_rv.set_resource_version("12345678");
+    let b = s.create(&key("ns", "b"), with_rv, None).await.unwrap();
+    assert_eq!(rv(&b), rv(&created) + 1, "revisions grow by one per write");
+    assert_eq!(s.count(PREFIX).await.unwrap(), 2);
+    s.health().await.unwrap();
+}
+
+/// Stale preconditions are Conflicts with upstream's wording; an unchanged object is no write.
+pub async fn guaranteed_update_conflicts(s: DynStorage) {
+    let k = key("ns", "u");
+    let created = s.create(&k, pod("ns", "u", &[]), None).await.unwrap();
+    let updated = s
+        .guaranteed_update(&k, None, false, &mut |cur| {
+            let cur = cur.unwrap();
+            Box::pin(async move { Ok(with_counter(cur, 1)) })
+        })
+        .await
+        .unwrap();
+    assert!(rv(&updated) > rv(&created));
+    assert_eq!(counter(&updated), 1);
+
+    let stale = Preconditions {
+        resource_version: Some(created.resource_version().to_string()),
+        uid: None,
+    };
+    let err = s
+        .guaranteed_update(&k, Some(&stale), false, &mut |cur| {
+            Box::pin(async move { Ok(with_counter(cur.unwrap(), 2)) })
+        })
+        .await
+        .unwrap_err();
+    match err {
+        Error::Conflict { message, .. } => assert_eq!(
+            message,
+            format!(
+                "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                rv(&created),
+                rv(&updated)
+            )
+        ),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let wrong_uid = Preconditions {
+        uid: Some("other".into()),
+        resource_version: None,
+    };
+    let err = s
+        .guaranteed_update(&k, Some(&wrong_uid), false, &mut |cur| {
+            Box::pin(async move { Ok(cur.unwrap()) })
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Conflict { ref message, .. } if message.contains("UID in precondition: other")),
+        "{err:?}"
+    );
+
+    // Returning the object unchanged writes nothing.
+    let same = s
+        .guaranteed_update(&k, None, false, &mut |cur| {
+            Box::pin(async move { Ok(cur.unwrap()) })
+        })
+        .await
+        .unwrap();
+    assert_eq!(rv(&same), rv(&updated));
+    assert_eq!(s.current_revision().await.unwrap(), rv(&updated));
+
+    // Errors from the closure pass through untouched.
+    let err = s
+        .guaranteed_update(&k, None, false, &mut |_| {
+            Box::pin(async { Err(ApiError::bad_request("nope").into()) })
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(api(err).message, "nope");
+
+    // A missing key is NotFound, or created when `ignore_not_found`.
+    let err = s
+        .guaranteed_update(&key("ns", "none"), None, false, &mut |c| {
+            Box::pin(async move { Ok(c.unwrap()) })
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+    let made = s
+        .guaranteed_update(&key("ns", "made"), None, true, &mut |cur| {
+            assert!(cur.is_none());
+            Box::pin(async { Ok(pod("ns", "made", &[])) })
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get(&key("ns", "made"), &GetOptions::default())
+            .await
+            .unwrap()
+            .unwrap(),
+        made
+    );
+}
+
+/// 32 concurrent increments of one counter each land exactly once.
+pub async fn concurrent_counter(s: DynStorage) {
+    let k = key("ns", "counter");
+    s.create(&k, pod("ns", "counter", &[]), None).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (s, k) = (s.clone(), k.clone());
+        tasks.push(tokio::spawn(async move {
+            s.guaranteed_update(&k, None, false, &mut |cur| {
+                let cur = cur.unwrap();
+                Box::pin(async move {
+                    let n = counter(&cur);
+                    Ok(with_counter(cur, n + 1))
+                })
+            })
+            .await
+            .unwrap()
+        }));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for t in tasks {
+        let o = t.await.unwrap();
+        assert!(
+            seen.insert(counter(&o)),
+            "two updates returned counter {}",
+            counter(&o)
+        );
+    }
+    assert_eq!(seen, (1..=32).collect());
+    let last = s.get(&k, &GetOptions::default()).await.unwrap().unwrap();
+    assert_eq!(counter(&last), 32);
+}
+
+/// Deletes honour preconditions and validation, return the object at the deletion's revision.
+pub async fn delete_preconditions(s: DynStorage) {
+    let k = key("ns", "d");
+    let created = s.create(&k, pod("ns", "d", &[]), None).await.unwrap();
+    assert_eq!(
+        s.get(&k, &GetOptions::default()).await.unwrap().unwrap(),
+        created
+    );
+    let updated = s
+        .guaranteed_update(&k, None, false, &mut |c| {
+            Box::pin(async move { Ok(with_counter(c.unwrap(), 7)) })
+        })
+        .await
+        .unwrap();
+    let stale = Preconditions {
+        resource_version: Some(created.resource_version().into()),
+        uid: None,
+    };
+    let err = s.delete(&k, Some(&stale), &no_validate).await.unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err:?}");
+    let refuse = |_: &Object| -> BoxFuture<'static, crate::Result<()>> {
+        Box::pin(async { Err(ApiError::bad_request("refused").into()) })
+    };
+    assert_eq!(
+        api(s.delete(&k, None, &refuse).await.unwrap_err()).message,
+        "refused"
+    );
+    assert!(
+        s.get(&k, &GetOptions::default()).await.unwrap().is_some(),
+        "refused deletes delete nothing"
+    );
+
+    let good = Preconditions {
+        resource_version: Some(updated.resource_version().into()),
+        uid: Some(updated.uid().into()),
+    };
+    let deleted = s.delete(&k, Some(&good), &no_validate).await.unwrap();
+    assert_eq!(counter(&deleted), 7);
+    assert!(rv(&deleted) > rv(&updated));
+    assert_eq!(s.current_revision().await.unwrap(), rv(&deleted));
+    assert!(matches!(
+        s.get(&k, &GetOptions::default()).await.unwrap_err(),
+        Error::NotFound { .. }
+    ));
+    assert!(matches!(
+        s.delete(&k, None, &no_validate).await.unwrap_err(),
+        Error::NotFound { .. }
+    ));
+    // The key can be created again.
+    s.create(&k, pod("ns", "d", &[]), None).await.unwrap();
+}
+
+fn list_opts(rv: Option<&str>, m: Option<ResourceVersionMatch>, limit: Option<i64>) -> ListOptions {
+    ListOptions {
+        resource_version: rv.map(String::from),
+        resource_version_match: m,
+        limit,
+        ..Default::default()
+    }
+}
+
+/// resourceVersion semantics of list: unset, "0", NotOlderThan, Exact, too large.
+pub async fn list_resource_versions(s: DynStorage) {
+    let a = s
+        .create(&key("ns", "a"), pod("ns", "a", &[]), None)
+        .await
+        .unwrap();
+    let a2 = s
+        .guaranteed_update(&key("ns", "a"), None, false, &mut |c| {
+            Box::pin(async move { Ok(with_counter(c.unwrap(), 2)) })
+        })
+        .await
+        .unwrap();
+    s.create(&key("ns", "b"), pod("ns", "b", &[]), None)
+        .await
+        .unwrap();
+    let current = s.current_revision().await.unwrap();
+
+    let latest = s.list(PREFIX, &ListOptions::default()).await.unwrap();
+    assert_eq!(latest.revision, current);
+    assert_eq!(
+        latest.items.iter().map(|o| o.name()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(counter(&latest.items[0]), 2);
+    assert_eq!(latest.items[0].resource_version(), a2.resource_version());
+    assert!(latest.continue_token.is_none());
+
+    let any = s
+        .list(PREFIX, &list_opts(Some("0"), None, None))
+        .await
+        .unwrap();
+    assert_eq!(any.items.len(), 2);
+    let not_older = s
+        .list(
+            PREFIX,
+            &list_opts(
+                Some(&rv(&a).to_string()),
+                Some(ResourceVersionMatch::NotOlderThan),
+                None,
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(not_older.revision >= rv(&a));
+    assert_eq!(not_older.items.len(), 2);
+
+    let exact = s
+        .list(
+            PREFIX,
+            &list_opts(
+                Some(&rv(&a).to_string()),
+                Some(ResourceVersionMatch::Exact),
+                None,
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(exact.revision, rv(&a));
+    assert_eq!(exact.items.len(), 1);
+    assert_eq!(
+        counter(&exact.items[0]),
+        0,
+        "an exact read sees the old state"
+    );
+
+    let future = (current + 1000).to_string();
+    let err = api(s
+        .list(
+            PREFIX,
+            &list_opts(
+                Some(&future),
+                Some(ResourceVersionMatch::NotOlderThan),
+                None,
+            ),
+        )
+        .await
+        .unwrap_err());
+    assert_eq!(err.code, 504);
+    assert_eq!(err.reason, StatusReason::Timeout);
+    assert!(
+        err.message.starts_with(&format!(
+            "Timeout: Too large resource version: {}, current: ",
+            current + 1000
+        )),
+        "{}",
+        err.message
+    );
+
+    let empty = s
+        .list("/nothing-here/", &ListOptions::default())
+        .await
+        .unwrap();
+    assert!(empty.items.is_empty());
+    assert!(empty.revision > 0, "an empty list still has a revision");
+}
+
+/// Pages are all read at the first page's revision while writes go on.
+pub async fn paging_at_fixed_revision(s: DynStorage) {
+    for i in 0..10 {
+        s.create(
+            &key("ns", &format!("p{i:02}")),
+            pod("ns", &format!("p{i:02}"), &[]),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let first = s
+        .list(PREFIX, &list_opts(None, None, Some(3)))
+        .await
+        .unwrap();
+    assert_eq!(first.items.len(), 3);
+    assert_eq!(first.remaining_item_count, Some(7));
+    let revision = first.revision;
+    let mut names: Vec<String> = first.items.iter().map(|o| o.name().to_string()).collect();
+    let mut token = first.continue_token.clone().expect("a continue token");
+    let mut writes = 0;
+    loop {
+        // Writes between pages: new keys, changed keys, deleted keys.
+        writes += 1;
+        s.create(
+            &key("ns", &format!("q{writes:02}")),
+            pod("ns", "q", &[]),
+            None,
+        )
+        .await
+        .unwrap();
+        s.create(
+            &key("ns", &format!("p{writes:02}x")),
+            pod("ns", "px", &[]),
+            None,
+        )
+        .await
+        .unwrap();
+        s.guaranteed_update(&key("ns", "p09"), None, false, &mut |c| {
+            let n = counter(c.as_ref().unwrap());
+            Box::pin(async move { Ok(with_counter(c.unwrap(), n + 1)) })
+        })
+        .await
+        .unwrap();
+        let opts = ListOptions {
+            limit: Some(3),
+            continue_token: Some(token.clone()),
+            ..Default::default()
+        };
+        let page = s.list(PREFIX, &opts).await.unwrap();
+        assert_eq!(
+            page.revision, revision,
+            "every page is read at the first page's revision"
+        );
+        for o in &page.items {
+            assert!(rv(o) <= revision);
+            assert_eq!(
+                counter(o),
+                0,
+                "pages show objects as they were at the first page"
+            );
+        }
+        names.extend(page.items.iter().map(|o| o.name().to_string()));
+        match page.continue_token {
+            Some(t) => token = t,
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..10).map(|i| format!("p{i:02}")).collect();
+    assert_eq!(names, expected);
+
+    // A malformed token is a 400 with upstream's wording.
+    let bad = ListOptions {
+        limit: Some(3),
+        continue_token: Some("not-a-token".into()),
+        ..Default::default()
+    };
+    let err = s.list(PREFIX, &bad).await.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidContinue(ref m) if m.starts_with("continue key is not valid")),
+        "{err:?}"
+    );
+}
+
+/// Label and field selectors filter lists, also across pages.
+pub async fn selectors(s: DynStorage) {
+    for i in 0..6 {
+        let app = if i % 2 == 0 { "web" } else { "db" };
+        s.create(
+            &key("ns", &format!("s{i}")),
+            pod("ns", &format!("s{i}"), &[("app", app)]),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    s.create(
+        &key("other", "s9"),
+        pod("other", "s9", &[("app", "web")]),
+        None,
+    )
+    .await
+    .unwrap();
+    let mut opts = ListOptions::default();
+    opts.predicate.label = LabelSelector::parse("app=web").unwrap();
+    let web = s.list(PREFIX, &opts).await.unwrap();
+    assert_eq!(
+        web.items.iter().map(|o| o.name()).collect::<Vec<_>>(),
+        ["s0", "s2", "s4", "s9"]
+    );
+    let ns_only = s.list(&format!("{PREFIX}ns/"), &opts).await.unwrap();
+    assert_eq!(ns_only.items.len(), 3);
+
+    opts.predicate.label = LabelSelector::parse("app!=web").unwrap();
+    opts.predicate.field = FieldSelector::parse("metadata.name=s3").unwrap();
+    let one = s.list(PREFIX, &opts).await.unwrap();
+    assert_eq!(
+        one.items.iter().map(|o| o.name()).collect::<Vec<_>>(),
+        ["s3"]
+    );
+
+    // Paging with a selector still returns every match exactly once.
+    let mut paged = ListOptions {
+        limit: Some(1),
+        ..Default::default()
+    };
+    paged.predicate.label = LabelSelector::parse("app=db").unwrap();
+    let mut names = Vec::new();
+    loop {
+        let page = s.list(PREFIX, &paged).await.unwrap();
+        assert!(page.items.len() <= 1);
+        assert!(
+            page.remaining_item_count.is_none(),
+            "remainingItemCount is unknown under a selector"
+        );
+        names.extend(page.items.iter().map(|o| o.name().to_string()));
+        match page.continue_token {
+            Some(t) => paged.continue_token = Some(t),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["s1", "s3", "s5"]);
+}
