@@ -1,0 +1,96 @@
+//! Watch streams: synthetic ADDED events, changes, Table events, bookmarks, timeouts and the
+//! ERROR event for a compacted resourceVersion.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test]
+async fn watch_from_a_list_revision_sees_changes() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("before", &[])).await;
+    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=30"), &[], Bytes::new())).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let mut body = resp.into_body();
+    s.post_json(CMS, &configmap("after", &[("k", "v")])).await;
+    s.delete(&format!("{CMS}/after")).await;
+    let lines = watch_lines(&mut body, 2).await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[0]["object"]["metadata"]["name"], "after");
+    assert_eq!(lines[0]["object"]["kind"], "ConfigMap");
+    assert_eq!(lines[1]["type"], "DELETED");
+}
+
+#[tokio::test]
+async fn watch_without_resource_version_starts_with_existing_objects() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("one", &[])).await;
+    s.post_json(CMS, &configmap("two", &[])).await;
+    let resp = s.handler.handle(request(Method::GET, "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=30", &[], Bytes::new())).await;
+    let mut body = resp.into_body();
+    let lines = watch_lines(&mut body, 2).await;
+    let names: Vec<&str> = lines.iter().map(|l| l["object"]["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["one", "two"]);
+    assert!(lines.iter().all(|l| l["type"] == "ADDED"));
+    s.post_json(CMS, &configmap("three", &[])).await;
+    let more = watch_lines(&mut body, 1).await;
+    assert_eq!(more[0]["type"], "ADDED");
+    assert_eq!(more[0]["object"]["metadata"]["name"], "three");
+}
+
+#[tokio::test]
+async fn table_watch_carries_columns_only_first() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("t-a", &[])).await;
+    s.post_json(CMS, &configmap("t-b", &[])).await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&timeoutSeconds=30"), &[("accept", accept)], Bytes::new())).await;
+    let mut body = resp.into_body();
+    let lines = watch_lines(&mut body, 2).await;
+    assert_eq!(lines[0]["object"]["kind"], "Table");
+    assert!(lines[0]["object"]["columnDefinitions"].as_array().is_some_and(|c| !c.is_empty()));
+    assert_eq!(lines[0]["object"]["rows"][0]["cells"][0], "t-a");
+    assert!(lines[1]["object"]["columnDefinitions"].is_null());
+    assert_eq!(lines[1]["object"]["rows"][0]["cells"][0], "t-b");
+}
+
+#[tokio::test]
+async fn watch_ends_after_timeout_seconds() {
+    let s = server().await;
+    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=1"), &[], Bytes::new())).await;
+    let collected = resp.into_body().collect().await.expect("stream ends cleanly").to_bytes();
+    assert!(collected.is_empty());
+}
+
+#[tokio::test]
+async fn compacted_resource_version_is_an_error_event() {
+    let s = server_with(|mut c| {
+        c.watch_cache = false;
+        c
+    })
+    .await;
+    for i in 0..3 {
+        s.post_json(CMS, &configmap(&format!("c-{i}"), &[])).await;
+    }
+    let current = s.storage.current_revision().await.unwrap();
+    s.storage.compact(current).await.unwrap();
+    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion=1"), &[], Bytes::new())).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.into_body();
+    let lines = watch_lines(&mut body, 2).await;
+    assert_eq!(lines.len(), 1, "the stream ends after the error");
+    assert_eq!(lines[0]["type"], "ERROR");
+    let st = &lines[0]["object"];
+    assert_eq!(st["kind"], "Status");
+    assert_eq!(st["code"], 410);
+    assert_eq!(st["reason"], "Expired");
+    assert!(st["message"].as_str().unwrap().starts_with("too old resource version: 1 ("), "{st}");
+}
