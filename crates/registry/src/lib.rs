@@ -5,5 +5,84 @@
 //! driven by a per-resource `Strategy`, and the built-in resources under `resources/` (one
 //! module per API group). It turns storage errors into API errors; it never speaks HTTP.
 
+pub mod allocator;
+mod bootstrap;
+pub mod codec;
+pub mod meta;
+pub mod namespace_lifecycle;
 pub mod printers;
+pub mod resources;
 pub mod rest;
+pub mod store;
+pub mod strategy;
+pub mod testing;
+
+pub use bootstrap::bootstrap;
+pub use store::{Store, Subresource};
+pub use strategy::Strategy;
+
+use kapi_machinery::ApiError;
+use kapi_storage::DynStorage;
+use namespace_lifecycle::{NamespaceLifecycle, StorageNamespaceLifecycle};
+use std::sync::Arc;
+
+/// What the registry needs to build every built-in resource.
+#[derive(Clone)]
+pub struct RegistryConfig {
+    pub storage: DynStorage,
+    /// `--service-cluster-ip-range`; `.1` goes to the `kubernetes` service.
+    pub service_cluster_ip_range: ipnet::IpNet,
+    /// `--service-node-port-range`.
+    pub service_node_port_range: std::ops::RangeInclusive<u16>,
+    /// Serve LIST and WATCH from a per-resource watch cache.
+    pub watch_cache: bool,
+}
+
+impl RegistryConfig {
+    /// kube-apiserver's defaults: `10.0.0.0/24`, ports 30000-32767, watch cache on.
+    pub fn new(storage: DynStorage) -> Self {
+        Self {
+            storage,
+            service_cluster_ip_range: ipnet::IpNet::V4(
+                ipnet::Ipv4Net::new(std::net::Ipv4Addr::new(10, 0, 0, 0), 24).unwrap_or_default(),
+            ),
+            service_node_port_range: 30000..=32767,
+            watch_cache: true,
+        }
+    }
+}
+
+/// Shared state the groups' storages are built from.
+pub struct BuildContext {
+    pub config: RegistryConfig,
+    pub namespaces: Arc<dyn NamespaceLifecycle>,
+}
+
+impl BuildContext {
+    /// The storage a resource's Store uses (the backend; the watch cache where enabled and
+    /// available).
+    pub fn storage_for(&self, _prefix: &str) -> DynStorage {
+        self.config.storage.clone()
+    }
+
+    /// A Store for `strategy` with the namespace check wired in.
+    pub fn store(&self, strategy: Arc<dyn Strategy>) -> Store {
+        let prefix = format!("/{}/", strategy.key_prefix());
+        Store::new(strategy, self.storage_for(&prefix))
+            .with_namespace_lifecycle(self.namespaces.clone())
+    }
+}
+
+/// Builds every built-in API group: `""` (v1), apps, batch, coordination.k8s.io,
+/// events.k8s.io, discovery.k8s.io. Subresources are separate storages with
+/// `info().subresource` set.
+pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, ApiError> {
+    let namespaces: Arc<dyn NamespaceLifecycle> =
+        Arc::new(StorageNamespaceLifecycle::new(config.storage.clone()));
+    let ctx = BuildContext { config, namespaces };
+    let mut groups = vec![resources::core::group(&ctx).await?];
+    groups.extend(resources::apps::groups(&ctx));
+    groups.extend(resources::batch::groups(&ctx));
+    groups.extend(resources::misc::groups(&ctx));
+    Ok(groups)
+}

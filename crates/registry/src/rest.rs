@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use kapi_machinery::{ApiError, DeleteOptions, GetOptions, GroupVersionKind, ListOptions, Object, UserInfo};
+use kapi_machinery::{
+    ApiError, DeleteOptions, GetOptions, GroupVersionKind, ListOptions, Object, UserInfo,
+};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -52,9 +54,11 @@ pub struct ObjectList {
 
 /// Validating admission for a create, run by the Store after the strategy's validation and
 /// just before the write (upstream's `rest.ValidateObjectFunc`).
-pub type ValidateObjectFn = Arc<dyn Fn(Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
+pub type ValidateObjectFn =
+    Arc<dyn Fn(Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
 /// Validating admission for an update: (new, old).
-pub type ValidateObjectUpdateFn = Arc<dyn Fn(Object, Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
+pub type ValidateObjectUpdateFn =
+    Arc<dyn Fn(Object, Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
 
 /// A validation that admits everything (for callers without admission, e.g. bootstrap).
 pub fn validate_nothing() -> ValidateObjectFn {
@@ -69,7 +73,8 @@ pub fn validate_update_nothing() -> ValidateObjectUpdateFn {
 /// compare-and-swap loop (upstream's `rest.UpdatedObjectInfo`). For PUT it returns the body;
 /// for PATCH it applies the patch to the current object; mutating admission runs inside it.
 /// `None` means the object does not exist (create-on-update).
-pub type UpdatedObjectFn = Arc<dyn Fn(Option<Object>) -> BoxFuture<'static, Result<Object, ApiError>> + Send + Sync>;
+pub type UpdatedObjectFn =
+    Arc<dyn Fn(Option<Object>) -> BoxFuture<'static, Result<Object, ApiError>> + Send + Sync>;
 
 /// Describes a resource for discovery, routing and OpenAPI.
 #[derive(Clone, Debug)]
@@ -112,7 +117,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Decodes a request body for this resource: checks apiVersion/kind, drops or reports
     /// unknown and duplicate fields per `validation` (Strict: 400 `strict decoding error:
     /// unknown field "spec.foo"`; Warn: returned as warnings), and applies defaults.
-    fn decode(&self, body: Object, validation: FieldValidation) -> Result<(Object, Vec<String>), ApiError>;
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError>;
 
     fn as_creater(&self) -> Option<&dyn Creater> {
         None
@@ -149,7 +158,24 @@ pub trait Storage: Send + Sync + 'static {
     }
     /// The OpenAPI schema of this resource's kind, registering the definitions it refers to
     /// in `generator` (for `/openapi/v2` and `/openapi/v3`); `None` when it has none.
-    fn openapi_schema(&self, _generator: &mut schemars::SchemaGenerator) -> Option<schemars::Schema> {
+    fn openapi_schema(
+        &self,
+        _generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        None
+    }
+    /// Decodes raw JSON bytes: like [`Storage::decode`], and also reports duplicate keys
+    /// (`duplicate field "metadata.name"`) per `validation`, which a parsed object can no
+    /// longer show.
+    fn decode_bytes(
+        &self,
+        body: &[u8],
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError> {
+        crate::codec::decode_bytes_with(body, validation, |obj, v| self.decode(obj, v))
+    }
+    /// The concrete storage, for callers that know it (start-up code reaching a Store).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
 }
@@ -172,7 +198,13 @@ pub struct ApiGroupInfo {
 
 #[async_trait]
 pub trait Creater: Send + Sync {
-    async fn create(&self, ctx: &Context, obj: Object, validate: ValidateObjectFn, opts: &WriteOptions) -> Result<WriteResult, ApiError>;
+    async fn create(
+        &self,
+        ctx: &Context,
+        obj: Object,
+        validate: ValidateObjectFn,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, ApiError>;
 }
 
 #[async_trait]
@@ -218,12 +250,24 @@ pub struct DeleteResult {
 
 #[async_trait]
 pub trait GracefulDeleter: Send + Sync {
-    async fn delete(&self, ctx: &Context, name: &str, validate: ValidateObjectFn, opts: &DeleteOptions) -> Result<DeleteResult, ApiError>;
+    async fn delete(
+        &self,
+        ctx: &Context,
+        name: &str,
+        validate: ValidateObjectFn,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteResult, ApiError>;
 }
 
 #[async_trait]
 pub trait CollectionDeleter: Send + Sync {
-    async fn delete_collection(&self, ctx: &Context, validate: ValidateObjectFn, opts: &DeleteOptions, list_opts: &ListOptions) -> Result<ObjectList, ApiError>;
+    async fn delete_collection(
+        &self,
+        ctx: &Context,
+        validate: ValidateObjectFn,
+        opts: &DeleteOptions,
+        list_opts: &ListOptions,
+    ) -> Result<ObjectList, ApiError>;
 }
 
 /// A watch event as the registry hands it to the endpoint: the object is shared so many

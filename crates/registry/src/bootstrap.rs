@@ -1,0 +1,84 @@
+//! Start-up objects: the system namespaces and the `kubernetes` service.
+
+use crate::rest::{
+    validate_nothing, ApiGroupInfo, Context, FieldValidation, Storage, WriteOptions,
+};
+use kapi_machinery::{ApiError, GetOptions, Object};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Namespaces every cluster has.
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn find(groups: &[ApiGroupInfo], group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
+    groups
+        .iter()
+        .filter(|g| g.group == group)
+        .flat_map(|g| g.versions.iter())
+        .flat_map(|v| v.storages.iter())
+        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
+        .cloned()
+}
+
+async fn ensure(
+    storage: &Arc<dyn Storage>,
+    ctx: &Context,
+    body: serde_json::Value,
+) -> Result<(), ApiError> {
+    let body = Object::from_value(body)?;
+    let (getter, creater) = match (storage.as_getter(), storage.as_creater()) {
+        (Some(g), Some(c)) => (g, c),
+        _ => {
+            return Err(ApiError::internal(format!(
+                "{} cannot be bootstrapped",
+                storage.info().resource
+            )))
+        }
+    };
+    match getter.get(ctx, body.name(), &GetOptions::default()).await {
+        Ok(_) => return Ok(()),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e),
+    }
+    let (obj, _) = storage.decode(body, FieldValidation::Strict)?;
+    match creater
+        .create(ctx, obj, validate_nothing(), &WriteOptions::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `default`, `kube-system`, `kube-public`, `kube-node-lease` and the `kubernetes`
+/// service (ClusterIP `.1`, port 443) when missing.
+pub async fn bootstrap(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
+    let namespaces = find(groups, "", "namespaces")
+        .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
+    for ns in SYSTEM_NAMESPACES {
+        ensure(
+            &namespaces,
+            &Context::default(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await?;
+    }
+    let services = find(groups, "", "services")
+        .ok_or_else(|| ApiError::internal("services are not served"))?;
+    let ip = crate::resources::core::service::kubernetes_service_ip(groups);
+    let ctx = Context {
+        namespace: "default".into(),
+        ..Default::default()
+    };
+    ensure(
+        &services,
+        &ctx,
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "clusterIP": ip, "sessionAffinity": "None",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}}),
+    )
+    .await
+}

@@ -1,0 +1,284 @@
+//! Typed decoding of request bodies: a built-in resource's body is decoded into its
+//! `k8s-openapi` type (dropping unknown fields, reporting them per `fieldValidation`) and
+//! encoded back, so what is stored only carries fields the type knows.
+
+use crate::rest::FieldValidation;
+use kapi_machinery::{ApiError, Object};
+use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Prefix of every strict decoding error, as upstream words it.
+pub const STRICT_PREFIX: &str = "strict decoding error: ";
+
+/// Checks apiVersion/kind (filling them when absent), decodes `body` into `T` and encodes it
+/// back. Unknown fields: Strict -> 400, Warn -> warnings, Ignore -> dropped silently.
+pub fn decode<T>(
+    body: Object,
+    validation: FieldValidation,
+) -> Result<(Object, Vec<String>), ApiError>
+where
+    T: DeserializeOwned + Serialize + k8s_openapi::Resource,
+{
+    let mut body = body;
+    check_type_meta(&mut body, T::API_VERSION, T::KIND)?;
+    let mut unknown: Vec<String> = Vec::new();
+    let typed: T =
+        serde_ignored::deserialize(body.into_value(), |path| unknown.push(format_path(&path)))
+            .map_err(|e| cannot_handle(T::KIND, T::VERSION, &e.to_string()))?;
+    let messages: Vec<String> = unknown
+        .iter()
+        .map(|p| format!("unknown field {p:?}"))
+        .collect();
+    let mut warnings = Vec::new();
+    match validation {
+        FieldValidation::Strict if !messages.is_empty() => return Err(strict_error(&messages)),
+        FieldValidation::Warn => warnings = messages,
+        _ => {}
+    }
+    let value = serde_json::to_value(&typed).map_err(ApiError::internal)?;
+    Ok((Object::from_value(value)?, warnings))
+}
+
+/// 400 `strict decoding error: <m1>, <m2>`.
+pub fn strict_error(messages: &[String]) -> ApiError {
+    ApiError::bad_request(format!("{STRICT_PREFIX}{}", messages.join(", ")))
+}
+
+/// Upstream's message for a body that does not fit the type.
+pub fn cannot_handle(kind: &str, version: &str, err: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: {err}"
+    ))
+}
+
+/// Fills a missing apiVersion/kind from the endpoint (as upstream defaults them) and refuses
+/// ones that name another type.
+pub fn check_type_meta(body: &mut Object, api_version: &str, kind: &str) -> Result<(), ApiError> {
+    let (got_version, got_kind) = (body.api_version().to_string(), body.kind().to_string());
+    if !got_version.is_empty() && got_version != api_version {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({got_version}) does not match the expected API version ({api_version})"
+        )));
+    }
+    if !got_kind.is_empty() && got_kind != kind {
+        return Err(ApiError::bad_request(format!("the object provided is unrecognized (must be of type {kind}): {got_kind} in version {api_version:?}")));
+    }
+    body.set_api_version_kind(api_version, kind);
+    Ok(())
+}
+
+/// Renders a serde_ignored path as upstream's JSON paths (`spec.containers[0].foo`).
+fn format_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", format_path(parent)),
+        Path::Map { parent, key } => {
+            let p = format_path(parent);
+            if p.is_empty() {
+                key.clone()
+            } else {
+                format!("{p}.{key}")
+            }
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => format_path(parent),
+    }
+}
+
+/// Parses JSON bytes into an object, also returning upstream-style messages for each
+/// duplicated key (`duplicate field "metadata.name"`); the last value wins, as in Go.
+pub fn parse_json_with_duplicates(bytes: &[u8]) -> Result<(Object, Vec<String>), ApiError> {
+    let mut dups = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = TrackingSeed {
+        path: String::new(),
+        dups: &mut dups,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|_| v))
+    .map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })?;
+    let messages = dups
+        .into_iter()
+        .map(|p| format!("duplicate field {p:?}"))
+        .collect();
+    Ok((Object::from_value(value)?, messages))
+}
+
+/// Parses `body`, runs `decode` on the object, and merges duplicate-key findings into its
+/// result: Strict -> one 400 listing unknown and duplicate fields; Warn -> warnings.
+pub fn decode_bytes_with(
+    body: &[u8],
+    validation: FieldValidation,
+    decode: impl FnOnce(Object, FieldValidation) -> Result<(Object, Vec<String>), ApiError>,
+) -> Result<(Object, Vec<String>), ApiError> {
+    let (obj, dups) = parse_json_with_duplicates(body)?;
+    match (validation, decode(obj, validation)) {
+        (FieldValidation::Strict, Err(e))
+            if !dups.is_empty() && e.message.starts_with(STRICT_PREFIX) =>
+        {
+            let mut all = vec![e.message[STRICT_PREFIX.len()..].to_string()];
+            all.extend(dups);
+            Err(strict_error(&all))
+        }
+        (FieldValidation::Strict, Ok(_)) if !dups.is_empty() => Err(strict_error(&dups)),
+        (FieldValidation::Warn, Ok((o, mut w))) => {
+            w.extend(dups);
+            Ok((o, w))
+        }
+        (_, r) => r,
+    }
+}
+
+struct TrackingSeed<'a> {
+    path: String,
+    dups: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for TrackingSeed<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TrackingSeed<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let seed = TrackingSeed {
+                path: format!("{}[{i}]", self.path),
+                dups: &mut *self.dups,
+            };
+            match seq.next_element_seed(seed)? {
+                Some(v) => out.push(v),
+                None => break,
+            }
+            i += 1;
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if out.contains_key(&key) {
+                self.dups.push(path.clone());
+            }
+            let v = map.next_value_seed(TrackingSeed {
+                path,
+                dups: &mut *self.dups,
+            })?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use serde_json::json;
+
+    fn obj(v: Value) -> Object {
+        Object::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn strict_reports_unknown_fields_with_paths() {
+        let body = obj(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"foo": 1, "containers": [{"name": "c", "image": "i", "bar": true}]}}),
+        );
+        let err = decode::<Pod>(body.clone(), FieldValidation::Strict).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            r#"strict decoding error: unknown field "spec.containers[0].bar", unknown field "spec.foo""#
+        );
+        let (clean, warnings) = decode::<Pod>(body.clone(), FieldValidation::Warn).unwrap();
+        assert_eq!(warnings.len(), 2);
+        assert!(clean.get("spec").unwrap().get("foo").is_none());
+        let (_, warnings) = decode::<Pod>(body, FieldValidation::Ignore).unwrap();
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn type_meta_is_checked_and_filled() {
+        let (o, _) = decode::<ConfigMap>(
+            obj(json!({"metadata": {"name": "x"}})),
+            FieldValidation::Strict,
+        )
+        .unwrap();
+        assert_eq!(o.kind(), "ConfigMap");
+        assert_eq!(o.api_version(), "v1");
+        let e = decode::<ConfigMap>(
+            obj(json!({"apiVersion": "apps/v1", "kind": "ConfigMap"})),
+            FieldValidation::Strict,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "the API version in the data (apps/v1) does not match the expected API version (v1)"
+        );
+        let e = decode::<ConfigMap>(
+            obj(json!({"kind": "ConfigMap", "data": {"a": 1}})),
+            FieldValidation::Strict,
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with(r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: "#),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn duplicates_are_found() {
+        let (o, dups) =
+            parse_json_with_duplicates(br#"{"metadata":{"name":"a","name":"b"},"data":{"k":"1"}}"#)
+                .unwrap();
+        assert_eq!(o.name(), "b");
+        assert_eq!(dups, vec![r#"duplicate field "metadata.name""#.to_string()]);
+    }
+}

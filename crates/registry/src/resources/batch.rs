@@ -1,0 +1,8 @@
+//! Placeholder.
+
+use crate::rest::ApiGroupInfo;
+use crate::BuildContext;
+
+pub fn groups(_ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    Vec::new()
+}

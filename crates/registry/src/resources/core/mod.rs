@@ -1,0 +1,55 @@
+//! The legacy core group (`/api/v1`).
+
+pub mod configmap;
+pub mod namespace;
+pub mod pod;
+pub mod secret;
+pub mod service;
+pub mod simple;
+
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, Storage};
+use crate::store::Subresource;
+use crate::strategy::Strategy;
+use crate::BuildContext;
+use kapi_machinery::ApiError;
+use std::sync::Arc;
+
+/// Adds a resource's storage, and its `/status` when it has one.
+pub(crate) fn push(
+    out: &mut Vec<Arc<dyn Storage>>,
+    ctx: &BuildContext,
+    strategy: Arc<dyn Strategy>,
+) -> crate::Store {
+    let store = ctx.store(strategy.clone());
+    out.push(Arc::new(store.clone()));
+    if strategy.has_status() {
+        out.push(Arc::new(store.subresource(Subresource::Status)));
+    }
+    store
+}
+
+pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
+    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+    let ns = push(&mut s, ctx, Arc::new(namespace::NamespaceStrategy));
+    s.push(Arc::new(ns.subresource(Subresource::Finalize)));
+    push(&mut s, ctx, Arc::new(configmap::ConfigMapStrategy));
+    push(&mut s, ctx, Arc::new(secret::SecretStrategy));
+    let services = service::ServiceStrategy::new(
+        ctx.config.service_cluster_ip_range,
+        ctx.config.service_node_port_range.clone(),
+    );
+    services.load(&ctx.config.storage).await?;
+    push(&mut s, ctx, Arc::new(services));
+    push(&mut s, ctx, Arc::new(pod::PodStrategy));
+    for st in simple::strategies() {
+        push(&mut s, ctx, st);
+    }
+    Ok(ApiGroupInfo {
+        group: String::new(),
+        preferred_version: "v1".into(),
+        versions: vec![ApiVersionInfo {
+            version: "v1".into(),
+            storages: s,
+        }],
+    })
+}

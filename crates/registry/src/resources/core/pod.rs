@@ -1,0 +1,286 @@
+//! core/v1 pods: upstream's server-side defaults, QoS class, basic validation and graceful
+//! deletion for pods bound to a node.
+
+use crate::resources::{at, default_in, info, str_at, typed};
+use crate::rest::ResourceInfo;
+use crate::strategy::{GracefulDelete, Strategy};
+use k8s_openapi::api::core::v1::Pod;
+use kapi_machinery::validation::is_dns1123_label;
+use kapi_machinery::{DeleteOptions, FieldError, Object};
+use serde_json::{json, Map, Value};
+
+pub struct PodStrategy;
+
+const RESTART_POLICIES: &[&str] = &["Always", "Never", "OnFailure"];
+const DNS_POLICIES: &[&str] = &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"];
+
+/// `Always` for `:latest` or untagged images, `IfNotPresent` otherwise (upstream's rule).
+fn pull_policy(image: &str) -> &'static str {
+    let without_digest = image.split('@').next().unwrap_or_default();
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = without_digest.rsplit('/').next().unwrap_or_default();
+    match last.split_once(':') {
+        None => "Always",
+        Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>) {
+    default_in(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default_in(c, "terminationMessagePolicy", json!("File"));
+    let image = c
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    default_in(c, "imagePullPolicy", json!(pull_policy(&image)));
+    default_in(c, "resources", json!({}));
+    if let Some(Value::Array(ports)) = c.get_mut("ports") {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default_in(p, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// Upstream's pod spec defaults (also used for templates of workloads).
+pub fn default_pod_spec(spec: &mut Map<String, Value>) {
+    default_in(spec, "restartPolicy", json!("Always"));
+    default_in(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_in(spec, "schedulerName", json!("default-scheduler"));
+    default_in(spec, "terminationGracePeriodSeconds", json!(30));
+    default_in(spec, "securityContext", json!({}));
+    default_in(spec, "enableServiceLinks", json!(true));
+    for key in ["containers", "initContainers"] {
+        if let Some(Value::Array(cs)) = spec.get_mut(key) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(c);
+            }
+        }
+    }
+}
+
+/// Validation shared by pods and pod templates, with `prefix` (`spec`,
+/// `spec.template.spec`).
+pub fn validate_pod_spec(errs: &mut Vec<FieldError>, spec: Option<&Value>, prefix: &str) {
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if containers.is_empty() {
+        errs.push(FieldError::required(format!("{prefix}.containers"), ""));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        if name.is_empty() {
+            errs.push(FieldError::required(
+                format!("{prefix}.containers[{i}].name"),
+                "",
+            ));
+        } else {
+            for msg in is_dns1123_label(name) {
+                errs.push(FieldError::invalid(
+                    format!("{prefix}.containers[{i}].name"),
+                    name,
+                    msg,
+                ));
+            }
+            if !names.insert(name.to_string()) {
+                errs.push(FieldError::duplicate(
+                    format!("{prefix}.containers[{i}].name"),
+                    name,
+                ));
+            }
+        }
+        if c.get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+        {
+            errs.push(FieldError::required(
+                format!("{prefix}.containers[{i}].image"),
+                "",
+            ));
+        }
+    }
+    let rp = spec
+        .and_then(|s| s.get("restartPolicy"))
+        .and_then(Value::as_str)
+        .unwrap_or("Always");
+    if !RESTART_POLICIES.contains(&rp) {
+        errs.push(FieldError::not_supported(
+            format!("{prefix}.restartPolicy"),
+            rp,
+            RESTART_POLICIES,
+        ));
+    }
+    let dp = spec
+        .and_then(|s| s.get("dnsPolicy"))
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterFirst");
+    if !DNS_POLICIES.contains(&dp) {
+        errs.push(FieldError::not_supported(
+            format!("{prefix}.dnsPolicy"),
+            dp,
+            DNS_POLICIES,
+        ));
+    }
+}
+
+/// Upstream's `GetPodQOS` over JSON.
+fn qos_class(obj: &Object) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| {
+            at(obj, &["spec", k])
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in containers {
+        let req = c
+            .get("resources")
+            .and_then(|r| r.get("requests"))
+            .and_then(Value::as_object);
+        let lim = c
+            .get("resources")
+            .and_then(|r| r.get("limits"))
+            .and_then(Value::as_object);
+        let has = |m: Option<&Map<String, Value>>, k: &str| m.and_then(|m| m.get(k)).is_some();
+        if req.is_some_and(|m| !m.is_empty()) || lim.is_some_and(|m| !m.is_empty()) {
+            any = true;
+        }
+        for r in ["cpu", "memory"] {
+            if !has(lim, r) {
+                guaranteed = false;
+            }
+            if let (Some(q), Some(l)) = (req.and_then(|m| m.get(r)), lim.and_then(|m| m.get(r))) {
+                if q != l {
+                    guaranteed = false;
+                }
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Spec with what a pod update may change blanked out.
+fn immutable_view(obj: &Object) -> Value {
+    let mut spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    if let Some(s) = spec.as_object_mut() {
+        for k in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+        ] {
+            s.remove(k);
+        }
+        for key in ["containers", "initContainers"] {
+            if let Some(Value::Array(cs)) = s.get_mut(key) {
+                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                    c.remove("image");
+                }
+            }
+        }
+    }
+    spec
+}
+
+impl Strategy for PodStrategy {
+    typed!(Pod);
+
+    fn info(&self) -> ResourceInfo {
+        info("", "v1", "pods", "Pod", true, &["po"], &["all"])
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn field_labels(&self) -> &'static [&'static str] {
+        &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ]
+    }
+    fn bool_field_labels(&self) -> &'static [&'static str] {
+        &["spec.hostNetwork"]
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+            default_pod_spec(spec);
+        }
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        let qos = qos_class(obj);
+        obj.insert("status", json!({"phase": "Pending", "qosClass": qos}));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        validate_pod_spec(&mut errs, obj.get("spec"), "spec");
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        if immutable_view(new) != immutable_view(old) {
+            errs.push(FieldError::forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            ));
+        }
+        errs
+    }
+    fn graceful_delete(&self, obj: &Object, opts: &DeleteOptions) -> GracefulDelete {
+        let phase = str_at(obj, &["status", "phase"]);
+        if str_at(obj, &["spec", "nodeName"]).is_empty()
+            || phase == "Succeeded"
+            || phase == "Failed"
+        {
+            return GracefulDelete::Immediate;
+        }
+        let secs = opts
+            .grace_period_seconds
+            .or_else(|| at(obj, &["spec", "terminationGracePeriodSeconds"]).and_then(Value::as_i64))
+            .unwrap_or(30);
+        if secs <= 0 {
+            GracefulDelete::Immediate
+        } else {
+            GracefulDelete::Graceful(secs)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_pull_policy_rules() {
+        assert_eq!(pull_policy("nginx"), "Always");
+        assert_eq!(pull_policy("nginx:latest"), "Always");
+        assert_eq!(pull_policy("nginx:1.25"), "IfNotPresent");
+        assert_eq!(pull_policy("localhost:5000/nginx"), "Always");
+        assert_eq!(pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+}

@@ -1,0 +1,143 @@
+//! The built-in resources, one module per API group. Each resource is a [`Strategy`]
+//! (decoding into its `k8s-openapi` type, defaults, validation) plus a line in its group's
+//! `storages` function.
+
+pub mod apps;
+pub mod batch;
+pub mod core;
+pub mod misc;
+
+use crate::rest::ResourceInfo;
+use kapi_machinery::{FieldError, Object};
+use serde_json::{Map, Value};
+
+/// Describes a resource for discovery and routing.
+#[allow(clippy::too_many_arguments)]
+pub fn info(
+    group: &str,
+    version: &str,
+    resource: &str,
+    kind: &str,
+    namespaced: bool,
+    short_names: &[&str],
+    categories: &[&str],
+) -> ResourceInfo {
+    ResourceInfo {
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        subresource: String::new(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        singular: kind.to_lowercase(),
+        namespaced,
+        short_names: short_names.iter().map(|s| s.to_string()).collect(),
+        categories: categories.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The `decode` and `openapi_schema` of a strategy backed by a `k8s-openapi` type; the
+/// strategy's `defaults` run after decoding.
+macro_rules! typed {
+    ($t:ty) => {
+        fn decode(
+            &self,
+            body: kapi_machinery::Object,
+            validation: crate::rest::FieldValidation,
+        ) -> Result<(kapi_machinery::Object, Vec<String>), kapi_machinery::ApiError> {
+            let (mut obj, warnings) = crate::codec::decode::<$t>(body, validation)?;
+            self.defaults(&mut obj);
+            Ok((obj, warnings))
+        }
+        fn openapi_schema(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Option<schemars::Schema> {
+            Some(generator.subschema_for::<$t>())
+        }
+    };
+}
+pub(crate) use typed;
+
+/// The value at a dotted path of object keys.
+pub fn at<'a>(obj: &'a Object, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter().try_fold(obj.get(first)?, |v, k| v.get(*k))
+}
+
+/// A string at a path, `""` when absent.
+pub fn str_at<'a>(obj: &'a Object, path: &[&str]) -> &'a str {
+    at(obj, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The object at a path, created (replacing non-objects) on demand.
+pub fn obj_mut<'a>(obj: &'a mut Object, path: &[&str]) -> &'a mut Map<String, Value> {
+    let mut cur = obj.as_map_mut();
+    for k in path {
+        let e = cur
+            .entry(k.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !e.is_object() {
+            *e = Value::Object(Map::new());
+        }
+        cur = match e {
+            Value::Object(m) => m,
+            _ => unreachable!("just made an object"),
+        };
+    }
+    cur
+}
+
+/// Sets `key` in the map at `path` unless present.
+pub fn default_at(obj: &mut Object, path: &[&str], key: &str, v: Value) {
+    let m = obj_mut(obj, path);
+    if m.get(key).is_none_or(Value::is_null) {
+        m.insert(key.into(), v);
+    }
+}
+
+/// Sets `key` on a JSON map unless present.
+pub fn default_in(m: &mut Map<String, Value>, key: &str, v: Value) {
+    if m.get(key).is_none_or(Value::is_null) {
+        m.insert(key.into(), v);
+    }
+}
+
+/// Replaces the `status` with `v` (or removes it).
+pub fn set_status(obj: &mut Object, v: Option<Value>) {
+    match v {
+        Some(v) => {
+            obj.insert("status", v);
+        }
+        None => {
+            obj.remove("status");
+        }
+    }
+}
+
+/// A required field: `Required value` when absent or empty.
+pub fn require(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], field: &str) {
+    let missing = match at(obj, path) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(m)) => m.is_empty(),
+        _ => false,
+    };
+    if missing {
+        errs.push(FieldError::required(field, ""));
+    }
+}
+
+/// Upstream's `ValidateNonnegativeField`.
+pub fn non_negative(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], field: &str) {
+    if let Some(n) = at(obj, path).and_then(Value::as_i64) {
+        if n < 0 {
+            errs.push(FieldError::invalid(
+                field,
+                n,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The generic `Store`: every REST verb written once over a [`kapi_storage::Storage`], driven
+//! by a resource's [`Strategy`] (upstream's `registry/generic/registry/store.go`).
+//!
+//! Keys are `/<prefix>/<namespace>/<name>` for namespaced resources and `/<prefix>/<name>`
+//! for cluster-scoped ones; the storage backend adds its own root (`/registry`).
+
+mod create;
+mod delete;
+mod read;
+mod update;
+
+use crate::namespace_lifecycle::NamespaceLifecycle;
+use crate::rest::{self, Context, FieldValidation, ResourceInfo};
+use crate::strategy::Strategy;
+use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
+use kapi_storage::DynStorage;
+use std::sync::Arc;
+
+/// Which part of the object a store writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// The whole object (status kept when the resource has a `/status`).
+    Main,
+    /// `/status`: only `status` changes.
+    Status,
+    /// `/finalize` (namespaces): only `spec.finalizers` changes.
+    Finalize,
+}
+
+/// One resource's (or subresource's) REST storage.
+#[derive(Clone)]
+pub struct Store {
+    info: ResourceInfo,
+    strategy: Arc<dyn Strategy>,
+    storage: DynStorage,
+    sub: Subresource,
+    namespaces: Option<Arc<dyn NamespaceLifecycle>>,
+    prefix: String,
+    table: Arc<dyn rest::TableConvertor>,
+}
+
+impl Store {
+    pub fn new(strategy: Arc<dyn Strategy>, storage: DynStorage) -> Self {
+        let info = strategy.info();
+        let prefix = format!("/{}", strategy.key_prefix().trim_matches('/'));
+        let table = crate::printers::for_resource(&info.group, &info.resource)
+            .unwrap_or_else(crate::printers::default_convertor);
+        Self {
+            info,
+            strategy,
+            storage,
+            sub: Subresource::Main,
+            namespaces: None,
+            prefix,
+            table,
+        }
+    }
+
+    /// Checks namespaced creates against `lifecycle` (404 / 403 Terminating).
+    pub fn with_namespace_lifecycle(mut self, lifecycle: Arc<dyn NamespaceLifecycle>) -> Self {
+        self.namespaces = Some(lifecycle);
+        self
+    }
+
+    /// The same store serving a subresource (`status`, `finalize`).
+    pub fn subresource(&self, sub: Subresource) -> Self {
+        let mut s = self.clone();
+        s.sub = sub;
+        s.info.subresource = match sub {
+            Subresource::Main => String::new(),
+            Subresource::Status => "status".into(),
+            Subresource::Finalize => "finalize".into(),
+        };
+        s
+    }
+
+    pub fn strategy(&self) -> &Arc<dyn Strategy> {
+        &self.strategy
+    }
+
+    pub fn storage(&self) -> &DynStorage {
+        &self.storage
+    }
+
+    fn gr(&self) -> GroupResource {
+        self.info.group_resource()
+    }
+
+    fn gvk(&self) -> GroupVersionKind {
+        self.info.gvk()
+    }
+
+    fn api_version(&self) -> String {
+        self.gvk().group_version().api_version()
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.info.namespaced {
+            format!("{}/{namespace}/{name}", self.prefix)
+        } else {
+            format!("{}/{name}", self.prefix)
+        }
+    }
+
+    /// The prefix a list or watch reads: one namespace, or every object.
+    pub fn list_prefix(&self, namespace: &str) -> String {
+        if self.info.namespaced && !namespace.is_empty() {
+            format!("{}/{namespace}/", self.prefix)
+        } else {
+            format!("{}/", self.prefix)
+        }
+    }
+
+    /// Sets apiVersion/kind on an object handed out (stored objects keep them, but objects
+    /// written by other tools may not).
+    fn with_type_meta(&self, mut obj: Object) -> Object {
+        if obj.kind() != self.info.kind || obj.api_version() != self.api_version() {
+            obj.set_api_version_kind(&self.api_version(), &self.info.kind);
+        }
+        obj
+    }
+
+    fn invalid(&self, name: &str, errs: &[FieldError]) -> ApiError {
+        ApiError::invalid(&self.gvk(), name, errs)
+    }
+
+    /// Upstream's `rest.ValidNamespace` step: a namespaced object takes the request's
+    /// namespace (400 on a mismatch); a cluster-scoped one has none.
+    fn check_namespace(&self, ctx: &Context, obj: &mut Object) -> Result<(), ApiError> {
+        if self.info.namespaced {
+            if obj.namespace().is_empty() {
+                obj.set_namespace(&ctx.namespace);
+            } else if obj.namespace() != ctx.namespace {
+                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+            }
+        } else {
+            obj.set_namespace("");
+        }
+        Ok(())
+    }
+}
+
+impl rest::Storage for Store {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError> {
+        self.strategy.decode(body, validation)
+    }
+
+    fn as_creater(&self) -> Option<&dyn rest::Creater> {
+        (self.sub == Subresource::Main).then_some(self as &dyn rest::Creater)
+    }
+    fn as_getter(&self) -> Option<&dyn rest::Getter> {
+        (self.sub != Subresource::Finalize).then_some(self as &dyn rest::Getter)
+    }
+    fn as_lister(&self) -> Option<&dyn rest::Lister> {
+        (self.sub == Subresource::Main).then_some(self as &dyn rest::Lister)
+    }
+    fn as_updater(&self) -> Option<&dyn rest::Updater> {
+        Some(self)
+    }
+    fn as_patcher(&self) -> Option<&dyn rest::Updater> {
+        (self.sub != Subresource::Finalize).then_some(self as &dyn rest::Updater)
+    }
+    fn as_graceful_deleter(&self) -> Option<&dyn rest::GracefulDeleter> {
+        (self.sub == Subresource::Main).then_some(self as &dyn rest::GracefulDeleter)
+    }
+    fn as_collection_deleter(&self) -> Option<&dyn rest::CollectionDeleter> {
+        (self.sub == Subresource::Main).then_some(self as &dyn rest::CollectionDeleter)
+    }
+    fn as_watcher(&self) -> Option<&dyn rest::Watcher> {
+        (self.sub == Subresource::Main).then_some(self as &dyn rest::Watcher)
+    }
+    fn as_table_convertor(&self) -> Option<&dyn rest::TableConvertor> {
+        Some(self)
+    }
+    fn field_labels(&self) -> &[&'static str] {
+        self.strategy.field_labels()
+    }
+    fn openapi_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.strategy.openapi_schema(generator)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl rest::TableConvertor for Store {
+    fn columns(&self) -> Vec<serde_json::Value> {
+        self.table.columns()
+    }
+    fn cells(&self, obj: &Object) -> Vec<serde_json::Value> {
+        self.table.cells(obj)
+    }
+}

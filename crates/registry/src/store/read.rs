@@ -1,0 +1,212 @@
+//! Get, list and watch: resourceVersion semantics, selector checks and the translation of
+//! storage events into watch events.
+
+use super::Store;
+use crate::rest::{Context, Getter, Lister, ObjectList, WatchEvent, WatchEventStream, Watcher};
+use async_trait::async_trait;
+use futures::{stream, StreamExt};
+use kapi_machinery::fields::FieldRequirement;
+use kapi_machinery::{ApiError, EventType, GetOptions, ListOptions, Object, SelectionPredicate};
+use kapi_storage::WatchOptions;
+use serde_json::json;
+use std::sync::Arc;
+
+/// The annotation on the BOOKMARK that ends a watch's initial events (`sendInitialEvents`).
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+impl Store {
+    /// 400 `field label not supported: X` for any field the resource does not index.
+    fn check_field_selector(&self, predicate: &SelectionPredicate) -> Result<(), ApiError> {
+        for r in &predicate.field.requirements {
+            let ok = r.field == "metadata.name"
+                || r.field == "metadata.namespace"
+                || self.strategy.field_labels().contains(&r.field.as_str());
+            if !ok {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {}",
+                    r.field
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Boolean fields are omitted when false, so `x=false` is matched as `x!=true`.
+    fn storage_predicate(&self, predicate: &SelectionPredicate) -> SelectionPredicate {
+        let mut p = predicate.clone();
+        let bools = self.strategy.bool_field_labels();
+        for r in &mut p.field.requirements {
+            if let Some((_, path)) = self
+                .strategy
+                .field_label_paths()
+                .iter()
+                .find(|(l, _)| *l == r.field)
+            {
+                r.field = path.to_string();
+            }
+            if bools.contains(&r.field.as_str()) && r.value == "false" {
+                *r = FieldRequirement {
+                    field: r.field.clone(),
+                    value: "true".into(),
+                    negated: !r.negated,
+                };
+            }
+        }
+        p
+    }
+
+    fn namespace_of(&self, ctx: &Context) -> String {
+        if self.info.namespaced {
+            ctx.namespace.clone()
+        } else {
+            String::new()
+        }
+    }
+
+    pub(super) async fn list_impl(
+        &self,
+        ctx: &Context,
+        opts: &ListOptions,
+    ) -> Result<ObjectList, ApiError> {
+        self.check_field_selector(&opts.predicate)?;
+        opts.parsed_resource_version()?;
+        let mut storage_opts = opts.clone();
+        storage_opts.predicate = self.storage_predicate(&opts.predicate);
+        let prefix = self.list_prefix(&self.namespace_of(ctx));
+        let res = self
+            .storage
+            .list(&prefix, &storage_opts)
+            .await
+            .map_err(|e| e.into_api_error(&self.gr(), "", "list"))?;
+        Ok(ObjectList {
+            items: res
+                .items
+                .into_iter()
+                .map(|o| self.with_type_meta(o))
+                .collect(),
+            resource_version: res.revision.to_string(),
+            continue_token: res.continue_token,
+            remaining_item_count: res.remaining_item_count,
+        })
+    }
+
+    fn bookmark(&self, revision: i64, initial_end: bool) -> Object {
+        let mut metadata =
+            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
+        if initial_end {
+            metadata["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
+        }
+        let mut o = Object::new();
+        o.set_api_version_kind(&self.api_version(), &self.info.kind);
+        o.insert("metadata", metadata);
+        o
+    }
+
+    fn event_object(&self, obj: Arc<Object>) -> Arc<Object> {
+        if obj.kind() == self.info.kind && obj.api_version() == self.api_version() {
+            obj
+        } else {
+            Arc::new(self.with_type_meta((*obj).clone()))
+        }
+    }
+}
+
+#[async_trait]
+impl Getter for Store {
+    async fn get(&self, ctx: &Context, name: &str, opts: &GetOptions) -> Result<Object, ApiError> {
+        kapi_machinery::options::parse_resource_version(opts.resource_version.as_deref())?;
+        let key = self.key(&self.namespace_of(ctx), name);
+        let got = self
+            .storage
+            .get(
+                &key,
+                &kapi_storage::GetOptions {
+                    resource_version: None,
+                    ignore_not_found: true,
+                },
+            )
+            .await
+            .map_err(|e| e.into_api_error(&self.gr(), name, "get"))?;
+        got.map(|o| self.with_type_meta(o))
+            .ok_or_else(|| ApiError::not_found(&self.gr(), name))
+    }
+}
+
+#[async_trait]
+impl Lister for Store {
+    async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        self.list_impl(ctx, opts).await
+    }
+}
+
+#[async_trait]
+impl Watcher for Store {
+    async fn watch(&self, ctx: &Context, opts: &ListOptions) -> Result<WatchEventStream, ApiError> {
+        self.check_field_selector(&opts.predicate)?;
+        let rv = opts.parsed_resource_version()?;
+        let gr = self.gr();
+        let prefix = self.list_prefix(&self.namespace_of(ctx));
+        // Unset or "0" means "the current state, then changes" (synthetic ADDED events), as
+        // does sendInitialEvents=true; an explicit revision means "changes after it".
+        let send_initial = match opts.send_initial_events {
+            Some(v) => v,
+            None => matches!(rv, None | Some(0)),
+        };
+        let mut initial: Vec<Result<WatchEvent, ApiError>> = Vec::new();
+        let from = if send_initial {
+            let list_opts = ListOptions {
+                predicate: opts.predicate.clone(),
+                resource_version: opts.resource_version.clone(),
+                ..Default::default()
+            };
+            let listed = self.list_impl(ctx, &list_opts).await?;
+            for item in listed.items {
+                initial.push(Ok(WatchEvent {
+                    event_type: EventType::Added,
+                    object: Arc::new(item),
+                }));
+            }
+            let rev: i64 = listed.resource_version.parse().unwrap_or(0);
+            if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
+                initial.push(Ok(WatchEvent {
+                    event_type: EventType::Bookmark,
+                    object: Arc::new(self.bookmark(rev, true)),
+                }));
+            }
+            rev
+        } else {
+            match rv {
+                Some(r) if r > 0 => r,
+                _ => self
+                    .storage
+                    .current_revision()
+                    .await
+                    .map_err(|e| e.into_api_error(&gr, "", "watch"))?,
+            }
+        };
+        let wopts = WatchOptions {
+            from_revision: Some(from),
+            recursive: true,
+            predicate: self.storage_predicate(&opts.predicate),
+            bookmarks: opts.allow_watch_bookmarks,
+        };
+        let events = self
+            .storage
+            .watch(&prefix, wopts)
+            .await
+            .map_err(|e| e.into_api_error(&gr, "", "watch"))?;
+        let this = self.clone();
+        let mapped = events.map(move |ev| match ev {
+            Ok(ev) if ev.event_type == EventType::Bookmark => Ok(WatchEvent {
+                event_type: EventType::Bookmark,
+                object: Arc::new(this.bookmark(ev.revision, false)),
+            }),
+            Ok(ev) => Ok(WatchEvent {
+                event_type: ev.event_type,
+                object: this.event_object(ev.object),
+            }),
+            Err(e) => Err(e.into_api_error(&this.gr(), "", "watch")),
+        });
+        Ok(stream::iter(initial).chain(mapped).boxed())
+    }
+}

@@ -1,0 +1,149 @@
+//! `Strategy`: how one resource differs from the generic path the [`Store`](crate::store::Store)
+//! runs (upstream's `RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy` and
+//! printers, folded into one trait with defaults).
+
+use crate::rest::{FieldValidation, ResourceInfo};
+use kapi_machinery::{ApiError, DeleteOptions, FieldError, Object};
+use std::time::Duration;
+
+/// Which rule `metadata.name` must follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// RFC 1123 subdomain (most resources).
+    Subdomain,
+    /// RFC 1123 label (namespaces, services).
+    Label,
+    /// Only what a URL path segment allows (events, leases use subdomain; kept for completeness).
+    PathSegment,
+}
+
+/// What a graceful delete should do with the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GracefulDelete {
+    /// Delete now (subject to finalizers).
+    Immediate,
+    /// Keep the object with `deletionTimestamp` + `deletionGracePeriodSeconds` set to this.
+    Graceful(i64),
+}
+
+/// A resource's behaviour. Everything not described here is generic and lives in `Store`.
+pub trait Strategy: Send + Sync + 'static {
+    /// The main resource's description (kind, names, scope).
+    fn info(&self) -> ResourceInfo;
+
+    /// The first key segment; upstream keeps some resources under historical prefixes
+    /// (`services/specs`, `minions`).
+    fn key_prefix(&self) -> String {
+        self.info().resource
+    }
+
+    /// Decodes a request body into a clean object (typed: see [`crate::codec`]): unknown
+    /// fields reported per `validation`, defaults applied.
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError>;
+
+    /// The OpenAPI schema of the kind.
+    fn openapi_schema(
+        &self,
+        _generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        None
+    }
+
+    /// Server-side defaults, applied to every decoded body.
+    fn defaults(&self, _obj: &mut Object) {}
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
+    /// Whether `metadata.generation` is kept (1 on create, +1 on each spec change).
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether a `/status` subresource exists: then main-resource writes keep the old status
+    /// and `/status` writes keep everything else.
+    fn has_status(&self) -> bool {
+        false
+    }
+
+    /// Clears or sets what the server owns on create (e.g. status).
+    fn prepare_for_create(&self, _obj: &mut Object) {}
+
+    /// Field errors of a new object (beyond object metadata, which the Store checks).
+    fn validate(&self, _obj: &Object) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    fn prepare_for_update(&self, _new: &mut Object, _old: &Object) {}
+
+    /// Field errors of an update; by default those of the new object alone.
+    fn validate_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        self.validate(new)
+    }
+
+    /// Field errors of a `/status` update.
+    fn validate_status_update(&self, _new: &Object, _old: &Object) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Labels accepted in `fieldSelector` besides `metadata.name` and `metadata.namespace`.
+    fn field_labels(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Field labels whose value is a boolean that is absent when false (`spec.hostNetwork`).
+    fn bool_field_labels(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Field labels that name another path in the object (`source` is `source.component`).
+    fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// Storage TTL for new objects (events).
+    fn ttl(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Allocates what the object needs from shared pools (cluster IPs, node ports) before it
+    /// is stored. Paired with [`Strategy::release`] when the write does not happen.
+    fn allocate(&self, _obj: &mut Object, _old: Option<&Object>) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// Gives back what `allocate` took for `obj` but `keep` does not hold (`keep` is the object
+    /// that stays stored, if any).
+    fn release(&self, _obj: &Object, _keep: Option<&Object>) {}
+
+    /// An address this resource keeps for a system object (`.1` for the `kubernetes` service).
+    fn reserved_ip(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+
+    /// Whether a delete is graceful for this object (pods on a node).
+    fn graceful_delete(&self, _obj: &Object, _opts: &DeleteOptions) -> GracefulDelete {
+        GracefulDelete::Immediate
+    }
+
+    /// Something besides `metadata.finalizers` that keeps a deleting object (a namespace's
+    /// `spec.finalizers`).
+    fn holds_deletion(&self, _obj: &Object) -> bool {
+        false
+    }
+
+    /// Runs in place of the generic delete's first step; `Some` replaces the object to store
+    /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete.
+    fn before_delete(&self, _obj: &Object) -> Result<Option<Object>, ApiError> {
+        Ok(None)
+    }
+}
