@@ -1,8 +1,204 @@
-//! Placeholder.
+//! apps/v1: deployments, replicasets, statefulsets, daemonsets (each with `/status`).
 
-use crate::rest::ApiGroupInfo;
+use crate::resources::core::push;
+use crate::resources::workload::{
+    default_template, validate_selector_immutable, validate_template,
+};
+use crate::resources::{default_in, info, set_status, typed};
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::strategy::Strategy;
 use crate::BuildContext;
+use k8s_openapi::api::apps::v1 as apps;
+use kapi_machinery::{FieldError, Object};
+use serde_json::{json, Value};
+use std::sync::Arc;
 
-pub fn groups(_ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    Vec::new()
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+    push(&mut s, ctx, Arc::new(DeploymentStrategy));
+    push(&mut s, ctx, Arc::new(ReplicaSetStrategy));
+    push(&mut s, ctx, Arc::new(StatefulSetStrategy));
+    push(&mut s, ctx, Arc::new(DaemonSetStrategy));
+    vec![ApiGroupInfo {
+        group: "apps".into(),
+        preferred_version: "v1".into(),
+        versions: vec![ApiVersionInfo {
+            version: "v1".into(),
+            storages: s,
+        }],
+    }]
+}
+
+fn spec_mut(obj: &mut Object) -> Option<&mut serde_json::Map<String, Value>> {
+    obj.get_mut("spec").and_then(Value::as_object_mut)
+}
+
+fn validate_apps(obj: &Object) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_template(&mut errs, obj, true, &["Always"]);
+    errs
+}
+
+fn validate_apps_update(new: &Object, old: &Object) -> Vec<FieldError> {
+    let mut errs = validate_apps(new);
+    validate_selector_immutable(&mut errs, new, old);
+    errs
+}
+
+/// Fields every apps/v1 strategy shares.
+macro_rules! apps_common {
+    () => {
+        fn tracks_generation(&self) -> bool {
+            true
+        }
+        fn has_status(&self) -> bool {
+            true
+        }
+        fn prepare_for_create(&self, obj: &mut Object) {
+            set_status(obj, Some(json!({})));
+        }
+        fn validate(&self, obj: &Object) -> Vec<FieldError> {
+            validate_apps(obj)
+        }
+        fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+            validate_apps_update(new, old)
+        }
+    };
+}
+
+pub struct DeploymentStrategy;
+impl Strategy for DeploymentStrategy {
+    typed!(apps::Deployment);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &["all"],
+        )
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+            default_in(spec, "strategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut) {
+                default_in(st, "type", json!("RollingUpdate"));
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(st, "rollingUpdate", json!({}));
+                    if let Some(ru) = st.get_mut("rollingUpdate").and_then(Value::as_object_mut) {
+                        default_in(ru, "maxUnavailable", json!("25%"));
+                        default_in(ru, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+            default_in(spec, "progressDeadlineSeconds", json!(600));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct ReplicaSetStrategy;
+impl Strategy for ReplicaSetStrategy {
+    typed!(apps::ReplicaSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            &["all"],
+        )
+    }
+    fn field_labels(&self) -> &'static [&'static str] {
+        &["status.replicas"]
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct StatefulSetStrategy;
+impl Strategy for StatefulSetStrategy {
+    typed!(apps::StatefulSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            &["all"],
+        )
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+            default_in(spec, "podManagementPolicy", json!("OrderedReady"));
+            default_in(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec
+                .get_mut("updateStrategy")
+                .and_then(Value::as_object_mut)
+            {
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(st, "rollingUpdate", json!({"partition": 0}));
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+            default_in(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct DaemonSetStrategy;
+impl Strategy for DaemonSetStrategy {
+    typed!(apps::DaemonSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            &["all"],
+        )
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec
+                .get_mut("updateStrategy")
+                .and_then(Value::as_object_mut)
+            {
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(
+                        st,
+                        "rollingUpdate",
+                        json!({"maxUnavailable": 1, "maxSurge": 0}),
+                    );
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
 }

@@ -1,8 +1,169 @@
-//! Placeholder.
+//! The small groups: coordination.k8s.io/v1 leases, events.k8s.io/v1 events,
+//! discovery.k8s.io/v1 endpointslices.
 
-use crate::rest::ApiGroupInfo;
+use crate::resources::core::push;
+use crate::resources::{at, info, str_at, typed};
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::strategy::Strategy;
 use crate::BuildContext;
+use kapi_machinery::{FieldError, Object};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
 
-pub fn groups(_ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    Vec::new()
+fn group(name: &str, storages: Vec<Arc<dyn Storage>>) -> ApiGroupInfo {
+    ApiGroupInfo {
+        group: name.into(),
+        preferred_version: "v1".into(),
+        versions: vec![ApiVersionInfo {
+            version: "v1".into(),
+            storages,
+        }],
+    }
+}
+
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let mut out = Vec::new();
+    for (name, strategy) in [
+        (
+            "coordination.k8s.io",
+            Arc::new(LeaseStrategy) as Arc<dyn Strategy>,
+        ),
+        ("events.k8s.io", Arc::new(EventsV1Strategy)),
+        ("discovery.k8s.io", Arc::new(EndpointSliceStrategy)),
+    ] {
+        let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+        push(&mut s, ctx, strategy);
+        out.push(group(name, s));
+    }
+    out
+}
+
+pub struct LeaseStrategy;
+impl Strategy for LeaseStrategy {
+    typed!(k8s_openapi::api::coordination::v1::Lease);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            &[],
+            &[],
+        )
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for f in ["leaseDurationSeconds", "leaseTransitions"] {
+            crate::resources::non_negative(&mut errs, obj, &["spec", f], &format!("spec.{f}"));
+        }
+        if let Some(n) = at(obj, &["spec", "leaseDurationSeconds"]).and_then(Value::as_i64) {
+            if n == 0 {
+                errs.push(FieldError::invalid(
+                    "spec.leaseDurationSeconds",
+                    n,
+                    "must be greater than 0",
+                ));
+            }
+        }
+        errs
+    }
+}
+
+pub struct EventsV1Strategy;
+impl Strategy for EventsV1Strategy {
+    typed!(k8s_openapi::api::events::v1::Event);
+    fn info(&self) -> ResourceInfo {
+        info("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[])
+    }
+    // kept apart from core/v1 events: the two shapes differ and are not converted here
+    fn key_prefix(&self) -> String {
+        "events.k8s.io/events".into()
+    }
+    fn ttl(&self) -> Option<Duration> {
+        Some(crate::resources::core::simple::EVENT_TTL)
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if at(obj, &["eventTime"]).is_none_or(Value::is_null) {
+            errs.push(FieldError::required("eventTime", ""));
+        }
+        let t = str_at(obj, &["type"]);
+        if t != "Normal" && t != "Warning" {
+            errs.push(FieldError::invalid(
+                "type",
+                t,
+                "has invalid value: must be Normal or Warning",
+            ));
+        }
+        for f in [
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+        ] {
+            if str_at(obj, &[f]).is_empty() {
+                errs.push(FieldError::required(f, ""));
+            }
+        }
+        errs
+    }
+}
+
+pub struct EndpointSliceStrategy;
+const ADDRESS_TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
+impl Strategy for EndpointSliceStrategy {
+    typed!(k8s_openapi::api::discovery::v1::EndpointSlice);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            true,
+            &[],
+            &[],
+        )
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let t = str_at(obj, &["addressType"]);
+        if t.is_empty() {
+            errs.push(FieldError::required("addressType", ""));
+        } else if !ADDRESS_TYPES.contains(&t) {
+            errs.push(FieldError::not_supported("addressType", t, ADDRESS_TYPES));
+        }
+        for (i, e) in at(obj, &["endpoints"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if e.get("addresses")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                errs.push(FieldError::required(
+                    format!("endpoints[{i}].addresses"),
+                    "must contain at least 1 address",
+                ));
+            }
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        if str_at(new, &["addressType"]) != str_at(old, &["addressType"]) {
+            errs.push(FieldError::invalid(
+                "addressType",
+                str_at(new, &["addressType"]),
+                "field is immutable",
+            ));
+        }
+        errs
+    }
 }

@@ -16,9 +16,9 @@ impl Store {
         self.check_namespace(ctx, obj)?;
         obj.set_deletion_timestamp(None);
         obj.set_deletion_grace_period_seconds(None);
-        self.strategy.prepare_for_create(obj);
         obj.set_uid(&uuid::Uuid::new_v4().to_string());
         obj.set_creation_timestamp(&now_rfc3339());
+        self.strategy.prepare_for_create(obj);
         obj.set_generation(if self.strategy.tracks_generation() {
             1
         } else {
