@@ -11,6 +11,8 @@
 pub mod continuation;
 pub mod embedded;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod events;
 mod interface;
 mod list;

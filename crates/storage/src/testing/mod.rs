@@ -8,9 +8,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod cases;
+mod etcd_process;
 mod watch_cases;
 
 pub use cases::*;
+pub use etcd_process::EtcdProcess;
 pub use watch_cases::*;
 
 use crate::interface::{DynStorage, Event, WatchStream};

@@ -1,0 +1,142 @@
+//! A real `etcd` process for tests and benchmarks: free loopback ports, a data directory the
+//! caller owns, SIGKILL on drop. A missing `etcd` binary is a failure that says how to install
+//! it, never a silent skip.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running single-member etcd cluster.
+pub struct EtcdProcess {
+    child: Option<Child>,
+    client_port: u16,
+    peer_port: u16,
+    data_dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    // Binding port 0 makes the kernel pick a free port; it is released right after.
+    let l = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+    l.local_addr().expect("local address").port()
+}
+
+impl EtcdProcess {
+    /// Starts etcd with its data under `data_dir` and waits until it is healthy.
+    pub fn start(data_dir: &Path) -> EtcdProcess {
+        let mut p = EtcdProcess {
+            child: None,
+            client_port: free_port(),
+            peer_port: free_port(),
+            data_dir: data_dir.to_path_buf(),
+        };
+        p.spawn();
+        p
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn client_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn spawn(&mut self) {
+        std::fs::create_dir_all(&self.data_dir).expect("creating the etcd data dir");
+        let log_path = self.data_dir.with_extension("log");
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("opening the etcd log");
+        let err_log = log.try_clone().expect("cloning the etcd log handle");
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let child = Command::new("etcd")
+            .args(["--name", "kapi-test", "--data-dir"])
+            .arg(&self.data_dir)
+            .args([
+                "--listen-client-urls",
+                &self.client_url(),
+                "--advertise-client-urls",
+                &self.client_url(),
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &format!("kapi-test={peer}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(err_log))
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "the `etcd` binary was not found on PATH; install it with hack/install-etcd.sh (Debian's etcd-server) and run the tests again"
+            ),
+            Err(e) => panic!("starting etcd: {e}"),
+        };
+        self.child = Some(child);
+        self.wait_healthy(&log_path);
+    }
+
+    fn wait_healthy(&mut self, log_path: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                let log = std::fs::read_to_string(log_path).unwrap_or_default();
+                panic!(
+                    "etcd exited with {status} while starting; its log ({}):\n{log}",
+                    log_path.display()
+                );
+            }
+            if self.healthy() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "etcd did not become healthy within 30s; see {}",
+            log_path.display()
+        );
+    }
+
+    /// Asks etcd's `/health` endpoint.
+    pub fn healthy(&self) -> bool {
+        let Ok(mut conn) = TcpStream::connect(("127.0.0.1", self.client_port)) else {
+            return false;
+        };
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+        if conn
+            .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut body = String::new();
+        let _ = conn.read_to_string(&mut body);
+        body.contains("\"health\":\"true\"")
+    }
+
+    /// SIGKILLs etcd (the data directory stays).
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts etcd again on the same ports and data directory.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
