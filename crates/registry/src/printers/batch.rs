@@ -1,8 +1,263 @@
-//! Printers of the `batch` group.
+//! Printers of `batch/v1`: jobs (STATUS, COMPLETIONS, DURATION) and cron jobs (SCHEDULE,
+//! TIMEZONE, SUSPEND, ACTIVE, LAST SCHEDULE).
 
-use super::Printer;
+use super::docs;
+use super::json::{arr_at, at, opt_bool_at, opt_i64_at, str_at};
+use super::labels::{format_label_selector, layout_containers};
+use super::{human_duration, parse_time, translate_timestamp_since, Column, Printer, AGE, NAME};
+use chrono::{DateTime, Utc};
+use kapi_machinery::Object;
+use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
-    let _ = resource;
-    None
+    Some(match resource {
+        "jobs" => Printer {
+            columns: JOB_COLUMNS,
+            cells: job_cells,
+        },
+        "cronjobs" => Printer {
+            columns: CRON_JOB_COLUMNS,
+            cells: cron_job_cells,
+        },
+        _ => return None,
+    })
+}
+
+const CONTAINERS: Column = Column::new(
+    "Containers",
+    "string",
+    "Names of each container in the template.",
+)
+.wide();
+const IMAGES: Column = Column::new(
+    "Images",
+    "string",
+    "Images referenced by each container in the template.",
+)
+.wide();
+const SELECTOR: Column = Column::new("Selector", "string", docs::JOB_SELECTOR).wide();
+
+const JOB_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Status", "string", "Status of the job."),
+    Column::new("Completions", "string", docs::JOB_SUCCEEDED),
+    Column::new("Duration", "string", "Time required to complete the job."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+];
+
+fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = Value::Object(obj.as_map().clone());
+    let succeeded = opt_i64_at(&v, &["status", "succeeded"]).unwrap_or(0);
+    let completions = match opt_i64_at(&v, &["spec", "completions"]) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match opt_i64_at(&v, &["spec", "parallelism"]).unwrap_or(0) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let start = parse_time(str_at(&v, &["status", "startTime"]));
+    let completion = parse_time(str_at(&v, &["status", "completionTime"]));
+    let duration = match (start, completion) {
+        (None, _) => String::new(),
+        (Some(s), None) => human_duration(now - s),
+        (Some(s), Some(c)) => human_duration(c - s),
+    };
+    let conditions = arr_at(&v, &["status", "conditions"]);
+    // The first condition of a type decides, as upstream's hasJobCondition.
+    let has = |t: &str| {
+        conditions
+            .iter()
+            .find(|c| str_at(c, &["type"]) == t)
+            .is_some_and(|c| str_at(c, &["status"]) == "True")
+    };
+    let status = if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if obj.deletion_timestamp().is_some() {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    };
+    let (names, images) =
+        layout_containers(at(&v, &["spec", "template", "spec"]).unwrap_or(&Value::Null));
+    vec![
+        json!(obj.name()),
+        json!(status),
+        json!(completions),
+        json!(duration),
+        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        json!(names),
+        json!(images),
+        json!(format_label_selector(at(&v, &["spec", "selector"]))),
+    ]
+}
+
+const CRON_JOB_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Schedule", "string", docs::CRON_JOB_SCHEDULE),
+    Column::new("Timezone", "string", docs::CRON_JOB_TIME_ZONE),
+    Column::new("Suspend", "boolean", docs::CRON_JOB_SUSPEND),
+    Column::new("Active", "integer", docs::CRON_JOB_ACTIVE),
+    Column::new("Last Schedule", "string", docs::CRON_JOB_LAST_SCHEDULE_TIME),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+];
+
+fn cron_job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = Value::Object(obj.as_map().clone());
+    let last_schedule = match str_at(&v, &["status", "lastScheduleTime"]) {
+        "" => "<none>".to_string(),
+        t => translate_timestamp_since(t, now),
+    };
+    let time_zone = at(&v, &["spec", "timeZone"])
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    // printBoolPtr: the SUSPEND cell is text even though the column says boolean.
+    let suspend = match opt_bool_at(&v, &["spec", "suspend"]) {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    let job_spec = at(&v, &["spec", "jobTemplate", "spec"]).unwrap_or(&Value::Null);
+    let (names, images) =
+        layout_containers(at(job_spec, &["template", "spec"]).unwrap_or(&Value::Null));
+    vec![
+        json!(obj.name()),
+        json!(str_at(&v, &["spec", "schedule"])),
+        json!(time_zone),
+        json!(suspend),
+        json!(arr_at(&v, &["status", "active"]).len()),
+        json!(last_schedule),
+        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        json!(names),
+        json!(images),
+        json!(format_label_selector(at(job_spec, &["selector"]))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::printers::testing::cells_of;
+
+    fn job(spec: Value, status: Value) -> Vec<Value> {
+        let p = printer("jobs").unwrap();
+        let mut spec = spec;
+        spec["template"] = json!({"spec": {"containers": [{"name": "pi", "image": "perl:5.34"}]}});
+        spec["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "abc"}});
+        cells_of(
+            &p,
+            json!({"metadata": {"name": "pi", "creationTimestamp": "2024-05-01T11:00:00Z"}, "spec": spec, "status": status}),
+        )
+    }
+
+    #[test]
+    fn completed_job() {
+        let cells = job(
+            json!({"completions": 1, "parallelism": 1}),
+            json!({"succeeded": 1, "startTime": "2024-05-01T11:00:00Z", "completionTime": "2024-05-01T11:00:12Z",
+                   "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}),
+        );
+        assert_eq!(
+            cells,
+            vec![
+                json!("pi"),
+                json!("Complete"),
+                json!("1/1"),
+                json!("12s"),
+                json!("60m"),
+                json!("pi"),
+                json!("perl:5.34"),
+                json!("batch.kubernetes.io/controller-uid=abc")
+            ]
+        );
+    }
+
+    #[test]
+    fn running_and_failed_jobs() {
+        let running = job(
+            json!({"parallelism": 3}),
+            json!({"succeeded": 0, "startTime": "2024-05-01T11:57:00Z"}),
+        );
+        assert_eq!(running[1], json!("Running"));
+        assert_eq!(running[2], json!("0/1 of 3"));
+        assert_eq!(running[3], json!("3m"));
+        let not_started = job(json!({}), json!({}));
+        assert_eq!(not_started[2], json!("0/1"));
+        assert_eq!(not_started[3], json!(""));
+        let failed = job(
+            json!({"completions": 5}),
+            json!({"succeeded": 2, "conditions": [{"type": "Failed", "status": "True"}]}),
+        );
+        assert_eq!(failed[1], json!("Failed"));
+        assert_eq!(failed[2], json!("2/5"));
+        let suspended = job(
+            json!({"completions": 1}),
+            json!({"conditions": [{"type": "Suspended", "status": "True"}]}),
+        );
+        assert_eq!(suspended[1], json!("Suspended"));
+    }
+
+    #[test]
+    fn cron_job_cells() {
+        let p = printer("cronjobs").unwrap();
+        let cells = cells_of(
+            &p,
+            json!({
+                "metadata": {"name": "backup", "creationTimestamp": "2024-04-01T12:00:00Z"},
+                "spec": {"schedule": "*/5 * * * *", "suspend": false, "jobTemplate": {"spec": {"template": {"spec": {
+                    "containers": [{"name": "b", "image": "backup:1"}]}}}}},
+                "status": {"active": [{"name": "backup-1"}], "lastScheduleTime": "2024-05-01T11:55:00Z"}
+            }),
+        );
+        assert_eq!(
+            cells,
+            vec![
+                json!("backup"),
+                json!("*/5 * * * *"),
+                json!("<none>"),
+                json!("False"),
+                json!(1),
+                json!("5m"),
+                json!("30d"),
+                json!("b"),
+                json!("backup:1"),
+                json!("<none>")
+            ]
+        );
+        let tz = cells_of(
+            &p,
+            json!({"metadata": {"name": "t"}, "spec": {"schedule": "@daily", "timeZone": "Etc/UTC"}}),
+        );
+        assert_eq!(tz[2], json!("Etc/UTC"));
+        assert_eq!(tz[3], json!("<unset>"));
+        assert_eq!(tz[5], json!("<none>"));
+        let names: Vec<_> = CRON_JOB_COLUMNS
+            .iter()
+            .filter(|c| c.priority == 0)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Schedule",
+                "Timezone",
+                "Suspend",
+                "Active",
+                "Last Schedule",
+                "Age"
+            ]
+        );
+    }
 }

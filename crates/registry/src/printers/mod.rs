@@ -6,12 +6,17 @@
 mod apps;
 mod batch;
 mod core;
+mod docs;
 mod duration;
+mod event;
 mod groups;
 mod json;
+mod labels;
 mod networking;
 mod pod;
+pub mod quantity;
 mod rbac;
+mod service;
 
 pub use duration::{
     human_duration, now, parse_time, short_human_duration, translate_timestamp_since,
@@ -156,4 +161,124 @@ pub fn printer_for(group: &str, resource: &str) -> Option<Printer> {
         _ => groups::printer(group, resource)?,
     };
     Some(p)
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for the printers' tests: a fixed clock and JSON objects.
+    use super::{parse_time, Printer};
+    use chrono::{DateTime, Utc};
+    use kapi_machinery::Object;
+    use serde_json::Value;
+
+    /// The `now` every printer test reads ages against.
+    pub fn fixed_now() -> DateTime<Utc> {
+        parse_time("2024-05-01T12:00:00Z").expect("valid timestamp")
+    }
+
+    pub fn obj(v: Value) -> Object {
+        Object::from_value(v).expect("a JSON object")
+    }
+
+    pub fn cells_of(p: &Printer, v: Value) -> Vec<Value> {
+        p.cells_at(&obj(v), fixed_now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::cells_of;
+    use super::*;
+
+    const BUILT_INS: &[(&str, &str)] = &[
+        ("", "namespaces"),
+        ("", "configmaps"),
+        ("", "secrets"),
+        ("", "serviceaccounts"),
+        ("", "services"),
+        ("", "endpoints"),
+        ("", "pods"),
+        ("", "events"),
+        ("", "limitranges"),
+        ("", "resourcequotas"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "nodes"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("apps", "controllerrevisions"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("coordination.k8s.io", "leases"),
+        ("events.k8s.io", "events"),
+        ("discovery.k8s.io", "endpointslices"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("scheduling.k8s.io", "priorityclasses"),
+        ("policy", "poddisruptionbudgets"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("networking.k8s.io", "ingressclasses"),
+        ("storage.k8s.io", "storageclasses"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("certificates.k8s.io", "certificatesigningrequests"),
+    ];
+
+    #[test]
+    fn every_built_in_has_a_printer_whose_rows_fit_its_columns() {
+        for (group, resource) in BUILT_INS {
+            let p = printer_for(group, resource)
+                .unwrap_or_else(|| panic!("no printer for {group}/{resource}"));
+            // An empty object must still give one cell per column.
+            let cells = cells_of(&p, serde_json::json!({"metadata": {"name": "x"}}));
+            assert_eq!(cells.len(), p.columns.len(), "{group}/{resource}");
+            assert_eq!(
+                p.columns[0].name,
+                if *resource == "events" {
+                    "Last Seen"
+                } else {
+                    "Name"
+                }
+            );
+            assert!(for_resource(group, resource).is_some());
+        }
+        assert!(for_resource("", "widgets").is_none());
+        assert!(for_resource("example.com", "widgets").is_none());
+    }
+
+    #[test]
+    fn column_json_has_every_field() {
+        let cols = default_convertor().columns();
+        assert_eq!(
+            cols[0],
+            serde_json::json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0})
+        );
+        assert_eq!(
+            cols[1],
+            serde_json::json!({"name": "Created At", "type": "date", "format": "", "description": CREATION_TIMESTAMP_DESCRIPTION, "priority": 0})
+        );
+        let pods = for_resource("", "pods").expect("pods").columns();
+        assert_eq!(pods[5]["priority"], 1);
+    }
+
+    #[test]
+    fn default_table_cells() {
+        let cells = cells_of(
+            &DEFAULT,
+            serde_json::json!({"metadata": {"name": "w", "creationTimestamp": "2024-05-01T10:00:00+02:00"}}),
+        );
+        assert_eq!(
+            cells,
+            vec![
+                serde_json::json!("w"),
+                serde_json::json!("2024-05-01T08:00:00Z")
+            ]
+        );
+        let unset = cells_of(&DEFAULT, serde_json::json!({"metadata": {"name": "w"}}));
+        assert_eq!(unset[1], serde_json::json!("0001-01-01T00:00:00Z"));
+    }
 }

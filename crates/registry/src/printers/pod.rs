@@ -1,5 +1,246 @@
-//! The pod printer: READY, STATUS (with upstream's reason logic), RESTARTS.
+//! The pod printer (`printPod`): READY counts ready containers (restartable init containers
+//! included), STATUS follows upstream's reason logic (init progress, waiting and terminated
+//! reasons, `Terminating`), RESTARTS carries the age of the last restart.
 
-use super::{Printer, DEFAULT};
+use super::docs;
+use super::json::{arr_at, bool_at, i64_at, str_at};
+use super::{parse_time, translate_timestamp_since, Column, Printer, AGE, NAME};
+use chrono::{DateTime, Utc};
+use kapi_machinery::Object;
+use serde_json::{json, Value};
+use std::collections::HashSet;
 
-pub(super) const PODS: Printer = DEFAULT;
+pub(super) const PODS: Printer = Printer {
+    columns: COLUMNS,
+    cells,
+};
+
+const COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+    Column::new("Status", "string", "The aggregate status of the containers in this pod."),
+    Column::new(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+    ),
+    AGE,
+    Column::new("IP", "string", docs::POD_IP).wide(),
+    Column::new("Node", "string", docs::POD_NODE_NAME).wide(),
+    Column::new("Nominated Node", "string", docs::POD_NOMINATED_NODE_NAME).wide(),
+    Column::new("Readiness Gates", "string", docs::POD_READINESS_GATES).wide(),
+];
+
+/// `pod.Status.Reason` the node lifecycle controller sets on pods of an unreachable node.
+const NODE_UNREACHABLE_POD_REASON: &str = "NodeLost";
+
+fn cells(pod: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = Value::Object(pod.as_map().clone());
+    let status = summarize(&v, pod.deletion_timestamp().is_some(), now);
+    let pod_ip = arr_at(&v, &["status", "podIPs"])
+        .first()
+        .map(|ip| str_at(ip, &["ip"]))
+        .unwrap_or("");
+    vec![
+        json!(pod.name()),
+        json!(format!("{}/{}", status.ready, status.total)),
+        json!(status.reason),
+        json!(status.restarts),
+        json!(translate_timestamp_since(pod.creation_timestamp(), now)),
+        json!(or_none(pod_ip)),
+        json!(or_none(str_at(&v, &["spec", "nodeName"]))),
+        json!(or_none(str_at(&v, &["status", "nominatedNodeName"]))),
+        json!(readiness_gates(&v)),
+    ]
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() {
+        "<none>"
+    } else {
+        s
+    }
+}
+
+struct Summary {
+    ready: usize,
+    total: usize,
+    reason: String,
+    restarts: String,
+}
+
+/// A restart count with the time of the latest termination it saw.
+#[derive(Default)]
+struct Restarts {
+    count: i64,
+    last: Option<DateTime<Utc>>,
+}
+
+impl Restarts {
+    fn add(&mut self, status: &Value) {
+        self.count += i64_at(status, &["restartCount"]);
+        let finished = parse_time(str_at(status, &["lastState", "terminated", "finishedAt"]));
+        if let Some(t) = finished {
+            if self.last.is_none_or(|last| last < t) {
+                self.last = Some(t);
+            }
+        }
+    }
+}
+
+fn summarize(pod: &Value, deleting: bool, now: DateTime<Utc>) -> Summary {
+    let phase = str_at(pod, &["status", "phase"]);
+    let status_reason = str_at(pod, &["status", "reason"]);
+    let mut reason = if status_reason.is_empty() {
+        phase.to_string()
+    } else {
+        status_reason.to_string()
+    };
+    let conditions = arr_at(pod, &["status", "conditions"]);
+    if conditions.iter().any(|c| {
+        str_at(c, &["type"]) == "PodScheduled" && str_at(c, &["reason"]) == "SchedulingGated"
+    }) {
+        reason = "SchedulingGated".into();
+    }
+
+    let init_containers = arr_at(pod, &["spec", "initContainers"]);
+    // Sidecars (init containers with restartPolicy Always) count as regular containers.
+    let restartable: HashSet<&str> = init_containers
+        .iter()
+        .filter(|c| str_at(c, &["restartPolicy"]) == "Always")
+        .map(|c| str_at(c, &["name"]))
+        .collect();
+    let sidecars = init_containers
+        .iter()
+        .filter(|c| str_at(c, &["restartPolicy"]) == "Always")
+        .count();
+    let total = arr_at(pod, &["spec", "containers"]).len() + sidecars;
+    let mut ready = 0;
+
+    let mut restarts = Restarts::default();
+    let mut sidecar_restarts = Restarts::default();
+    let mut initializing = false;
+    for (i, c) in arr_at(pod, &["status", "initContainerStatuses"])
+        .iter()
+        .enumerate()
+    {
+        restarts.add(c);
+        let is_sidecar = restartable.contains(str_at(c, &["name"]));
+        if is_sidecar {
+            sidecar_restarts.add(c);
+        }
+        let terminated = c.pointer("/state/terminated");
+        let waiting_reason = str_at(c, &["state", "waiting", "reason"]);
+        if terminated.is_some() && i64_at(c, &["state", "terminated", "exitCode"]) == 0 {
+            continue;
+        }
+        if is_sidecar && bool_at(c, &["started"]) {
+            if bool_at(c, &["ready"]) {
+                ready += 1;
+            }
+            continue;
+        }
+        if let Some(t) = terminated {
+            let r = str_at(t, &["reason"]);
+            reason = if !r.is_empty() {
+                format!("Init:{r}")
+            } else if i64_at(t, &["signal"]) != 0 {
+                format!("Init:Signal:{}", i64_at(t, &["signal"]))
+            } else {
+                format!("Init:ExitCode:{}", i64_at(t, &["exitCode"]))
+            };
+        } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
+            reason = format!("Init:{waiting_reason}");
+        } else {
+            reason = format!("Init:{i}/{}", init_containers.len());
+        }
+        initializing = true;
+        break;
+    }
+
+    let initialized = conditions
+        .iter()
+        .find(|c| str_at(c, &["type"]) == "Initialized")
+        .is_some_and(|c| str_at(c, &["status"]) == "True");
+    if !initializing || initialized {
+        restarts = sidecar_restarts;
+        let mut has_running = false;
+        for c in arr_at(pod, &["status", "containerStatuses"]).iter().rev() {
+            restarts.add(c);
+            let waiting_reason = str_at(c, &["state", "waiting", "reason"]);
+            let terminated = c.pointer("/state/terminated");
+            if !waiting_reason.is_empty() {
+                reason = waiting_reason.to_string();
+            } else if let Some(t) = terminated {
+                let r = str_at(t, &["reason"]);
+                reason = if !r.is_empty() {
+                    r.to_string()
+                } else if i64_at(t, &["signal"]) != 0 {
+                    format!("Signal:{}", i64_at(t, &["signal"]))
+                } else {
+                    format!("ExitCode:{}", i64_at(t, &["exitCode"]))
+                };
+            } else if bool_at(c, &["ready"]) && c.pointer("/state/running").is_some() {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        // A completed container next to a running one: the pod is still up.
+        if reason == "Completed" && has_running {
+            let pod_ready = conditions
+                .iter()
+                .any(|c| str_at(c, &["type"]) == "Ready" && str_at(c, &["status"]) == "True");
+            reason = if pod_ready {
+                "Running".into()
+            } else {
+                "NotReady".into()
+            };
+        }
+    }
+
+    if deleting && status_reason == NODE_UNREACHABLE_POD_REASON {
+        reason = "Unknown".into();
+    } else if deleting && phase != "Succeeded" && phase != "Failed" {
+        reason = "Terminating".into();
+    }
+
+    let restarts_text = match restarts.last {
+        Some(last) if restarts.count != 0 => {
+            format!(
+                "{} ({} ago)",
+                restarts.count,
+                translate_timestamp_since(&last.to_rfc3339(), now)
+            )
+        }
+        _ => restarts.count.to_string(),
+    };
+    Summary {
+        ready,
+        total,
+        reason,
+        restarts: restarts_text,
+    }
+}
+
+fn readiness_gates(pod: &Value) -> String {
+    let gates = arr_at(pod, &["spec", "readinessGates"]);
+    if gates.is_empty() {
+        return "<none>".into();
+    }
+    let conditions = arr_at(pod, &["status", "conditions"]);
+    let true_conditions = gates
+        .iter()
+        .filter(|g| {
+            let t = str_at(g, &["conditionType"]);
+            conditions
+                .iter()
+                .find(|c| str_at(c, &["type"]) == t)
+                .is_some_and(|c| str_at(c, &["status"]) == "True")
+        })
+        .count();
+    format!("{true_conditions}/{}", gates.len())
+}
+
+#[cfg(test)]
+#[path = "pod_tests.rs"]
+mod tests;
