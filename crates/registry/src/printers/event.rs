@@ -204,6 +204,84 @@ mod tests {
         assert_eq!(cells[8], json!(4));
     }
 
+    /// `TestPrintEvent` from upstream's printers_test.go (wide rows, times relative to now).
+    #[test]
+    fn upstream_print_event_cases() {
+        let days_ago = |d: i64| {
+            (crate::printers::testing::fixed_now() - chrono::Duration::days(d)).to_rfc3339()
+        };
+        let base = |name: &str, extra: Value| {
+            let mut e = json!({
+                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+                "source": {"component": "kubelet", "host": "Node1"},
+                "involvedObject": {"kind": "Deployment", "name": "Deployment Name", "fieldPath": "spec.containers{foo}"},
+                "reason": "Event Reason", "message": "Message Data", "type": "Warning"
+            });
+            for (k, v) in extra.as_object().expect("object") {
+                e[k] = v.clone();
+            }
+            cells_of(&EVENTS, e)
+        };
+        let row = |last: &str, source: &str, first: &str, count: i64, name: &str| {
+            vec![
+                json!(last),
+                json!("Warning"),
+                json!("Event Reason"),
+                json!("deployment/Deployment Name"),
+                json!("spec.containers{foo}"),
+                json!(source),
+                json!("Message Data"),
+                json!(first),
+                json!(count),
+                json!(name),
+            ]
+        };
+        assert_eq!(
+            base(
+                "event2",
+                json!({"firstTimestamp": days_ago(3), "lastTimestamp": days_ago(2), "count": 6})
+            ),
+            row("2d", "kubelet, Node1", "3d", 6, "event2")
+        );
+        assert_eq!(
+            base(
+                "event3",
+                json!({"eventTime": days_ago(3), "lastTimestamp": days_ago(3), "count": 1})
+            ),
+            row("3d", "kubelet, Node1", "3d", 1, "event3")
+        );
+        assert_eq!(
+            base(
+                "event4",
+                json!({"eventTime": days_ago(3), "firstTimestamp": days_ago(3), "count": 1})
+            ),
+            row("3d", "kubelet, Node1", "3d", 1, "event4")
+        );
+        assert_eq!(
+            base("event5", json!({"eventTime": days_ago(3), "count": 1})),
+            row("3d", "kubelet, Node1", "3d", 1, "event5")
+        );
+        assert_eq!(
+            base(
+                "event6",
+                json!({"eventTime": days_ago(3), "series": {"count": 2, "lastObservedTime": days_ago(2)}})
+            ),
+            row("2d", "kubelet, Node1", "3d", 2, "event6")
+        );
+        assert_eq!(
+            base("event7", json!({"eventTime": days_ago(3)})),
+            row("3d", "kubelet, Node1", "3d", 1, "event7")
+        );
+        assert_eq!(
+            base(
+                "event2",
+                json!({"source": {}, "reportingController": "kubelet", "reportingInstance": "test",
+                       "firstTimestamp": days_ago(3), "lastTimestamp": days_ago(2), "count": 6})
+            ),
+            row("2d", "kubelet, test", "3d", 6, "event2")
+        );
+    }
+
     #[test]
     fn event_columns() {
         let names: Vec<_> = COLUMNS

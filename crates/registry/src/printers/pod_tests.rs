@@ -200,3 +200,173 @@ fn now_is_the_only_clock() {
     let o = obj(json!({"metadata": {"name": "x", "creationTimestamp": "2024-05-01T11:00:00Z"}}));
     assert_eq!(PODS.cells_at(&o, fixed_now())[4], json!("60m"));
 }
+
+/// `TestPrintPod` from upstream's printers_test.go, with its times made relative to the
+/// fixed clock: (name, spec, status, ready, status, restarts).
+#[test]
+fn upstream_print_pod_cases() {
+    let ago = |secs: i64| (fixed_now() - chrono::Duration::seconds(secs)).to_rfc3339();
+    let containers = |n: usize| json!(vec![json!({"name": ""}); n]);
+    let running = json!({"running": {}});
+    let last_term = |secs: i64| json!({"terminated": {"finishedAt": ago(secs)}});
+    let cases: Vec<(&str, Value, Value, &str, &str, &str)> = vec![
+        (
+            "test1",
+            json!({"containers": containers(2)}),
+            json!({"phase": "podPhase", "containerStatuses": [
+                {"ready": true, "restartCount": 3, "state": running}, {"restartCount": 3}]}),
+            "1/2",
+            "podPhase",
+            "6",
+        ),
+        (
+            "test2",
+            json!({"containers": containers(2)}),
+            json!({"phase": "podPhase", "containerStatuses": [
+                {"ready": true, "restartCount": 3, "state": running},
+                {"state": {"waiting": {"reason": "ContainerWaitingReason"}}, "restartCount": 3}]}),
+            "1/2",
+            "ContainerWaitingReason",
+            "6",
+        ),
+        (
+            "test3",
+            json!({"containers": containers(2)}),
+            json!({"phase": "podPhase", "containerStatuses": [
+                {"state": {"waiting": {"reason": "ContainerWaitingReason"}}, "restartCount": 3},
+                {"state": {"terminated": {"reason": "ContainerTerminatedReason"}}, "restartCount": 3}]}),
+            "0/2",
+            "ContainerWaitingReason",
+            "6",
+        ),
+        (
+            "test4",
+            json!({"containers": containers(2)}),
+            json!({"phase": "podPhase", "containerStatuses": [
+                {"ready": true, "restartCount": 3, "state": running}, {"ready": true, "restartCount": 3}]}),
+            "1/2",
+            "podPhase",
+            "6",
+        ),
+        (
+            "test5",
+            json!({"containers": containers(2)}),
+            json!({"reason": "podReason", "phase": "podPhase", "containerStatuses": [
+                {"ready": true, "restartCount": 3, "state": running}, {"ready": true, "restartCount": 3}]}),
+            "1/2",
+            "podReason",
+            "6",
+        ),
+        (
+            "test7",
+            json!({"initContainers": containers(1), "containers": containers(1)}),
+            json!({"phase": "podPhase",
+                "initContainerStatuses": [{"restartCount": 3, "state": running, "lastState": last_term(10)}],
+                "containerStatuses": [{"state": {"waiting": {}}}]}),
+            "0/1",
+            "Init:0/1",
+            "3 (10s ago)",
+        ),
+        (
+            "test8",
+            json!({"initContainers": containers(2), "containers": containers(1)}),
+            json!({"phase": "podPhase",
+                "initContainerStatuses": [{"restartCount": 3, "state": running, "lastState": last_term(10)}, {"state": {"waiting": {}}}],
+                "containerStatuses": [{"state": {"waiting": {}}}]}),
+            "0/1",
+            "Init:0/2",
+            "3 (10s ago)",
+        ),
+        (
+            "test9",
+            json!({"initContainers": containers(2), "containers": containers(1)}),
+            json!({"phase": "podPhase",
+                "initContainerStatuses": [{"state": {"terminated": {}}}, {"restartCount": 3, "state": running, "lastState": last_term(10)}],
+                "containerStatuses": [{"state": {"waiting": {}}}]}),
+            "0/1",
+            "Init:1/2",
+            "3 (10s ago)",
+        ),
+        (
+            "test10",
+            json!({"initContainers": containers(2), "containers": containers(1)}),
+            json!({"phase": "podPhase",
+                "initContainerStatuses": [
+                    {"restartCount": 2, "state": {"terminated": {}}, "lastState": last_term(120)},
+                    {"restartCount": 3, "state": running, "lastState": last_term(10)}],
+                "containerStatuses": [{"state": {"waiting": {}}}]}),
+            "0/1",
+            "Init:1/2",
+            "5 (10s ago)",
+        ),
+        (
+            "test11",
+            json!({"initContainers": containers(1), "containers": containers(1)}),
+            json!({"phase": "Running",
+                "initContainerStatuses": [{"restartCount": 2, "state": {"terminated": {}}, "lastState": last_term(120)}],
+                "containerStatuses": [{"restartCount": 4, "state": running, "lastState": last_term(20)}]}),
+            "0/1",
+            "Running",
+            "4 (20s ago)",
+        ),
+        (
+            "test12",
+            json!({"containers": containers(1)}),
+            json!({"phase": "Running", "containerStatuses": [
+                {"ready": true, "restartCount": 3, "state": running, "lastState": last_term(5 * 86400)}]}),
+            "1/1",
+            "Running",
+            "3 (5d ago)",
+        ),
+        (
+            "test13",
+            json!({"containers": containers(2)}),
+            json!({"phase": "Running", "containerStatuses": [
+                {"ready": true, "restartCount": 0, "state": running},
+                {"ready": true, "restartCount": 3, "state": running, "lastState": last_term(10 * 86400)}]}),
+            "2/2",
+            "Running",
+            "3 (10d ago)",
+        ),
+        (
+            "test14",
+            json!({"containers": containers(2)}),
+            json!({"phase": "Running", "containerStatuses": [
+                {"ready": true, "restartCount": 6, "state": running, "lastState": last_term(5 * 86400)},
+                {"ready": true, "restartCount": 3, "state": running, "lastState": last_term(20 * 86400)}]}),
+            "2/2",
+            "Running",
+            "9 (5d ago)",
+        ),
+        (
+            "test16",
+            json!({"containers": containers(1)}),
+            json!({"phase": "Succeeded", "containerStatuses": [{"state": {"terminated": {"reason": "Completed", "exitCode": 0}}}]}),
+            "0/1",
+            "Completed",
+            "0",
+        ),
+        (
+            "test17",
+            json!({"containers": containers(1)}),
+            json!({"phase": "Failed", "containerStatuses": [{"state": {"terminated": {"reason": "Error", "exitCode": 1}}}]}),
+            "0/1",
+            "Error",
+            "0",
+        ),
+    ];
+    for (name, spec, status, ready, reason, restarts) in cases {
+        let cells = row(json!({"metadata": {"name": name}, "spec": spec, "status": status}));
+        assert_eq!(
+            cells[..5],
+            [
+                json!(name),
+                json!(ready),
+                json!(reason),
+                json!(restarts),
+                json!("<unknown>")
+            ],
+            "{name}"
+        );
+    }
+}
