@@ -58,11 +58,14 @@ const EVENTS_V1: Fields = Fields {
 
 fn cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     let v = Value::Object(obj.as_map().clone());
-    let f = if obj.api_version().starts_with("events.k8s.io/") {
-        &EVENTS_V1
-    } else {
-        &CORE
+    // Objects without an apiVersion are told apart by the fields only the new API has.
+    let new_api = match obj.api_version() {
+        "" => ["regarding", "note", "deprecatedSource"]
+            .iter()
+            .any(|k| obj.get(k).is_some()),
+        api_version => api_version.starts_with("events.k8s.io/"),
     };
+    let f = if new_api { &EVENTS_V1 } else { &CORE };
 
     let first_ts = str_at(&v, &[f.first]);
     let first = if first_ts.is_empty() {
@@ -280,6 +283,17 @@ mod tests {
             ),
             row("2d", "kubelet, test", "3d", 6, "event2")
         );
+    }
+
+    #[test]
+    fn new_api_shape_without_api_version() {
+        let cells = cells_of(
+            &EVENTS,
+            json!({"metadata": {"name": "ev"}, "regarding": {"kind": "Pod", "name": "p"}, "note": "hi", "deprecatedCount": 3}),
+        );
+        assert_eq!(cells[3], json!("pod/p"));
+        assert_eq!(cells[6], json!("hi"));
+        assert_eq!(cells[8], json!(3));
     }
 
     #[test]
