@@ -1,1 +1,72 @@
-fn main() {}
+//! `kapi-apiserver`: the kapi binary. Flags in, a serving API server out; SIGINT or SIGTERM
+//! drain in-flight requests and exit 0.
+
+mod options;
+
+use clap::Parser;
+use options::Options;
+use tracing_subscriber::EnvFilter;
+
+fn init_logging(verbosity: u8) {
+    let level = match verbosity {
+        0..=2 => "info",
+        3..=4 => "debug",
+        _ => "trace",
+    };
+    // RUST_LOG, when set, wins; otherwise -v sets kapi's level and keeps dependencies quieter.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!("warn,kapi_server={level},kapi_apiserver={level},kapi_endpoints={level},kapi_registry={level},kapi_storage={level}"))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT"),
+        _ = term.recv() => tracing::info!("received SIGTERM"),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let options = Options::parse();
+    init_logging(options.verbosity);
+    let config = match options.validate() {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("Error: {e}");
+            }
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("Error: starting the runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(kapi_server::run(config, shutdown_signal())) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("Error: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,1 +1,252 @@
-//! placeholder
+//! `kapi-server`: a configuration in, a running Kubernetes API server out.
+//!
+//! It owns start-up ([`start`], [`run`]): PKI (kapi's CA, serving and admin certificates) and
+//! the admin kubeconfig, the storage backend (embedded or etcd) with its metrics, the registry
+//! and its bootstrap objects, the API handler, the filter stack ([`filters`]: panic recovery,
+//! request id, metrics, RequestInfo, timeout, authentication, audit, impersonation,
+//! max-in-flight, authorization), TLS with client-certificate extraction, `/healthz` `/livez`
+//! `/readyz` `/version` `/metrics`, and graceful shutdown.
+//!
+//! It does not parse flags (that is `kapi-apiserver`) and does not route API requests (that is
+//! `kapi-endpoints`).
+
+mod api;
+pub mod body;
+pub mod config;
+pub mod duration;
+mod error;
+pub mod filters;
+pub mod health;
+pub mod kubeconfig;
+pub mod metrics;
+pub mod pki;
+mod serve;
+pub mod storage_metrics;
+pub mod tls;
+pub mod version;
+
+pub use config::{AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
+pub use duration::{format_go_duration, parse_go_duration};
+pub use error::ServerError;
+
+use filters::authentication::{Authenticator, X509Authenticator};
+use filters::authorization::{AlwaysAllow, AlwaysDeny, Authorizer, Union};
+use kapi_storage::DynStorage;
+use metrics::Metrics;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// A server that is listening. Dropping it shuts the server down without waiting.
+pub struct RunningServer {
+    /// The address it listens on (the real port when the config asked for port 0).
+    pub addr: SocketAddr,
+    /// The admin kubeconfig it wrote.
+    pub kubeconfig_path: PathBuf,
+    /// kapi's CA certificate (PEM), to trust the serving certificate.
+    pub ca_pem: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting connections, ends watches, waits for in-flight requests to finish (up to
+    /// the configured shutdown timeout) and returns when the server is gone.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "the server task failed");
+            }
+        }
+    }
+
+    /// `https://127.0.0.1:<port>` (or the bound address when it is not loopback/unspecified).
+    pub fn url(&self) -> String {
+        let ip = self.addr.ip();
+        if ip.is_unspecified() || ip.is_loopback() {
+            format!("https://127.0.0.1:{}", self.addr.port())
+        } else {
+            format!("https://{}", self.addr)
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Serves until `shutdown_signal` completes, then shuts down gracefully.
+pub async fn run(
+    config: ServerConfig,
+    shutdown_signal: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    let server = start(config).await?;
+    shutdown_signal.await;
+    tracing::info!("shutting down: draining in-flight requests");
+    server.shutdown().await;
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError> {
+    match config {
+        StorageConfig::Embedded { dir } => {
+            let dir = dir.clone();
+            let store = tokio::task::spawn_blocking(move || {
+                kapi_storage::embedded::EmbeddedStorage::open(&dir)
+            })
+            .await
+            .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
+            Ok(Arc::new(store))
+        }
+        StorageConfig::Etcd(opts) => Err(ServerError::Config(format!(
+            "the etcd backend is not available in this build ({})",
+            opts.servers.join(",")
+        ))),
+    }
+}
+
+fn authorizer(modes: &[AuthorizationMode]) -> Arc<dyn Authorizer> {
+    let list: Vec<Arc<dyn Authorizer>> = modes
+        .iter()
+        .map(|m| -> Arc<dyn Authorizer> {
+            match m {
+                AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
+                AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
+            }
+        })
+        .collect();
+    if list.is_empty() {
+        return Arc::new(AlwaysAllow);
+    }
+    Arc::new(Union(list))
+}
+
+/// Starts a server: certificates, storage, registry, bootstrap objects, listener, kubeconfig.
+/// Returns once it accepts connections.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    let began = Instant::now();
+    tls::install_crypto_provider();
+    if config.tls_cert_file.is_some() != config.tls_private_key_file.is_some() {
+        return Err(ServerError::Config(
+            "--tls-cert-file and --tls-private-key-file must be given together".into(),
+        ));
+    }
+    let metrics = Metrics::new()?;
+
+    let pki_config = config.clone();
+    let pki = tokio::task::spawn_blocking(move || pki::load_or_create(&pki_config))
+        .await
+        .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
+
+    let storage = storage_metrics::MeteredStorage::wrap(
+        open_storage(&config.storage).await?,
+        metrics.clone(),
+    );
+
+    let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
+    registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
+    registry_config.service_node_port_range = config.service_node_port_range.clone();
+    registry_config.watch_cache = config.watch_cache;
+    let groups = kapi_registry::build(registry_config).await?;
+    kapi_registry::bootstrap(&groups).await?;
+
+    for name in &config.enable_admission_plugins {
+        tracing::warn!(
+            plugin = name,
+            "admission plugin is not available in this build; ignoring it"
+        );
+    }
+    let admission = Arc::new(kapi_admission::Chain::default());
+    let handler_config = kapi_endpoints::HandlerConfig {
+        min_request_timeout: config.min_request_timeout,
+        ..Default::default()
+    };
+    let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
+
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let health = health::Health::new(storage.clone(), shutting_down.clone());
+    let api = api::ApiService::new(handler.clone(), health, metrics.clone());
+
+    let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
+    let authenticators: Vec<Box<dyn Authenticator>> =
+        vec![Box::new(X509Authenticator::new(checker.clone()))];
+    let chain = filters::build_handler_chain(
+        api,
+        filters::ChainConfig {
+            metrics: metrics.clone(),
+            request_timeout: config.request_timeout,
+            authenticators,
+            anonymous_auth: config.anonymous_auth,
+            authorizer: authorizer(&config.authorization_modes),
+            max_requests_inflight: config.max_requests_inflight,
+            max_mutating_requests_inflight: config.max_mutating_requests_inflight,
+            shutdown: shutdown_rx,
+        },
+    );
+    let tls_config = tls::server_config(&pki, &checker)?;
+
+    let bind = SocketAddr::new(config.bind_address, config.secure_port);
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| ServerError::Listen { addr: bind, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServerError::Listen { addr: bind, source })?;
+    handler.set_server_address(format!(
+        "{}:{}",
+        if addr.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            addr.ip().to_string()
+        },
+        addr.port()
+    ));
+
+    let kubeconfig_path = config.kubeconfig_path.clone();
+    kubeconfig::write(&kubeconfig_path, &pki, addr)?;
+
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let drain = config.shutdown_timeout;
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            // A dropped RunningServer also stops the server.
+            let _ = stop_rx.await;
+            shutting_down.store(true, Ordering::Relaxed);
+            let _ = shutdown_tx.send(true);
+        };
+        serve::serve(listener, tls_config, chain, shutdown, drain).await;
+    });
+
+    let storage_desc = match &config.storage {
+        StorageConfig::Embedded { dir } => format!("embedded store at {}", dir.display()),
+        StorageConfig::Etcd(o) => format!("etcd at {} (prefix {})", o.servers.join(","), o.prefix),
+    };
+    tracing::info!(address = %addr, storage = %storage_desc, ready_in = ?began.elapsed(), "kapi {} is serving", version::git_version());
+    tracing::info!("admin kubeconfig: {}", kubeconfig_path.display());
+    tracing::info!(
+        "try: kubectl --kubeconfig {} get ns",
+        kubeconfig_path.display()
+    );
+
+    Ok(RunningServer {
+        addr,
+        kubeconfig_path,
+        ca_pem: pki.ca_pem.clone(),
+        stop: Some(stop_tx),
+        task: Some(task),
+    })
+}

@@ -1,0 +1,333 @@
+//! The flags, named as kube-apiserver's (plus kapi's `--data-dir`, `--write-kubeconfig` and
+//! `--tls-sans`), their validation (every error at once) and their application to a
+//! [`ServerConfig`].
+
+use clap::Parser;
+use kapi_server::{parse_go_duration, AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// kapi: a Kubernetes API server. Without --etcd-servers it keeps its data in an embedded store
+/// under --data-dir.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "kapi-apiserver", version = concat!("v1.33.0-kapi.", env!("CARGO_PKG_VERSION")), about)]
+pub struct Options {
+    /// etcd servers to connect to (scheme://ip:port), comma separated. Empty: the embedded store.
+    #[arg(long, value_delimiter = ',', value_name = "URLS")]
+    pub etcd_servers: Vec<String>,
+
+    /// The prefix of every key in etcd.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// How often kapi compacts etcd's history (Go duration; 0 disables).
+    #[arg(long, default_value = "5m")]
+    pub etcd_compaction_interval: String,
+
+    /// The port for HTTPS.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+
+    /// The address to listen on. kapi listens on loopback by default (kube-apiserver: 0.0.0.0);
+    /// pass 0.0.0.0 to serve every interface.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    /// Where kapi's CA, serving and admin certificates are kept (default <data-dir>/pki).
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+
+    /// A serving certificate (PEM, with its chain) to use instead of kapi's own.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The private key of --tls-cert-file.
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// The CA bundle client certificates are verified against (default: kapi's CA).
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Extra names (DNS or IP) for the generated serving certificate, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_sans: Vec<String>,
+
+    /// The most read-only requests served at once (0: no limit).
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// The most mutating requests served at once (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// How long a non-long-running request may take (Go duration).
+    #[arg(long, default_value = "1m0s")]
+    pub request_timeout: String,
+
+    /// The shortest time (seconds) a watch stays open; each gets a random time in [this, 2×this].
+    #[arg(long, default_value_t = 1800)]
+    pub min_request_timeout: u64,
+
+    /// The CIDR services' cluster IPs come from; its first address is the `kubernetes` service's.
+    #[arg(long, default_value = "10.0.0.0/24")]
+    pub service_cluster_ip_range: String,
+
+    /// The port range NodePort services use (a-b).
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
+
+    /// Authorizers, in order, comma separated: AlwaysAllow, AlwaysDeny.
+    #[arg(long, value_delimiter = ',', default_value = "AlwaysAllow")]
+    pub authorization_mode: Vec<String>,
+
+    /// Requests without credentials are served as system:anonymous (false: 401).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
+
+    /// Admission plugins to enable besides the defaults, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// Admission plugins to disable, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+
+    /// Serve LIST and WATCH from an in-memory cache per resource.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_cache: bool,
+
+    /// Where kapi keeps its embedded store and certificates.
+    #[arg(long, default_value = "./kapi-data")]
+    pub data_dir: PathBuf,
+
+    /// Where the admin kubeconfig is written (default <data-dir>/admin.kubeconfig).
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+
+    /// Log verbosity, as kube-apiserver's -v (0-2 info, 3-4 debug, 5+ trace). RUST_LOG overrides.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+fn parse_port_range(s: &str) -> Option<std::ops::RangeInclusive<u16>> {
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (u16, u16) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+    (a <= b && a > 0).then_some(a..=b)
+}
+
+impl Options {
+    /// Checks every flag and applies them to a server configuration; all problems at once.
+    pub fn validate(&self) -> Result<ServerConfig, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut config = ServerConfig::new(&self.data_dir);
+        config.bind_address = self.bind_address;
+        config.secure_port = self.secure_port;
+        if self.secure_port == 0 {
+            errors.push("--secure-port 0 is not allowed".to_string());
+        }
+        if let Some(dir) = &self.cert_dir {
+            config.cert_dir = dir.clone();
+        }
+        if let Some(path) = &self.write_kubeconfig {
+            config.kubeconfig_path = path.clone();
+        }
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            errors.push(
+                "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
+            );
+        }
+        for (flag, path) in [
+            ("--tls-cert-file", &self.tls_cert_file),
+            ("--tls-private-key-file", &self.tls_private_key_file),
+            ("--client-ca-file", &self.client_ca_file),
+        ] {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                errors.push(format!("{flag}: {} does not exist", p.display()));
+            }
+        }
+        config.tls_cert_file = self.tls_cert_file.clone();
+        config.tls_private_key_file = self.tls_private_key_file.clone();
+        config.client_ca_file = self.client_ca_file.clone();
+        config.tls_sans = self
+            .tls_sans
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        config.max_requests_inflight = self.max_requests_inflight;
+        config.max_mutating_requests_inflight = self.max_mutating_requests_inflight;
+
+        match parse_go_duration(&self.request_timeout) {
+            Ok(d) if !d.is_zero() => config.request_timeout = d,
+            Ok(_) => errors.push("--request-timeout must be greater than 0".to_string()),
+            Err(e) => errors.push(format!("--request-timeout: {e}")),
+        }
+        config.min_request_timeout = Duration::from_secs(self.min_request_timeout);
+        if self.min_request_timeout == 0 {
+            errors.push("--min-request-timeout must be greater than 0".to_string());
+        }
+
+        match self.service_cluster_ip_range.parse::<ipnet::IpNet>() {
+            Ok(net) if net.trunc() != net => errors.push(format!(
+                "--service-cluster-ip-range {net}: not a network address"
+            )),
+            Ok(net) if (net.max_prefix_len() - net.prefix_len()) < 2 => errors.push(format!(
+                "--service-cluster-ip-range {net}: too small (at least a /{} is needed)",
+                net.max_prefix_len() - 2
+            )),
+            Ok(net) => config.service_cluster_ip_range = net,
+            Err(e) => errors.push(format!(
+                "--service-cluster-ip-range {:?}: {e}",
+                self.service_cluster_ip_range
+            )),
+        }
+        match parse_port_range(&self.service_node_port_range) {
+            Some(r) => config.service_node_port_range = r,
+            None => errors.push(format!(
+                "--service-node-port-range {:?}: want a range like 30000-32767",
+                self.service_node_port_range
+            )),
+        }
+
+        config.authorization_modes.clear();
+        for mode in self.authorization_mode.iter().filter(|m| !m.is_empty()) {
+            match AuthorizationMode::parse(mode) {
+                Some(m) => config.authorization_modes.push(m),
+                None if matches!(mode.as_str(), "RBAC" | "Node" | "Webhook" | "ABAC") => {
+                    errors.push(format!("--authorization-mode {mode}: not supported yet (supported: AlwaysAllow, AlwaysDeny)"))
+                }
+                None => errors.push(format!("--authorization-mode: unknown authorization mode {mode:?}")),
+            }
+        }
+        if config.authorization_modes.is_empty()
+            && errors
+                .iter()
+                .all(|e| !e.starts_with("--authorization-mode"))
+        {
+            errors.push("--authorization-mode: at least one mode is needed".to_string());
+        }
+        config.anonymous_auth = self.anonymous_auth;
+        config.enable_admission_plugins = self
+            .enable_admission_plugins
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        config.disable_admission_plugins = self
+            .disable_admission_plugins
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        config.watch_cache = self.watch_cache;
+
+        let servers: Vec<String> = self
+            .etcd_servers
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !servers.is_empty() {
+            for s in &servers {
+                if !(s.starts_with("http://") || s.starts_with("https://")) {
+                    errors.push(format!(
+                        "--etcd-servers {s:?}: want scheme://host:port (http or https)"
+                    ));
+                }
+            }
+            if !self.etcd_prefix.starts_with('/') {
+                errors.push(format!(
+                    "--etcd-prefix {:?}: must start with /",
+                    self.etcd_prefix
+                ));
+            }
+            let compaction_interval = match parse_go_duration(&self.etcd_compaction_interval) {
+                Ok(d) if d.is_zero() => None,
+                Ok(d) => Some(d),
+                Err(e) => {
+                    errors.push(format!("--etcd-compaction-interval: {e}"));
+                    None
+                }
+            };
+            config.storage = StorageConfig::Etcd(EtcdOptions {
+                servers,
+                prefix: self.etcd_prefix.trim_end_matches('/').to_string(),
+                compaction_interval,
+                request_timeout: config.request_timeout,
+            });
+        }
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Options {
+        Options::try_parse_from(std::iter::once("kapi-apiserver").chain(args.iter().copied()))
+            .unwrap()
+    }
+
+    #[test]
+    fn defaults_are_kube_apiservers() {
+        let c = parse(&[]).validate().unwrap();
+        assert_eq!(c.secure_port, 6443);
+        assert_eq!(c.bind_address.to_string(), "127.0.0.1");
+        assert_eq!(c.max_requests_inflight, 400);
+        assert_eq!(c.max_mutating_requests_inflight, 200);
+        assert_eq!(c.request_timeout, Duration::from_secs(60));
+        assert_eq!(c.min_request_timeout, Duration::from_secs(1800));
+        assert_eq!(c.service_node_port_range, 30000..=32767);
+        assert_eq!(c.service_cluster_ip_range.to_string(), "10.0.0.0/24");
+        assert_eq!(
+            c.kubeconfig_path,
+            PathBuf::from("./kapi-data/admin.kubeconfig")
+        );
+        assert_eq!(c.cert_dir, PathBuf::from("./kapi-data/pki"));
+        assert!(matches!(c.storage, StorageConfig::Embedded { .. }));
+    }
+
+    #[test]
+    fn etcd_flags() {
+        let c = parse(&[
+            "--etcd-servers",
+            "http://127.0.0.1:2379,http://127.0.0.1:22379",
+            "--etcd-compaction-interval",
+            "0",
+        ])
+        .validate()
+        .unwrap();
+        let StorageConfig::Etcd(e) = c.storage else {
+            panic!("want etcd")
+        };
+        assert_eq!(e.servers.len(), 2);
+        assert_eq!(e.prefix, "/registry");
+        assert_eq!(e.compaction_interval, None);
+    }
+
+    #[test]
+    fn reports_every_error_at_once() {
+        let errs = parse(&[
+            "--request-timeout",
+            "soon",
+            "--service-cluster-ip-range",
+            "10.0.0.1/24",
+            "--service-node-port-range",
+            "9-1",
+            "--authorization-mode",
+            "RBAC",
+            "--tls-cert-file",
+            "/nonexistent.crt",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(errs.len(), 6, "{errs:?}");
+    }
+}

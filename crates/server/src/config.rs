@@ -1,0 +1,138 @@
+//! [`ServerConfig`]: everything a server needs to start, already validated. The binary turns
+//! flags into one; tests build one with [`ServerConfig::for_test`].
+
+use ipnet::IpNet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where objects are kept.
+#[derive(Clone, Debug)]
+pub enum StorageConfig {
+    /// The embedded store, persistent under this directory.
+    Embedded { dir: PathBuf },
+    /// An etcd cluster.
+    Etcd(EtcdOptions),
+}
+
+/// The etcd flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`).
+#[derive(Clone, Debug)]
+pub struct EtcdOptions {
+    pub servers: Vec<String>,
+    pub prefix: String,
+    /// `None` disables compaction by kapi (`--etcd-compaction-interval=0`).
+    pub compaction_interval: Option<Duration>,
+    pub request_timeout: Duration,
+}
+
+/// How requests are authorized (`--authorization-mode`), in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    AlwaysAllow,
+    AlwaysDeny,
+}
+
+impl AuthorizationMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "AlwaysAllow" => Some(Self::AlwaysAllow),
+            "AlwaysDeny" => Some(Self::AlwaysDeny),
+            _ => None,
+        }
+    }
+}
+
+/// A complete server configuration.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub bind_address: IpAddr,
+    /// 0 picks a free port (tests).
+    pub secure_port: u16,
+    pub data_dir: PathBuf,
+    /// Where kapi's own CA, serving and admin certificates live (`<data-dir>/pki`).
+    pub cert_dir: PathBuf,
+    pub storage: StorageConfig,
+    /// User-provided serving certificate and key (both or neither).
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_private_key_file: Option<PathBuf>,
+    /// User-provided CA for client certificates; kapi's CA when absent.
+    pub client_ca_file: Option<PathBuf>,
+    /// Extra subject alternative names for the generated serving certificate.
+    pub tls_sans: Vec<String>,
+    /// 0 = unlimited.
+    pub max_requests_inflight: usize,
+    /// 0 = unlimited.
+    pub max_mutating_requests_inflight: usize,
+    pub request_timeout: Duration,
+    pub min_request_timeout: Duration,
+    pub service_cluster_ip_range: IpNet,
+    pub service_node_port_range: RangeInclusive<u16>,
+    pub authorization_modes: Vec<AuthorizationMode>,
+    /// Requests without credentials are `system:anonymous` (true) or 401 (false).
+    pub anonymous_auth: bool,
+    pub enable_admission_plugins: Vec<String>,
+    pub disable_admission_plugins: Vec<String>,
+    pub watch_cache: bool,
+    /// Where the admin kubeconfig is written.
+    pub kubeconfig_path: PathBuf,
+    /// How long shutdown waits for in-flight requests before closing connections.
+    pub shutdown_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// kube-apiserver's defaults, with kapi's data under `data_dir` and the embedded store.
+    pub fn new(data_dir: impl AsRef<Path>) -> Self {
+        let data_dir = data_dir.as_ref().to_path_buf();
+        Self {
+            bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            secure_port: 6443,
+            cert_dir: data_dir.join("pki"),
+            storage: StorageConfig::Embedded {
+                dir: data_dir.join("store"),
+            },
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            client_ca_file: None,
+            tls_sans: Vec::new(),
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            request_timeout: Duration::from_secs(60),
+            min_request_timeout: Duration::from_secs(1800),
+            service_cluster_ip_range: IpNet::V4(
+                ipnet::Ipv4Net::new(Ipv4Addr::new(10, 0, 0, 0), 24).unwrap_or_default(),
+            ),
+            service_node_port_range: 30000..=32767,
+            authorization_modes: vec![AuthorizationMode::AlwaysAllow],
+            anonymous_auth: true,
+            enable_admission_plugins: Vec::new(),
+            disable_admission_plugins: Vec::new(),
+            watch_cache: true,
+            kubeconfig_path: data_dir.join("admin.kubeconfig"),
+            shutdown_timeout: Duration::from_secs(60),
+            data_dir,
+        }
+    }
+
+    /// Defaults on `127.0.0.1` and a free port: for in-process servers in tests.
+    pub fn for_test(data_dir: impl AsRef<Path>) -> Self {
+        Self {
+            secure_port: 0,
+            shutdown_timeout: Duration::from_secs(10),
+            ..Self::new(data_dir)
+        }
+    }
+
+    /// The first address of the service range (`10.0.0.1`): the `kubernetes` service's IP,
+    /// which upstream puts in the serving certificate.
+    pub fn service_ip(&self) -> Option<IpAddr> {
+        match self.service_cluster_ip_range {
+            IpNet::V4(n) => u32::from(n.network())
+                .checked_add(1)
+                .map(|ip| IpAddr::V4(ip.into())),
+            IpNet::V6(n) => u128::from(n.network())
+                .checked_add(1)
+                .map(|ip| IpAddr::V6(ip.into())),
+        }
+    }
+}

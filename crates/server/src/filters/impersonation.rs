@@ -1,0 +1,221 @@
+//! Impersonation (`Impersonate-User`, `Impersonate-Group`, `Impersonate-Uid`,
+//! `Impersonate-Extra-<key>` headers): the authenticated user must be allowed the `impersonate`
+//! verb on each requested user, service account, group, uid and extra; the request then
+//! proceeds as the impersonated user. Denials are upstream's 403 for the `impersonate` check.
+
+use super::authorization::{forbidden, Attributes, Authorizer, Decision};
+use crate::body::{status_response, HttpResponse, Request};
+use futures::future::BoxFuture;
+use kapi_machinery::{ApiError, UserInfo};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
+
+const USER: &str = "impersonate-user";
+const GROUP: &str = "impersonate-group";
+const UID: &str = "impersonate-uid";
+const EXTRA_PREFIX: &str = "impersonate-extra-";
+
+#[derive(Clone)]
+pub struct ImpersonationLayer {
+    authorizer: Arc<dyn Authorizer>,
+}
+
+impl ImpersonationLayer {
+    pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
+        Self { authorizer }
+    }
+}
+
+impl<S> Layer<S> for ImpersonationLayer {
+    type Service = Impersonation<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        Impersonation {
+            inner,
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Impersonation<S> {
+    inner: S,
+    authorizer: Arc<dyn Authorizer>,
+}
+
+/// The requested identity and the checks it needs.
+struct Requested {
+    user: UserInfo,
+    checks: Vec<Attributes>,
+}
+
+fn header_values(req: &Request, name: &str) -> Vec<String> {
+    req.headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(String::from))
+        .collect()
+}
+
+fn check(
+    requestor: &UserInfo,
+    group: &str,
+    resource: &str,
+    subresource: &str,
+    namespace: &str,
+    name: &str,
+) -> Attributes {
+    Attributes {
+        user: requestor.clone(),
+        verb: "impersonate".into(),
+        resource_request: true,
+        api_group: group.into(),
+        resource: resource.into(),
+        subresource: subresource.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+/// Reads the impersonation headers; `Ok(None)` when there are none.
+fn requested(req: &Request, requestor: &UserInfo) -> Result<Option<Requested>, Box<ApiError>> {
+    let users = header_values(req, USER);
+    let groups = header_values(req, GROUP);
+    let uids = header_values(req, UID);
+    let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, value) in req.headers() {
+        if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
+            let key = percent_decode(key);
+            extra
+                .entry(key.to_ascii_lowercase())
+                .or_default()
+                .extend(value.to_str().ok().map(String::from));
+        }
+    }
+    if users.is_empty() && groups.is_empty() && uids.is_empty() && extra.is_empty() {
+        return Ok(None);
+    }
+    let Some(name) = users.first().cloned() else {
+        return Err(Box::new(ApiError::internal(
+            "requested impersonation of groups, uid or extra without impersonating a user",
+        )));
+    };
+    let mut checks = Vec::new();
+    let mut user = UserInfo {
+        name: name.clone(),
+        ..Default::default()
+    };
+    if let Some(sa) = name.strip_prefix("system:serviceaccount:") {
+        let (ns, sa_name) = sa.split_once(':').unwrap_or((sa, ""));
+        checks.push(check(requestor, "", "serviceaccounts", "", ns, sa_name));
+        user.groups.extend([
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{ns}"),
+        ]);
+    } else {
+        checks.push(check(requestor, "", "users", "", "", &name));
+    }
+    for g in &groups {
+        checks.push(check(requestor, "", "groups", "", "", g));
+        if !user.groups.contains(g) {
+            user.groups.push(g.clone());
+        }
+    }
+    if let Some(uid) = uids.first() {
+        checks.push(check(
+            requestor,
+            "authentication.k8s.io",
+            "uids",
+            "",
+            "",
+            uid,
+        ));
+        user.uid = uid.clone();
+    }
+    for (key, values) in &extra {
+        for v in values {
+            checks.push(check(
+                requestor,
+                "authentication.k8s.io",
+                "userextras",
+                key,
+                "",
+                v,
+            ));
+        }
+    }
+    user.extra = extra;
+    let special = if name == super::authentication::ANONYMOUS_USER {
+        super::authentication::UNAUTHENTICATED_GROUP
+    } else {
+        super::authentication::AUTHENTICATED_GROUP
+    };
+    if !user.groups.iter().any(|g| g == special) {
+        user.groups.push(special.into());
+    }
+    Ok(Some(Requested { user, checks }))
+}
+
+fn percent_decode(s: &str) -> String {
+    form_urlencoded::parse(format!("k={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+impl<S> Service<Request> for Impersonation<S>
+where
+    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let requestor = req
+            .extensions()
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        let wanted = match requested(&req, &requestor) {
+            Ok(None) => return Box::pin(self.inner.call(req)),
+            Ok(Some(w)) => w,
+            Err(e) => return Box::pin(futures::future::ready(Ok(status_response(&e)))),
+        };
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let authorizer = self.authorizer.clone();
+        Box::pin(async move {
+            for attrs in &wanted.checks {
+                match authorizer.authorize(attrs).await {
+                    Decision::Allow => {}
+                    Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+                        return Ok(status_response(&forbidden(attrs, &reason)))
+                    }
+                }
+            }
+            let headers = req.headers_mut();
+            let extra_headers: Vec<_> = headers
+                .keys()
+                .filter(|k| k.as_str().starts_with(EXTRA_PREFIX))
+                .cloned()
+                .collect();
+            for h in extra_headers
+                .into_iter()
+                .chain([USER, GROUP, UID].map(http::HeaderName::from_static))
+            {
+                headers.remove(h);
+            }
+            req.extensions_mut().insert(wanted.user);
+            super::call_boxed(&mut inner, req).await
+        })
+    }
+}

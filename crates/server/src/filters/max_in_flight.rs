@@ -1,0 +1,147 @@
+//! Max-in-flight: at most `--max-requests-inflight` read-only and `--max-mutating-requests-inflight`
+//! mutating requests are served at once (0 = no limit). Beyond that, kube-apiserver's answer:
+//! 429 with `Retry-After: 1` and the plain-text body `Too many requests, please try again
+//! later.` Long-running requests (watches) are not counted, and `system:masters` is never
+//! turned away (it still takes a slot when one is free), as upstream.
+
+use crate::body::{text_error, HttpResponse, Request};
+use crate::metrics::{Metrics, MUTATING_KIND, READ_ONLY_KIND};
+use futures::future::BoxFuture;
+use http::{HeaderValue, StatusCode};
+use kapi_machinery::{RequestInfo, UserInfo};
+use prometheus::IntGauge;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::{Layer, Service};
+
+pub const TOO_MANY_REQUESTS_MESSAGE: &str = "Too many requests, please try again later.";
+const PRIVILEGED_GROUP: &str = "system:masters";
+
+#[derive(Clone)]
+struct Bucket {
+    slots: Arc<Semaphore>,
+    gauge: IntGauge,
+    kind: &'static str,
+}
+
+#[derive(Clone)]
+pub struct MaxInFlightLayer {
+    read_only: Option<Bucket>,
+    mutating: Option<Bucket>,
+    metrics: Arc<Metrics>,
+}
+
+impl MaxInFlightLayer {
+    pub fn new(max_read_only: usize, max_mutating: usize, metrics: Arc<Metrics>) -> Self {
+        let bucket = |n: usize, kind: &'static str| {
+            (n > 0).then(|| Bucket {
+                slots: Arc::new(Semaphore::new(n)),
+                gauge: metrics.current_inflight.with_label_values(&[kind]),
+                kind,
+            })
+        };
+        Self {
+            read_only: bucket(max_read_only, READ_ONLY_KIND),
+            mutating: bucket(max_mutating, MUTATING_KIND),
+            metrics: metrics.clone(),
+        }
+    }
+}
+
+impl<S> Layer<S> for MaxInFlightLayer {
+    type Service = MaxInFlight<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        MaxInFlight {
+            inner,
+            limits: self.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct MaxInFlight<S> {
+    inner: S,
+    limits: MaxInFlightLayer,
+}
+
+/// A held slot; gives it back (and updates the gauge) however the request ends.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    gauge: IntGauge,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+impl<S> Service<Request> for MaxInFlight<S>
+where
+    S: Service<Request, Response = HttpResponse, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let (long_running, mutating) = match req.extensions().get::<RequestInfo>() {
+            Some(info) => (
+                info.is_long_running(),
+                !matches!(info.verb.as_str(), "get" | "list" | "watch"),
+            ),
+            None => (false, false),
+        };
+        let bucket = if mutating {
+            &self.limits.mutating
+        } else {
+            &self.limits.read_only
+        };
+        let Some(bucket) = bucket.as_ref().filter(|_| !long_running) else {
+            return Box::pin(self.inner.call(req));
+        };
+        let slot = match bucket.slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                bucket.gauge.inc();
+                Some(Slot {
+                    _permit: permit,
+                    gauge: bucket.gauge.clone(),
+                })
+            }
+            Err(_) => None,
+        };
+        let privileged = || {
+            req.extensions()
+                .get::<UserInfo>()
+                .is_some_and(|u| u.groups.iter().any(|g| g == PRIVILEGED_GROUP))
+        };
+        if slot.is_none() && !privileged() {
+            self.limits
+                .metrics
+                .dropped_requests
+                .with_label_values(&[bucket.kind])
+                .inc();
+            let mut resp = text_error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REQUESTS_MESSAGE);
+            resp.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            // The metrics filter labels the request from the RequestInfo in the response.
+            if let Some(info) = req.extensions().get::<RequestInfo>() {
+                resp.extensions_mut().insert(info.clone());
+            }
+            return Box::pin(futures::future::ready(Ok(resp)));
+        }
+        let fut = super::call_boxed(&mut self.inner, req);
+        Box::pin(async move {
+            let r = fut.await;
+            drop(slot);
+            r
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! Request metrics: `apiserver_request_total` and `apiserver_request_duration_seconds`, labelled
+//! as upstream's `MonitorRequest` does (verb `LIST`/`GET`/`WATCH`/`POST`/`PUT`/`PATCH`/`APPLY`/
+//! `DELETE`/`DELETECOLLECTION`, scope `resource`/`namespace`/`cluster`). It sits outside the
+//! RequestInfo filter and reads the RequestInfo that filter copies into the response.
+
+use crate::body::{HttpResponse, Request};
+use crate::metrics::{Metrics, RequestLabels};
+use futures::future::BoxFuture;
+use kapi_machinery::RequestInfo;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tower::{Layer, Service};
+
+#[derive(Clone)]
+pub struct MetricsLayer {
+    metrics: Arc<Metrics>,
+}
+
+impl MetricsLayer {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self { metrics }
+    }
+}
+
+impl<S> Layer<S> for MetricsLayer {
+    type Service = MetricsFilter<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        MetricsFilter {
+            inner,
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct MetricsFilter<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+/// What the labels need from the request, taken before it moves on.
+struct Seen {
+    method: http::Method,
+    apply: bool,
+    dry_run: bool,
+}
+
+/// Upstream's `CleanVerb` + `CleanScope`, for a request with its RequestInfo.
+fn labels(seen: &Seen, info: &RequestInfo) -> RequestLabels {
+    let dry_run = if seen.dry_run { "All" } else { "" }.to_string();
+    if !info.is_resource_request {
+        // Health endpoints are labelled by path (upstream instruments them with the path as the
+        // subresource); other non-resource paths are counted without it, keeping cardinality low.
+        let root = info
+            .path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let subresource = if matches!(root, "healthz" | "livez" | "readyz") {
+            info.path.clone()
+        } else {
+            String::new()
+        };
+        return RequestLabels {
+            verb: seen.method.as_str().to_string(),
+            dry_run,
+            subresource,
+            ..Default::default()
+        };
+    }
+    let verb = match info.verb.as_str() {
+        "list" => "LIST",
+        "watch" => "WATCH",
+        "get" => "GET",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" if seen.apply => "APPLY",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => seen.method.as_str(),
+    };
+    let scope = if !info.name.is_empty() || info.verb == "create" {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    };
+    RequestLabels {
+        verb: verb.to_string(),
+        dry_run,
+        group: info.api_group.clone(),
+        version: info.api_version.clone(),
+        resource: info.resource.clone(),
+        subresource: info.subresource.clone(),
+        scope: scope.to_string(),
+    }
+}
+
+impl<S> Service<Request> for MetricsFilter<S>
+where
+    S: Service<Request, Response = HttpResponse, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let seen = Seen {
+            method: req.method().clone(),
+            apply: req
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch")),
+            dry_run: form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes())
+                .any(|(k, v)| k == "dryRun" && !v.is_empty()),
+        };
+        let metrics = self.metrics.clone();
+        let start = Instant::now();
+        let fut = super::call_boxed(&mut self.inner, req);
+        Box::pin(async move {
+            let Ok(resp) = fut.await;
+            if let Some(info) = resp.extensions().get::<RequestInfo>() {
+                metrics.observe_request(
+                    &labels(&seen, info),
+                    resp.status().as_u16(),
+                    start.elapsed().as_secs_f64(),
+                );
+            }
+            Ok(resp)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(method: &str, path: &str, query: &str) -> RequestLabels {
+        let seen = Seen {
+            method: method.parse().unwrap(),
+            apply: false,
+            dry_run: false,
+        };
+        labels(&seen, &RequestInfo::resolve(method, path, query))
+    }
+
+    #[test]
+    fn labels_like_upstream() {
+        let x = l("GET", "/api/v1/namespaces/default/configmaps", "");
+        assert_eq!(
+            (x.verb.as_str(), x.scope.as_str(), x.resource.as_str()),
+            ("LIST", "namespace", "configmaps")
+        );
+        let x = l("GET", "/api/v1/configmaps", "watch=true");
+        assert_eq!((x.verb.as_str(), x.scope.as_str()), ("WATCH", "cluster"));
+        let x = l("POST", "/api/v1/namespaces/default/configmaps", "");
+        assert_eq!((x.verb.as_str(), x.scope.as_str()), ("POST", "resource"));
+        let x = l("PUT", "/apis/apps/v1/namespaces/d/deployments/w/status", "");
+        assert_eq!(
+            (
+                x.verb.as_str(),
+                x.group.as_str(),
+                x.subresource.as_str(),
+                x.scope.as_str()
+            ),
+            ("PUT", "apps", "status", "resource")
+        );
+        let x = l("DELETE", "/api/v1/namespaces/d/secrets", "");
+        assert_eq!(x.verb, "DELETECOLLECTION");
+        let x = l("GET", "/readyz", "");
+        assert_eq!(
+            (x.verb.as_str(), x.subresource.as_str(), x.scope.as_str()),
+            ("GET", "/readyz", "")
+        );
+    }
+}

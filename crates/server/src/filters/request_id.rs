@@ -1,0 +1,78 @@
+//! Request id and tracing: every request gets an audit id (the client's `Audit-ID` header, or a
+//! new UUID), echoed in the `Audit-Id` response header as kube-apiserver does, a tracing span
+//! carrying it, and one log line when it finishes (at debug level, like upstream's `-v=3`).
+
+use crate::body::{HttpResponse, Request};
+use futures::future::BoxFuture;
+use http::HeaderValue;
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tower::{Layer, Service};
+use tracing::Instrument;
+
+/// The request's audit id, in the request extensions for later filters and handlers.
+#[derive(Clone, Debug)]
+pub struct AuditId(pub HeaderValue);
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestIdLayer;
+
+impl<S> Layer<S> for RequestIdLayer {
+    type Service = RequestId<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        RequestId { inner }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RequestId<S> {
+    inner: S,
+}
+
+impl<S> Service<Request> for RequestId<S>
+where
+    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let id = req
+            .headers()
+            .get("audit-id")
+            .filter(|v| !v.is_empty() && v.len() <= 128)
+            .cloned()
+            .unwrap_or_else(|| {
+                HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+                    .unwrap_or(HeaderValue::from_static(""))
+            });
+        req.extensions_mut().insert(AuditId(id.clone()));
+        let method = req.method().clone();
+        let uri = req.uri().clone();
+        let user_agent = req
+            .headers()
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let span = tracing::debug_span!("request", audit_id = id.to_str().unwrap_or_default(), %method, path = uri.path());
+        let start = Instant::now();
+        let fut = super::call_boxed(&mut self.inner, req);
+        Box::pin(
+            async move {
+                let Ok(mut resp) = fut.await;
+                resp.headers_mut().insert("audit-id", id);
+                tracing::debug!(verb = %method, uri = %uri, latency = ?start.elapsed(), user_agent, resp = resp.status().as_u16(), "HTTP");
+                Ok(resp)
+            }
+            .instrument(span),
+        )
+    }
+}

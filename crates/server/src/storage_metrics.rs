@@ -1,0 +1,115 @@
+//! A storage decorator that times every operation into `etcd_request_duration_seconds`
+//! (`operation`: create/get/list/update/delete/watch/count; `type`: the resource, taken from
+//! the key's first segment).
+
+use crate::metrics::Metrics;
+use async_trait::async_trait;
+use kapi_machinery::{ListOptions, Object, Preconditions};
+use kapi_storage::{
+    DynStorage, GetOptions, ListResult, Result, Revision, Storage, UpdateFn, ValidateDeleteFn,
+    WatchOptions, WatchStream,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Times each call to the wrapped storage.
+pub struct MeteredStorage {
+    inner: DynStorage,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredStorage {
+    pub fn wrap(inner: DynStorage, metrics: Arc<Metrics>) -> DynStorage {
+        Arc::new(Self { inner, metrics })
+    }
+
+    fn observe(&self, operation: &str, key: &str, start: Instant) {
+        let resource = key
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        self.metrics
+            .storage_duration
+            .with_label_values(&[operation, resource])
+            .observe(start.elapsed().as_secs_f64());
+    }
+}
+
+#[async_trait]
+impl Storage for MeteredStorage {
+    async fn create(&self, key: &str, obj: Object, ttl: Option<Duration>) -> Result<Object> {
+        let start = Instant::now();
+        let r = self.inner.create(key, obj, ttl).await;
+        self.observe("create", key, start);
+        r
+    }
+
+    async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
+        let start = Instant::now();
+        let r = self.inner.get(key, opts).await;
+        self.observe("get", key, start);
+        r
+    }
+
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
+        let start = Instant::now();
+        let r = self.inner.list(prefix, opts).await;
+        self.observe("list", prefix, start);
+        r
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        ignore_not_found: bool,
+        try_update: &mut UpdateFn<'_>,
+    ) -> Result<Object> {
+        let start = Instant::now();
+        let r = self
+            .inner
+            .guaranteed_update(key, preconditions, ignore_not_found, try_update)
+            .await;
+        self.observe("update", key, start);
+        r
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: &ValidateDeleteFn<'_>,
+    ) -> Result<Object> {
+        let start = Instant::now();
+        let r = self.inner.delete(key, preconditions, validate).await;
+        self.observe("delete", key, start);
+        r
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        let start = Instant::now();
+        let r = self.inner.watch(key, opts).await;
+        self.observe("watch", key, start);
+        r
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        self.inner.current_revision().await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.inner.compact(revision).await
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        let start = Instant::now();
+        let r = self.inner.count(prefix).await;
+        self.observe("count", prefix, start);
+        r
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.inner.health().await
+    }
+}

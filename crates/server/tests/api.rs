@@ -1,0 +1,268 @@
+//! The server end to end through kube-rs: configmaps' lifecycle and watch, `/version`, the
+//! health endpoints and `/metrics`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::runtime::watcher;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn configmap(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("k".to_string(), value.to_string())])),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn configmap_lifecycle_through_kube_rs() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+
+    // Bootstrap made the default namespaces.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let names: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    for want in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "namespace {want} missing from {names:?}"
+        );
+    }
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("one", "1"))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.name.as_deref(), Some("one"));
+    assert!(created.metadata.uid.is_some());
+    assert!(created.metadata.resource_version.is_some());
+
+    let err = cms
+        .create(&PostParams::default(), &configmap("one", "1"))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 409);
+            assert_eq!(s.reason, "AlreadyExists");
+            assert_eq!(s.message, r#"configmaps "one" already exists"#);
+        }
+        other => panic!("want a 409, got {other:?}"),
+    }
+
+    let list = cms.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+
+    let mut replaced = created.clone();
+    replaced.data = Some(BTreeMap::from([("k".to_string(), "2".to_string())]));
+    let replaced = cms
+        .replace("one", &PostParams::default(), &replaced)
+        .await
+        .unwrap();
+    assert_eq!(replaced.data.unwrap()["k"], "2");
+    assert_ne!(
+        replaced.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    // A stale resourceVersion is a conflict.
+    let err = cms
+        .replace("one", &PostParams::default(), &created)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 409 && s.reason == "Conflict"),
+        "{err:?}"
+    );
+
+    cms.delete("one", &DeleteParams::default()).await.unwrap();
+    let err = cms.get("one").await.unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 404);
+            assert_eq!(s.message, r#"configmaps "one" not found"#);
+        }
+        other => panic!("want a 404, got {other:?}"),
+    }
+    t.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn watcher_sees_changes() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &configmap("before", "0"))
+        .await
+        .unwrap();
+
+    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
+    // The initial list delivers the existing object.
+    let mut seen_initial = false;
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("watch event")
+    {
+        match ev.unwrap() {
+            watcher::Event::InitApply(cm) if cm.metadata.name.as_deref() == Some("before") => {
+                seen_initial = true
+            }
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert!(seen_initial);
+
+    cms.create(&PostParams::default(), &configmap("after", "1"))
+        .await
+        .unwrap();
+    cms.delete("after", &DeleteParams::default()).await.unwrap();
+    let (mut applied, mut deleted) = (false, false);
+    while !(applied && deleted) {
+        let ev = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .expect("watch event")
+            .unwrap()
+            .unwrap();
+        match ev {
+            watcher::Event::Apply(cm) if cm.metadata.name.as_deref() == Some("after") => {
+                applied = true
+            }
+            watcher::Event::Delete(cm) if cm.metadata.name.as_deref() == Some("after") => {
+                assert!(applied, "DELETED came before ADDED");
+                deleted = true
+            }
+            _ => {}
+        }
+    }
+    t.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn version_health_and_metrics() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let v = client.apiserver_version().await.unwrap();
+    assert_eq!(v.major, "1");
+    assert_eq!(v.minor, "33");
+    assert!(
+        v.git_version.starts_with("v1.33.0-kapi."),
+        "{}",
+        v.git_version
+    );
+    assert!(!v.platform.is_empty());
+
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let version = conn.send("GET", "/version", None).await;
+    assert_eq!(version.status, 200);
+    let json = version.json();
+    for field in [
+        "major",
+        "minor",
+        "gitVersion",
+        "gitCommit",
+        "gitTreeState",
+        "buildDate",
+        "goVersion",
+        "compiler",
+        "platform",
+    ] {
+        assert!(json.get(field).is_some(), "/version lacks {field}");
+    }
+
+    for endpoint in ["/healthz", "/livez", "/readyz"] {
+        let r = conn.send("GET", endpoint, None).await;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{endpoint}");
+    }
+    let r = conn.send("GET", "/readyz?verbose", None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]shutdown ok\nreadyz check passed\n");
+    let r = conn.send("GET", "/livez?verbose&exclude=etcd", None).await;
+    assert_eq!(
+        r.body,
+        "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\nlivez check passed\n"
+    );
+    let r = conn.send("GET", "/readyz/etcd", None).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    let r = conn.send("GET", "/readyz/nonsense", None).await;
+    assert_eq!(r.status, 404);
+
+    // A request through kube-rs, then its metrics.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.list(&ListParams::default()).await.unwrap();
+    cms.create(&PostParams::default(), &configmap("m", "1"))
+        .await
+        .unwrap();
+    let m = conn.send("GET", "/metrics", None).await;
+    assert_eq!(m.status, 200);
+    assert!(m.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let has = |needle: &str| {
+        m.body
+            .lines()
+            .any(|l| l.starts_with(needle) || (l.contains(needle) && needle.contains('{')))
+    };
+    let list_line = m
+        .body
+        .lines()
+        .find(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(r#"verb="LIST""#)
+                && l.contains(r#"resource="configmaps""#)
+        })
+        .unwrap_or_else(|| panic!("no LIST configmaps counter in\n{}", m.body));
+    for label in [
+        r#"code="200""#,
+        r#"scope="namespace""#,
+        r#"version="v1""#,
+        r#"component="apiserver""#,
+        r#"group="""#,
+    ] {
+        assert!(list_line.contains(label), "{list_line} lacks {label}");
+    }
+    assert!(m
+        .body
+        .lines()
+        .any(|l| l.starts_with("apiserver_request_total{")
+            && l.contains(r#"verb="POST""#)
+            && l.contains(r#"code="201""#)
+            && l.contains(r#"scope="resource""#)));
+    assert!(has("apiserver_request_duration_seconds_bucket{"));
+    assert!(has(
+        r#"apiserver_current_inflight_requests{request_kind="readOnly"}"#
+    ));
+    assert!(has(
+        r#"apiserver_current_inflight_requests{request_kind="mutating"}"#
+    ));
+    assert!(
+        m.body
+            .lines()
+            .any(|l| l.starts_with("etcd_request_duration_seconds_count{")
+                && l.contains(r#"operation="create""#)
+                && l.contains(r#"type="configmaps""#)),
+        "no storage create timing in\n{}",
+        m.body
+    );
+    // The response carries an audit id.
+    assert!(version.headers.contains_key("audit-id"));
+    t.server.shutdown().await;
+}

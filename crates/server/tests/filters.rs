@@ -1,0 +1,275 @@
+//! The filter stack over real HTTPS: authentication (x509, anonymous, 401), authorization
+//! denials, max-in-flight (429), panic recovery and the request timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use kapi_server::body::{full, HttpResponse, Request};
+use kapi_server::filters::{build_handler_chain, ChainConfig};
+use kapi_server::AuthorizationMode;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceExt;
+
+#[tokio::test]
+async fn x509_anonymous_and_unknown_ca() {
+    let t = common::start().await;
+
+    // No certificate: anonymous, allowed by AlwaysAllow.
+    let mut anon = common::connect(&t.server, None).await;
+    let r = anon.send("GET", "/api/v1/namespaces/default", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["metadata"]["name"], "default");
+
+    // kapi's admin certificate.
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let r = conn.send("GET", "/api/v1/namespaces/default", None).await;
+    assert_eq!(r.status, 200);
+
+    // A certificate from a CA kapi does not trust: 401, as kube-apiserver.
+    let stranger = common::foreign_identity("mallory");
+    let mut conn = common::connect(&t.server, Some(&stranger)).await;
+    let r = conn.send("GET", "/api/v1/namespaces/default", None).await;
+    assert_eq!(r.status, 401);
+    let s = r.json();
+    assert_eq!(s["kind"], "Status");
+    assert_eq!(s["reason"], "Unauthorized");
+    assert_eq!(s["message"], "Unauthorized");
+    assert_eq!(s["code"], 401);
+    t.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn anonymous_disabled_is_401() {
+    let t = common::start_with(|c| c.anonymous_auth = false).await;
+    let mut anon = common::connect(&t.server, None).await;
+    let r = anon.send("GET", "/api/v1/namespaces", None).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["reason"], "Unauthorized");
+    let admin = common::admin_identity(&t);
+    let r = common::connect(&t.server, Some(&admin))
+        .await
+        .send("GET", "/api/v1/namespaces", None)
+        .await;
+    assert_eq!(r.status, 200);
+    t.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn always_deny_is_403_in_upstream_words() {
+    let t =
+        common::start_with(|c| c.authorization_modes = vec![AuthorizationMode::AlwaysDeny]).await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let r = conn
+        .send("GET", "/api/v1/namespaces/default/configmaps", None)
+        .await;
+    assert_eq!(r.status, 403);
+    let s = r.json();
+    assert_eq!(s["reason"], "Forbidden");
+    assert_eq!(
+        s["message"],
+        r#"configmaps is forbidden: User "kubernetes-admin" cannot list resource "configmaps" in API group "" in the namespace "default": Everything is forbidden."#
+    );
+    assert_eq!(s["details"]["kind"], "configmaps");
+    let r = common::connect(&t.server, None)
+        .await
+        .send("GET", "/healthz", None)
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        r#"forbidden: User "system:anonymous" cannot get path "/healthz": Everything is forbidden."#
+    );
+    t.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn max_in_flight_answers_429_and_spares_masters() {
+    let t = common::start_with(|c| {
+        c.max_mutating_requests_inflight = 1;
+    })
+    .await;
+    let admin = common::admin_identity(&t);
+
+    // A create whose body has not finished arriving holds the only mutating slot.
+    let mut slow = common::connect(&t.server, Some(&admin)).await;
+    let (body, reply) = slow
+        .send_streaming("POST", "/api/v1/namespaces/default/configmaps")
+        .await;
+    body.send(Bytes::from_static(
+        br#"{"apiVersion":"v1","kind":"ConfigMap","#,
+    ))
+    .await
+    .unwrap();
+    common::wait_for_metric(
+        &t.server,
+        &admin,
+        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
+    )
+    .await;
+
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#;
+    let r = common::connect(&t.server, None)
+        .await
+        .send("POST", "/api/v1/namespaces/default/configmaps", Some(cm))
+        .await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.headers["retry-after"], "1");
+    assert_eq!(r.body, "Too many requests, please try again later.\n");
+
+    // Reads have their own bucket.
+    let r = common::connect(&t.server, None)
+        .await
+        .send("GET", "/api/v1/namespaces/default/configmaps", None)
+        .await;
+    assert_eq!(r.status, 200);
+
+    // system:masters is never turned away.
+    let r = common::connect(&t.server, Some(&admin))
+        .await
+        .send("POST", "/api/v1/namespaces/default/configmaps", Some(cm))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+
+    body.send(Bytes::from_static(br#""metadata":{"name":"slow"}}"#))
+        .await
+        .unwrap();
+    drop(body);
+    let r = reply.await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["metadata"]["name"], "slow");
+
+    let m = common::connect(&t.server, Some(&admin))
+        .await
+        .send("GET", "/metrics", None)
+        .await;
+    assert!(
+        m.body
+            .lines()
+            .any(|l| l == r#"apiserver_dropped_requests_total{request_kind="mutating"} 1"#),
+        "{}",
+        m.body
+    );
+    assert!(m
+        .body
+        .lines()
+        .any(|l| l.starts_with("apiserver_request_total{") && l.contains(r#"code="429""#)));
+    t.server.shutdown().await;
+}
+
+/// A chain around an inner service, with test settings.
+fn chain<S>(
+    inner: S,
+    request_timeout: Duration,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> impl tower::Service<
+    Request,
+    Response = HttpResponse,
+    Error = Infallible,
+    Future = futures::future::BoxFuture<'static, Result<HttpResponse, Infallible>>,
+> + Clone
+where
+    S: tower::Service<Request, Response = HttpResponse, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    build_handler_chain(
+        inner,
+        ChainConfig {
+            metrics: kapi_server::metrics::Metrics::new().unwrap(),
+            request_timeout,
+            authenticators: Vec::new(),
+            anonymous_auth: true,
+            authorizer: Arc::new(kapi_server::filters::authorization::AlwaysAllow),
+            max_requests_inflight: 0,
+            max_mutating_requests_inflight: 0,
+            shutdown,
+        },
+    )
+}
+
+fn get(path: &str) -> Request {
+    http::Request::builder()
+        .uri(path)
+        .body(full(Bytes::new()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_panic_is_a_500_for_that_request_only() {
+    let inner = tower::service_fn(|req: Request| async move {
+        if req.uri().path() == "/api/v1/namespaces/boom/configmaps" {
+            panic!("handler bug");
+        }
+        Ok::<_, Infallible>(http::Response::new(full("fine")))
+    });
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    let svc = chain(inner, Duration::from_secs(60), shutdown);
+    let resp = svc
+        .clone()
+        .oneshot(get("/api/v1/namespaces/boom/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 500);
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        &body[..],
+        b"This request caused apiserver to panic. Look in the logs for details.\n"
+    );
+    let resp = svc
+        .oneshot(get("/api/v1/namespaces/calm/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_requests_get_upstreams_504_and_watches_do_not() {
+    let inner = tower::service_fn(|_req: Request| async move {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok::<_, Infallible>(http::Response::new(full("late")))
+    });
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    let svc = chain(inner, Duration::from_secs(60), shutdown);
+    let resp = svc
+        .clone()
+        .oneshot(get("/api/v1/namespaces/d/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 504);
+    let status: serde_json::Value =
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(status["reason"], "Timeout");
+    assert_eq!(
+        status["message"],
+        "Timeout: request did not complete within the allotted timeout"
+    );
+    assert_eq!(status["code"], 504);
+
+    // ?timeout= shortens it; a bad one is a 400.
+    let resp = svc
+        .clone()
+        .oneshot(get("/api/v1/namespaces/d/configmaps?timeout=5s"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 504);
+    let resp = svc
+        .clone()
+        .oneshot(get("/api/v1/namespaces/d/configmaps?timeout=soon"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+
+    // A watch is long-running: it outlives the request timeout.
+    let watch = svc.oneshot(get("/api/v1/namespaces/d/configmaps?watch=true"));
+    let outcome = tokio::time::timeout(Duration::from_secs(600), watch).await;
+    assert!(outcome.is_err(), "the watch was cut short");
+}
