@@ -1,26 +1,45 @@
 //! The conformance suite against the embedded backend, directly and through the watch cache.
 
+use kapi_storage::cacher::{Cacher, CacherConfig};
 use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
-use kapi_storage::testing::run_suite;
+use kapi_storage::testing::{run_suite, PREFIX};
 use kapi_storage::DynStorage;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn config() -> EmbeddedConfig {
-    EmbeddedConfig {
+fn open(dir: &Path) -> DynStorage {
+    let config = EmbeddedConfig {
         bookmark_interval: Duration::from_millis(300),
         compaction_interval: None,
-    }
+    };
+    Arc::new(EmbeddedStorage::open_with(dir, config).unwrap())
+}
+
+fn cached(backend: DynStorage) -> DynStorage {
+    let config = CacherConfig {
+        bookmark_interval: Duration::from_millis(300),
+        ..Default::default()
+    };
+    Cacher::with_config(backend, PREFIX, config)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn embedded_conformance() {
     let dirs = tempfile::tempdir().unwrap();
-    let mut n = 0;
-    run_suite("embedded", |_| {
-        n += 1;
-        let dir = dirs.path().join(format!("case-{n}"));
-        async move { Arc::new(EmbeddedStorage::open_with(&dir, config()).unwrap()) as DynStorage }
+    run_suite("embedded", |name| {
+        let storage = open(&dirs.path().join(name));
+        async move { storage }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn embedded_cached_conformance() {
+    let dirs = tempfile::tempdir().unwrap();
+    run_suite("embedded+cache", |name| {
+        let storage = cached(open(&dirs.path().join(name)));
+        async move { storage }
     })
     .await;
 }

@@ -4,6 +4,7 @@
 #![cfg(feature = "etcd")]
 
 use kapi_machinery::EventType;
+use kapi_storage::cacher::{Cacher, CacherConfig};
 use kapi_storage::etcd::{EtcdConfig, EtcdStorage};
 use kapi_storage::testing::{
     eventually, key, next_change, pod, run_suite, rv, EtcdProcess, PREFIX,
@@ -30,6 +31,24 @@ async fn etcd_conformance() {
     run_suite("etcd", |name| {
         let cfg = config(&etcd, &format!("/registry-{name}"));
         async move { Arc::new(EtcdStorage::connect(cfg).await.unwrap()) as DynStorage }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_cached_conformance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    run_suite("etcd+cache", |name| {
+        let cfg = config(&etcd, &format!("/registry-{name}"));
+        async move {
+            let backend = Arc::new(EtcdStorage::connect(cfg).await.unwrap()) as DynStorage;
+            let config = CacherConfig {
+                bookmark_interval: Duration::from_millis(300),
+                ..Default::default()
+            };
+            Cacher::with_config(backend, PREFIX, config) as DynStorage
+        }
     })
     .await;
 }

@@ -1,0 +1,389 @@
+//! The watch cache: one per resource prefix, fed by a single backend watch, serving LIST and
+//! WATCH from memory (upstream's `cacher`). It implements [`Storage`] itself, so the registry
+//! cannot tell it from the backend; writes go straight to the backend.
+//!
+//! - LIST with `resourceVersion="0"` is served from memory as is (and, as upstream, ignores
+//!   `limit`); `NotOlderThan` waits until the cache has reached the revision; a consistent LIST
+//!   (no resourceVersion, no limit) first learns the backend's current revision and waits for
+//!   the cache to reach it. `Exact`, `continue` and limited consistent lists go to the backend.
+//! - WATCH is served from a bounded window of recent changes; older revisions are 410 Gone.
+//!   Each watcher has a bounded queue: one that cannot keep up is closed, never waited for.
+//! - Objects are shared `Arc`s: the store, the window and every watcher hold the same copy.
+//! - A failed backend watch (e.g. 410 after compaction) relists and closes every watcher.
+
+mod state;
+
+use crate::error::{too_large_resource_version, Error, Result};
+use crate::interface::{
+    DynStorage, Event, GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn,
+    WatchOptions, WatchStream,
+};
+use async_trait::async_trait;
+use futures::StreamExt;
+use kapi_machinery::options::parse_resource_version;
+use kapi_machinery::{ListOptions, Object, Preconditions, ResourceVersionMatch};
+use state::{Slot, State};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+
+/// Settings of a watch cache.
+#[derive(Clone, Debug)]
+pub struct CacherConfig {
+    /// How many recent changes are kept for watches from a past revision.
+    pub window: usize,
+    /// How many events a watcher may have queued before it is closed as too slow.
+    pub watcher_buffer: usize,
+    /// How often watchers that asked for bookmarks get one (upstream: about a minute).
+    pub bookmark_interval: Duration,
+    /// How long a read waits for the cache to reach a revision (upstream: 3s).
+    pub freshness_timeout: Duration,
+}
+
+impl Default for CacherConfig {
+    fn default() -> Self {
+        Self {
+            window: 4096,
+            watcher_buffer: 1000,
+            bookmark_interval: Duration::from_secs(60),
+            freshness_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+struct Shared {
+    backend: DynStorage,
+    prefix: String,
+    config: CacherConfig,
+    state: Mutex<State>,
+    /// The cache's revision, published after each applied change (0 until ready).
+    revision: watch::Sender<Revision>,
+}
+
+/// The watch cache for the keys under one prefix.
+pub struct Cacher {
+    shared: Arc<Shared>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Cacher {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Cacher {
+    /// A cache of `prefix` (e.g. `/configmaps/`) over `backend`. Must be called inside a
+    /// tokio runtime: it starts the list-and-watch loop.
+    pub fn new(backend: DynStorage, prefix: &str) -> Arc<Cacher> {
+        Self::with_config(backend, prefix, CacherConfig::default())
+    }
+
+    /// [`Cacher::new`] with explicit settings.
+    pub fn with_config(backend: DynStorage, prefix: &str, config: CacherConfig) -> Arc<Cacher> {
+        let (revision, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            backend,
+            prefix: prefix.to_string(),
+            config,
+            state: Mutex::new(State::default()),
+            revision,
+        });
+        let tasks = vec![
+            tokio::spawn(reflect(shared.clone())),
+            tokio::spawn(bookmarks(shared.clone())),
+        ];
+        Arc::new(Cacher { shared, tasks })
+    }
+
+    /// The revision the cache has caught up with (0 before the first list).
+    pub fn revision(&self) -> Revision {
+        *self.shared.revision.borrow()
+    }
+
+    /// How many watchers are registered.
+    pub fn watcher_count(&self) -> usize {
+        self.shared.lock().watchers.len()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that
+        // matters more than stopping all reads; keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The key an object of this cache lives at (the registry's layout).
+    fn key_of(&self, obj: &Object) -> String {
+        match obj.namespace() {
+            "" => format!("{}{}", self.prefix, obj.name()),
+            ns => format!("{}{ns}/{}", self.prefix, obj.name()),
+        }
+    }
+
+    /// Waits until the cache has reached `revision`; false after the freshness timeout.
+    async fn wait_for(&self, revision: Revision) -> bool {
+        let mut rx = self.revision.subscribe();
+        let behind = *rx.borrow() < revision;
+        if behind {
+            // A quiet prefix sees no events: ask the backend watch to report its progress.
+            if let Err(e) = self.backend.request_progress().await {
+                tracing::debug!(error = %e, "watch cache: progress request failed");
+            }
+        }
+        let reached = tokio::time::timeout(
+            self.config.freshness_timeout,
+            rx.wait_for(|r| *r >= revision.max(1)),
+        )
+        .await;
+        matches!(reached, Ok(Ok(_)))
+    }
+
+    /// Waits until the cache has caught up with the backend's current revision.
+    async fn wait_fresh(&self) -> Result<Option<Revision>> {
+        let current = self.backend.current_revision().await?;
+        Ok(self.wait_for(current).await.then_some(current))
+    }
+}
+
+/// The list-then-watch loop; relists whenever the watch fails.
+async fn reflect(shared: Arc<Shared>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match reflect_once(&shared).await {
+            Ok(()) => backoff = Duration::from_millis(100),
+            Err(e) => {
+                tracing::warn!(prefix = %shared.prefix, error = %e, "watch cache: relisting");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
+    let list = shared
+        .backend
+        .list(&shared.prefix, &ListOptions::default())
+        .await?;
+    let opts = WatchOptions {
+        from_revision: Some(list.revision),
+        recursive: true,
+        bookmarks: true,
+        ..Default::default()
+    };
+    let mut events = shared.backend.watch(&shared.prefix, opts).await?;
+    {
+        let items = list
+            .items
+            .into_iter()
+            .map(|o| (shared.key_of(&o), o))
+            .collect();
+        shared.lock().replace(items, list.revision);
+    }
+    shared.revision.send_replace(list.revision);
+    while let Some(item) = events.next().await {
+        let event = item?;
+        let revision = {
+            let mut st = shared.lock();
+            let key = shared.key_of(&event.object);
+            st.apply(key, &event, shared.config.window);
+            st.revision
+        };
+        shared.revision.send_replace(revision);
+    }
+    Err(Error::Unavailable("the backend watch ended".into()))
+}
+
+async fn bookmarks(shared: Arc<Shared>) {
+    let period = shared.config.bookmark_interval;
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        ticker.tick().await;
+        shared.lock().send_bookmarks();
+    }
+}
+
+/// Where a list is served from.
+enum ListFrom {
+    Cache {
+        min: Option<Revision>,
+        consistent: bool,
+    },
+    Backend,
+}
+
+fn list_from(opts: &ListOptions) -> Result<ListFrom> {
+    if opts
+        .continue_token
+        .as_deref()
+        .is_some_and(|t| !t.is_empty())
+    {
+        return Ok(ListFrom::Backend);
+    }
+    let rv = parse_resource_version(opts.resource_version.as_deref()).map_err(Error::from)?;
+    Ok(match (rv, opts.resource_version_match) {
+        (None, _) if opts.limit.is_some() => ListFrom::Backend,
+        (None, _) => ListFrom::Cache {
+            min: None,
+            consistent: true,
+        },
+        (Some(0), _) => ListFrom::Cache {
+            min: None,
+            consistent: false,
+        },
+        (Some(_), Some(ResourceVersionMatch::Exact)) => ListFrom::Backend,
+        (Some(_), None) if opts.limit.is_some() => ListFrom::Backend,
+        (Some(r), _) => ListFrom::Cache {
+            min: Some(r),
+            consistent: false,
+        },
+    })
+}
+
+#[async_trait]
+impl Storage for Cacher {
+    async fn create(&self, key: &str, obj: Object, ttl: Option<Duration>) -> Result<Object> {
+        self.shared.backend.create(key, obj, ttl).await
+    }
+
+    async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
+        let Some(min) = opts.resource_version else {
+            return self.shared.backend.get(key, opts).await;
+        };
+        if !self.shared.wait_for(min).await {
+            return Err(too_large_resource_version(min, self.revision()));
+        }
+        match self.shared.lock().store.get(key) {
+            Some(o) => Ok(Some((**o).clone())),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(Error::NotFound { key: key.into() }),
+        }
+    }
+
+    async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
+        let (min, consistent) = match list_from(opts)? {
+            ListFrom::Backend => return self.shared.backend.list(prefix, opts).await,
+            ListFrom::Cache { min, consistent } => (min, consistent),
+        };
+        if consistent {
+            if self.shared.wait_fresh().await?.is_none() {
+                // The cache could not catch up in time: answer from the backend instead.
+                return self.shared.backend.list(prefix, opts).await;
+            }
+        } else if !self.shared.wait_for(min.unwrap_or(1)).await {
+            return Err(too_large_resource_version(
+                min.unwrap_or(1),
+                self.revision(),
+            ));
+        }
+        let st = self.shared.lock();
+        Ok(ListResult {
+            items: st.list(prefix, &opts.predicate),
+            revision: st.revision,
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        ignore_not_found: bool,
+        try_update: &mut UpdateFn<'_>,
+    ) -> Result<Object> {
+        self.shared
+            .backend
+            .guaranteed_update(key, preconditions, ignore_not_found, try_update)
+            .await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: &ValidateDeleteFn<'_>,
+    ) -> Result<Object> {
+        self.shared
+            .backend
+            .delete(key, preconditions, validate)
+            .await
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        let from = match opts.from_revision {
+            Some(r) => r,
+            // "From now" means from the backend's current revision, once the cache has it.
+            None => match self.shared.wait_fresh().await? {
+                Some(r) => r,
+                None => return self.shared.backend.watch(key, opts).await,
+            },
+        };
+        if !self.shared.wait_for(from).await {
+            return Err(too_large_resource_version(from, self.revision()));
+        }
+        let mut st = self.shared.lock();
+        if from < st.window_start {
+            return Err(Error::ResourceExpired {
+                requested: from,
+                compacted: st.window_start,
+            });
+        }
+        let initial: Vec<Event> = st
+            .window
+            .iter()
+            .filter(|c| {
+                c.revision > from && crate::events::key_matches(key, opts.recursive, &c.key)
+            })
+            .filter_map(|c| crate::events::to_event(c, &opts.predicate))
+            .collect();
+        let (tx, rx) = mpsc::channel(initial.len() + self.shared.config.watcher_buffer);
+        for ev in initial {
+            // Cannot fail: the channel was sized for these.
+            let _ = tx.try_send(Ok(ev));
+        }
+        let id = st.next_id;
+        st.next_id += 1;
+        st.watchers.insert(
+            id,
+            Slot {
+                key: key.to_string(),
+                recursive: opts.recursive,
+                predicate: opts.predicate,
+                bookmarks: opts.bookmarks,
+                tx,
+            },
+        );
+        Ok(ReceiverStream::new(rx).boxed())
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        self.shared.backend.current_revision().await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.shared.backend.compact(revision).await?;
+        self.shared.lock().compacted(revision);
+        Ok(())
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        self.shared.backend.count(prefix).await
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.shared.backend.health().await
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        if self.shared.wait_fresh().await?.is_some() {
+            self.shared.lock().send_bookmarks();
+        }
+        Ok(())
+    }
+}
