@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(err.code, 400);
         assert_eq!(
             err.message,
-            r#"strict decoding error: unknown field "spec.containers[0].bar", unknown field "spec.foo""#
+            r#"strict decoding error: unknown field "spec.foo", unknown field "spec.containers[0].bar""#
         );
         let (clean, warnings) = decode::<Pod>(body.clone(), FieldValidation::Warn).unwrap();
         assert_eq!(warnings.len(), 2);
