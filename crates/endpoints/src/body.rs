@@ -12,10 +12,13 @@ use serde_json::Value;
 pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, ApiError> {
     let mut buf = BytesMut::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        let frame =
+            frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > limit {
-                return Err(ApiError::request_entity_too_large(format!("limit is {limit}")));
+                return Err(ApiError::request_entity_too_large(format!(
+                    "limit is {limit}"
+                )));
             }
             buf.extend_from_slice(&data);
         }
@@ -26,12 +29,15 @@ pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, 
 /// Parses a body into a JSON value in the given format.
 pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError> {
     match format {
-        InputFormat::Json => {
-            serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
-        }
+        InputFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
         InputFormat::Yaml => {
-            let text = std::str::from_utf8(bytes).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?;
-            serde_saphyr::from_str::<Value>(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                ApiError::bad_request(format!("error converting YAML to JSON: {e}"))
+            })?;
+            serde_saphyr::from_str::<Value>(text)
+                .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
         }
     }
 }
@@ -58,5 +64,22 @@ fn go_json_type(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// Decodes a write body for `storage`: JSON through `decode_bytes` (which also finds duplicate
+/// keys), YAML parsed first and then decoded; both apply `fieldValidation`.
+pub fn decode_for(
+    storage: &dyn kapi_registry::rest::Storage,
+    bytes: &[u8],
+    format: InputFormat,
+    validation: kapi_registry::rest::FieldValidation,
+) -> Result<(Object, Vec<String>), ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    match format {
+        InputFormat::Json => storage.decode_bytes(bytes, validation),
+        InputFormat::Yaml => storage.decode(decode_object(bytes, format)?, validation),
     }
 }

@@ -34,7 +34,9 @@ struct Cache {
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Cache { slots: Mutex::new((0..SLOTS).map(|_| None).collect()) })
+    CACHE.get_or_init(|| Cache {
+        slots: Mutex::new((0..SLOTS).map(|_| None).collect()),
+    })
 }
 
 fn slot_of(obj: &Arc<Object>, key: &FormatKey) -> usize {
@@ -69,7 +71,11 @@ pub fn get_or_encode(obj: &Arc<Object>, key: FormatKey, encode: impl FnOnce() ->
         Err(p) => p.into_inner(),
     };
     if let Some(s) = slots.get_mut(slot) {
-        *s = Some(Entry { object: Arc::downgrade(obj), key, bytes: bytes.clone() });
+        *s = Some(Entry {
+            object: Arc::downgrade(obj),
+            key,
+            bytes: bytes.clone(),
+        });
     }
     bytes
 }
@@ -84,7 +90,12 @@ mod tests {
         let obj = Arc::new(Object::new());
         let other_holder = obj.clone();
         let calls = Cell::new(0);
-        let key = FormatKey { event_type: EventType::Added, transform: None, include: IncludeObject::Metadata, headers: false };
+        let key = FormatKey {
+            event_type: EventType::Added,
+            transform: None,
+            include: IncludeObject::Metadata,
+            headers: false,
+        };
         let enc = || {
             calls.set(calls.get() + 1);
             Bytes::from_static(b"x")
@@ -92,7 +103,14 @@ mod tests {
         assert_eq!(get_or_encode(&obj, key, enc), Bytes::from_static(b"x"));
         get_or_encode(&obj, key, enc);
         assert_eq!(calls.get(), 1);
-        get_or_encode(&obj, FormatKey { event_type: EventType::Modified, ..key }, enc);
+        get_or_encode(
+            &obj,
+            FormatKey {
+                event_type: EventType::Modified,
+                ..key
+            },
+            enc,
+        );
         assert_eq!(calls.get(), 2);
         drop(other_holder);
     }

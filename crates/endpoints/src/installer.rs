@@ -110,14 +110,22 @@ impl VerbTable {
             Verb::Update,
             Verb::Watch,
         ];
-        all.into_iter().filter(|v| self.allows(*v)).map(Verb::as_str).collect()
+        all.into_iter()
+            .filter(|v| self.allows(*v))
+            .map(Verb::as_str)
+            .collect()
     }
 }
 
 /// The route key of one storage.
 pub fn route_key(storage: &dyn rest::Storage) -> RouteKey {
     let info = storage.info();
-    RouteKey::new(&info.group, &info.version, &info.resource, &info.subresource)
+    RouteKey::new(
+        &info.group,
+        &info.version,
+        &info.resource,
+        &info.subresource,
+    )
 }
 
 /// Builds the routes of every storage of `groups`.
@@ -126,11 +134,19 @@ pub fn install(groups: Vec<ApiGroupInfo>) -> RouteTable {
     for group in &groups {
         install_group_into(&mut routes, group);
     }
-    RouteTable { routes, groups: Arc::new(groups), server_address: String::new(), discovery: Default::default() }
+    RouteTable {
+        routes,
+        groups: Arc::new(groups),
+        server_address: String::new(),
+        discovery: Default::default(),
+    }
 }
 
 /// Adds the routes of one group to `routes` (replacing any with the same keys).
-pub fn install_group_into(routes: &mut HashMap<RouteKey, Arc<ResourceRoutes>>, group: &ApiGroupInfo) {
+pub fn install_group_into(
+    routes: &mut HashMap<RouteKey, Arc<ResourceRoutes>>,
+    group: &ApiGroupInfo,
+) {
     for version in &group.versions {
         for storage in &version.storages {
             let verbs = VerbTable::probe(storage.as_ref());
@@ -139,7 +155,13 @@ pub fn install_group_into(routes: &mut HashMap<RouteKey, Arc<ResourceRoutes>>, g
             // one storage may serve several versions.
             key.group = group.group.clone();
             key.version = version.version.clone();
-            routes.insert(key, Arc::new(ResourceRoutes { storage: storage.clone(), verbs }));
+            routes.insert(
+                key,
+                Arc::new(ResourceRoutes {
+                    storage: storage.clone(),
+                    verbs,
+                }),
+            );
         }
     }
 }

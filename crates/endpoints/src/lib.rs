@@ -55,7 +55,10 @@ pub struct HandlerConfig {
 
 impl Default for HandlerConfig {
     fn default() -> Self {
-        Self { max_request_body_bytes: 3 * 1024 * 1024, min_request_timeout: Duration::from_secs(1800) }
+        Self {
+            max_request_body_bytes: 3 * 1024 * 1024,
+            min_request_timeout: Duration::from_secs(1800),
+        }
     }
 }
 
@@ -73,14 +76,24 @@ pub struct ApiServerHandler {
 
 impl Default for ApiServerHandler {
     fn default() -> Self {
-        Self::new(Vec::new(), Arc::new(Chain::default()), HandlerConfig::default())
+        Self::new(
+            Vec::new(),
+            Arc::new(Chain::default()),
+            HandlerConfig::default(),
+        )
     }
 }
 
 impl ApiServerHandler {
     /// Installs `groups` (each storage's routes from its capabilities).
     pub fn new(groups: Vec<ApiGroupInfo>, admission: Arc<Chain>, config: HandlerConfig) -> Self {
-        Self { inner: Arc::new(Inner { router: Router::new(groups), admission, config }) }
+        Self {
+            inner: Arc::new(Inner {
+                router: Router::new(groups),
+                admission,
+                config,
+            }),
+        }
     }
 
     /// Adds a group, or replaces the installed group of the same name, while serving
@@ -112,13 +125,27 @@ impl ApiServerHandler {
             Some(i) => i.clone(),
             None => RequestInfo::resolve(parts.method.as_str(), parts.uri.path(), &query),
         };
-        let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_default();
+        let user = parts
+            .extensions
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_default();
         let pretty = responses::wants_pretty(&query, &parts.headers);
         let table = self.inner.router.snapshot();
         if !info.is_resource_request {
-            return nonresource::serve(&table, &parts.method, parts.uri.path(), &parts.headers, pretty);
+            return nonresource::serve(
+                &table,
+                &parts.method,
+                parts.uri.path(),
+                &parts.headers,
+                pretty,
+            );
         }
-        let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let accept = parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         match self.resolve(&table, info, user, query, parts.headers, pretty) {
             Ok((scope, verb)) => handlers::serve(scope, verb, body).await,
             Err(e) => responses::error_response(&e, accept.as_deref(), pretty),
@@ -136,19 +163,31 @@ impl ApiServerHandler {
         headers: http::HeaderMap,
         pretty: bool,
     ) -> Result<(RequestScope, Verb), kapi_machinery::ApiError> {
-        let key = RouteKey::new(&info.api_group, &info.api_version, &info.resource, &info.subresource);
-        let routes = table.lookup(&key).ok_or_else(responses::resource_not_found)?;
+        let key = RouteKey::new(
+            &info.api_group,
+            &info.api_version,
+            &info.resource,
+            &info.subresource,
+        );
+        let routes = table
+            .lookup(&key)
+            .ok_or_else(responses::resource_not_found)?;
         let mut resource = routes.storage.info().clone();
         resource.group = key.group.clone();
         resource.version = key.version.clone();
         // `/api/v1/namespaces/<name>` parses with the name as namespace; a namespace is not
         // inside itself.
         let is_namespace = resource.group.is_empty() && resource.resource == "namespaces";
-        let namespace = if resource.namespaced { info.namespace.clone() } else { String::new() };
+        let namespace = if resource.namespaced {
+            info.namespace.clone()
+        } else {
+            String::new()
+        };
         if !resource.namespaced && !info.namespace.is_empty() && !is_namespace {
             return Err(responses::resource_not_found());
         }
-        let verb = Verb::parse(&info.verb).ok_or_else(|| method_not_allowed(&resource, &info.verb))?;
+        let verb =
+            Verb::parse(&info.verb).ok_or_else(|| method_not_allowed(&resource, &info.verb))?;
         if resource.namespaced && namespace.is_empty() {
             // Across namespaces only list and watch exist; named objects need a namespace.
             if !info.name.is_empty() && !matches!(verb, Verb::List | Verb::Watch) {

@@ -13,7 +13,10 @@ pub const SUPPORTED_MEDIA_TYPES: &[&str] = &["application/json", "application/ya
 /// The only encoding of watch streams.
 pub const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json"];
 /// The patch content types kapi applies today.
-pub const SUPPORTED_PATCH_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+pub const SUPPORTED_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
 
 /// A response encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +75,11 @@ pub struct OutputMediaType {
 
 impl Default for OutputMediaType {
     fn default() -> Self {
-        Self { encoding: Encoding::Json, transform: None, pretty: false }
+        Self {
+            encoding: Encoding::Json,
+            transform: None,
+            pretty: false,
+        }
     }
 }
 
@@ -102,7 +109,9 @@ fn parse_accept(header: &str) -> Vec<MediaRange> {
         let mut params = Vec::new();
         let mut q = 1.0f32;
         for p in pieces {
-            let Some((k, v)) = p.split_once('=') else { continue };
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
             let k = k.trim().to_ascii_lowercase();
             let v = v.trim().trim_matches('"').to_string();
             if k == "q" {
@@ -111,7 +120,12 @@ fn parse_accept(header: &str) -> Vec<MediaRange> {
                 params.push((k, v));
             }
         }
-        out.push(MediaRange { kind, subtype, params, q });
+        out.push(MediaRange {
+            kind,
+            subtype,
+            params,
+            q,
+        });
     }
     // Highest q first; equal q keeps the client's order (upstream's goautoneg is stable too).
     out.sort_by(|a, b| b.q.partial_cmp(&a.q).unwrap_or(std::cmp::Ordering::Equal));
@@ -146,14 +160,24 @@ fn transform_of(as_kind: &str, group: &str, version: &str) -> Option<Transform> 
 
 /// Picks the response encoding for `accept` (absent or empty means JSON). `allow_transform` is
 /// true on resource endpoints; `stream` for watches (JSON only). 406 when nothing fits.
-pub fn negotiate_output(accept: Option<&str>, allow_transform: bool, stream: bool) -> Result<OutputMediaType, ApiError> {
+pub fn negotiate_output(
+    accept: Option<&str>,
+    allow_transform: bool,
+    stream: bool,
+) -> Result<OutputMediaType, ApiError> {
     let header = accept.unwrap_or("").trim();
     if header.is_empty() {
         return Ok(OutputMediaType::default());
     }
     for m in parse_accept(header) {
-        let Some(encoding) = match_encoding(&m, stream) else { continue };
-        let mut out = OutputMediaType { encoding, transform: None, pretty: false };
+        let Some(encoding) = match_encoding(&m, stream) else {
+            continue;
+        };
+        let mut out = OutputMediaType {
+            encoding,
+            transform: None,
+            pretty: false,
+        };
         let (mut as_kind, mut group, mut version) = (None, "", "");
         let mut acceptable = true;
         for (k, v) in &m.params {
@@ -178,7 +202,11 @@ pub fn negotiate_output(accept: Option<&str>, allow_transform: bool, stream: boo
             return Ok(out);
         }
     }
-    Err(ApiError::not_acceptable(if stream { SUPPORTED_STREAM_MEDIA_TYPES } else { SUPPORTED_MEDIA_TYPES }))
+    Err(ApiError::not_acceptable(if stream {
+        SUPPORTED_STREAM_MEDIA_TYPES
+    } else {
+        SUPPORTED_MEDIA_TYPES
+    }))
 }
 
 /// How a request body is encoded.
@@ -191,7 +219,11 @@ pub enum InputFormat {
 /// The media type of a `Content-Type` value, without parameters, lowercased.
 pub fn media_type_of(content_type: Option<&str>) -> String {
     let ct = content_type.unwrap_or("");
-    ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+    ct.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// The format of a create/update body; 415 for anything kapi cannot read (an absent
@@ -200,7 +232,10 @@ pub fn negotiate_input(content_type: Option<&str>) -> Result<InputFormat, ApiErr
     match media_type_of(content_type).as_str() {
         "application/json" => Ok(InputFormat::Json),
         "application/yaml" => Ok(InputFormat::Yaml),
-        other => Err(ApiError::unsupported_media_type(other, SUPPORTED_MEDIA_TYPES)),
+        other => Err(ApiError::unsupported_media_type(
+            other,
+            SUPPORTED_MEDIA_TYPES,
+        )),
     }
 }
 
@@ -216,7 +251,10 @@ pub fn negotiate_patch(content_type: Option<&str>) -> Result<PatchType, ApiError
     match media_type_of(content_type).as_str() {
         "application/json-patch+json" => Ok(PatchType::Json),
         "application/merge-patch+json" => Ok(PatchType::Merge),
-        other => Err(ApiError::unsupported_media_type(other, SUPPORTED_PATCH_TYPES)),
+        other => Err(ApiError::unsupported_media_type(
+            other,
+            SUPPORTED_PATCH_TYPES,
+        )),
     }
 }
 
@@ -239,37 +277,90 @@ mod tests {
 
     #[test]
     fn protobuf_falls_back_to_json() {
-        let m = negotiate_output(Some("application/vnd.kubernetes.protobuf,application/json"), true, false).unwrap();
+        let m = negotiate_output(
+            Some("application/vnd.kubernetes.protobuf,application/json"),
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(m.encoding, Encoding::Json);
-        let e = negotiate_output(Some("application/vnd.kubernetes.protobuf"), true, false).unwrap_err();
+        let e =
+            negotiate_output(Some("application/vnd.kubernetes.protobuf"), true, false).unwrap_err();
         assert_eq!(e.code, 406);
-        assert_eq!(e.message, "only the following media types are accepted: application/json, application/yaml");
+        assert_eq!(
+            e.message,
+            "only the following media types are accepted: application/json, application/yaml"
+        );
     }
 
     #[test]
     fn yaml_wildcards_quality_and_unknown_params() {
-        assert_eq!(negotiate_output(Some("application/yaml"), true, false).unwrap().encoding, Encoding::Yaml);
-        assert_eq!(negotiate_output(Some("*/*"), true, false).unwrap().encoding, Encoding::Json);
-        assert_eq!(negotiate_output(Some("application/json;q=0.5,application/yaml"), true, false).unwrap().encoding, Encoding::Yaml);
+        assert_eq!(
+            negotiate_output(Some("application/yaml"), true, false)
+                .unwrap()
+                .encoding,
+            Encoding::Yaml
+        );
+        assert_eq!(
+            negotiate_output(Some("*/*"), true, false).unwrap().encoding,
+            Encoding::Json
+        );
+        assert_eq!(
+            negotiate_output(Some("application/json;q=0.5,application/yaml"), true, false)
+                .unwrap()
+                .encoding,
+            Encoding::Yaml
+        );
         assert!(negotiate_output(Some("application/json;as=Table"), true, false).is_err());
-        assert!(negotiate_output(Some("application/json;as=Table;g=meta.k8s.io;v=v2"), true, false).is_err());
+        assert!(negotiate_output(
+            Some("application/json;as=Table;g=meta.k8s.io;v=v2"),
+            true,
+            false
+        )
+        .is_err());
         assert!(negotiate_output(Some("application/yaml"), true, true).is_err());
-        assert!(negotiate_output(Some("application/json;pretty=1"), true, false).unwrap().pretty);
-        let m = negotiate_output(Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1"), true, false).unwrap();
-        assert_eq!(m.transform, Some(Transform::PartialObjectMetadataList(MetaVersion::V1beta1)));
+        assert!(
+            negotiate_output(Some("application/json;pretty=1"), true, false)
+                .unwrap()
+                .pretty
+        );
+        let m = negotiate_output(
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1"),
+            true,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            m.transform,
+            Some(Transform::PartialObjectMetadataList(MetaVersion::V1beta1))
+        );
     }
 
     #[test]
     fn input_types() {
-        assert_eq!(negotiate_input(Some("application/json; charset=utf-8")).unwrap(), InputFormat::Json);
-        assert_eq!(negotiate_input(Some("application/yaml")).unwrap(), InputFormat::Yaml);
+        assert_eq!(
+            negotiate_input(Some("application/json; charset=utf-8")).unwrap(),
+            InputFormat::Json
+        );
+        assert_eq!(
+            negotiate_input(Some("application/yaml")).unwrap(),
+            InputFormat::Yaml
+        );
         let e = negotiate_input(None).unwrap_err();
         assert_eq!((e.code, e.reason.as_str()), (415, "UnsupportedMediaType"));
         assert_eq!(
             e.message,
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
         );
-        assert_eq!(negotiate_patch(Some("application/merge-patch+json")).unwrap(), PatchType::Merge);
-        assert_eq!(negotiate_patch(Some("application/strategic-merge-patch+json")).unwrap_err().code, 415);
+        assert_eq!(
+            negotiate_patch(Some("application/merge-patch+json")).unwrap(),
+            PatchType::Merge
+        );
+        assert_eq!(
+            negotiate_patch(Some("application/strategic-merge-patch+json"))
+                .unwrap_err()
+                .code,
+            415
+        );
     }
 }

@@ -27,11 +27,18 @@ pub fn write_options(query: &str, kind: &str) -> Result<WriteOptions, ApiError> 
     let mut errs = Vec::new();
     if let Some(m) = &field_manager {
         if m.len() > FIELD_MANAGER_MAX_LENGTH {
-            errs.push(FieldError::too_long("fieldManager", format!("may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes")));
+            errs.push(FieldError::too_long(
+                "fieldManager",
+                format!("may not be more than {FIELD_MANAGER_MAX_LENGTH} bytes"),
+            ));
         }
         for (i, c) in m.chars().enumerate() {
             if c.is_control() {
-                errs.push(FieldError::invalid("fieldManager", m.as_str(), format!("invalid character {} (at position {i})", go_unicode(c))));
+                errs.push(FieldError::invalid(
+                    "fieldManager",
+                    m.as_str(),
+                    format!("invalid character {} (at position {i})", go_unicode(c)),
+                ));
             }
         }
     }
@@ -41,14 +48,26 @@ pub fn write_options(query: &str, kind: &str) -> Result<WriteOptions, ApiError> 
         Some("Strict") => FieldValidation::Strict,
         Some("Ignore") => FieldValidation::Ignore,
         Some(other) => {
-            errs.push(FieldError::not_supported("fieldValidation", other, &["", "Ignore", "Strict", "Warn"]));
+            errs.push(FieldError::not_supported(
+                "fieldValidation",
+                other,
+                &["", "Ignore", "Strict", "Warn"],
+            ));
             FieldValidation::Warn
         }
     };
     if !errs.is_empty() {
-        return Err(ApiError::invalid(&GroupVersionKind::new("meta.k8s.io", "", kind), "", &errs));
+        return Err(ApiError::invalid(
+            &GroupVersionKind::new("meta.k8s.io", "", kind),
+            "",
+            &errs,
+        ));
     }
-    Ok(WriteOptions { dry_run, field_manager: field_manager.filter(|m| !m.is_empty()), field_validation })
+    Ok(WriteOptions {
+        dry_run,
+        field_manager: field_manager.filter(|m| !m.is_empty()),
+        field_validation,
+    })
 }
 
 /// Go's `%#U` of a rune: `U+0007`.
@@ -65,15 +84,32 @@ mod tests {
         let o = write_options("", "CreateOptions").unwrap();
         assert_eq!(o.field_validation, FieldValidation::Warn);
         assert!(!o.dry_run);
-        let o = write_options("dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict", "CreateOptions").unwrap();
+        let o = write_options(
+            "dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict",
+            "CreateOptions",
+        )
+        .unwrap();
         assert!(o.dry_run);
         assert_eq!(o.field_manager.as_deref(), Some("kubectl-create"));
         assert_eq!(o.field_validation, FieldValidation::Strict);
         let long = "m".repeat(129);
         let e = write_options(&format!("fieldManager={long}"), "CreateOptions").unwrap_err();
         assert_eq!(e.code, 422);
-        assert_eq!(e.message, r#"CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes"#);
-        assert_eq!(write_options("dryRun=Some", "CreateOptions").unwrap_err().code, 400);
-        assert_eq!(write_options("fieldValidation=Loud", "UpdateOptions").unwrap_err().code, 422);
+        assert_eq!(
+            e.message,
+            r#"CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes"#
+        );
+        assert_eq!(
+            write_options("dryRun=Some", "CreateOptions")
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(
+            write_options("fieldValidation=Loud", "UpdateOptions")
+                .unwrap_err()
+                .code,
+            422
+        );
     }
 }

@@ -12,11 +12,17 @@ use serde_json::Value;
 
 /// A whole-buffer body.
 pub fn full_body(bytes: impl Into<Bytes>) -> ResponseBody {
-    Full::new(bytes.into()).map_err(|never: std::convert::Infallible| -> BoxError { match never {} }).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never: std::convert::Infallible| -> BoxError { match never {} })
+        .boxed_unsync()
 }
 
 /// A response with a body and content type.
-pub fn bytes_response(status: StatusCode, content_type: &str, bytes: impl Into<Bytes>) -> Response<ResponseBody> {
+pub fn bytes_response(
+    status: StatusCode,
+    content_type: &str,
+    bytes: impl Into<Bytes>,
+) -> Response<ResponseBody> {
     let mut resp = Response::new(full_body(bytes));
     *resp.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(content_type) {
@@ -29,11 +35,18 @@ pub fn bytes_response(status: StatusCode, content_type: &str, bytes: impl Into<B
 pub fn encode(value: &Value, encoding: Encoding, pretty: bool) -> Result<Vec<u8>, ApiError> {
     match encoding {
         Encoding::Json => {
-            let mut out = if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) }.map_err(ApiError::internal)?;
+            let mut out = if pretty {
+                serde_json::to_vec_pretty(value)
+            } else {
+                serde_json::to_vec(value)
+            }
+            .map_err(ApiError::internal)?;
             out.push(b'\n');
             Ok(out)
         }
-        Encoding::Yaml => serde_saphyr::to_string(value).map(String::into_bytes).map_err(ApiError::internal),
+        Encoding::Yaml => serde_saphyr::to_string(value)
+            .map(String::into_bytes)
+            .map_err(ApiError::internal),
     }
 }
 
@@ -58,30 +71,50 @@ pub fn status_of(err: &ApiError) -> Value {
 
 /// Writes an error as a Status in the encoding the client accepts (JSON when it accepts
 /// nothing kapi can write), with `Retry-After` when the error carries one.
-pub fn error_response(err: &ApiError, accept: Option<&str>, pretty: bool) -> Response<ResponseBody> {
+pub fn error_response(
+    err: &ApiError,
+    accept: Option<&str>,
+    pretty: bool,
+) -> Response<ResponseBody> {
     let media = negotiation::negotiate_output(accept, false, false).unwrap_or_default();
     let status = status_of(err);
-    let body = encode(&status, media.encoding, pretty || media.pretty).unwrap_or_else(|_| status.to_string().into_bytes());
+    let body = encode(&status, media.encoding, pretty || media.pretty)
+        .unwrap_or_else(|_| status.to_string().into_bytes());
     let code = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = bytes_response(code, media.encoding.content_type(), body);
-    if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds).filter(|s| *s > 0) {
-        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+    if let Some(secs) = err
+        .details
+        .as_ref()
+        .and_then(|d| d.retry_after_seconds)
+        .filter(|s| *s > 0)
+    {
+        resp.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
     } else if err.code == 429 || err.code == 503 {
         // Clients back off on Retry-After; upstream always sends one with 429.
-        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        resp.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     }
     resp
 }
 
 /// 404 for a path no API serves (upstream's mux answers in plain text).
 pub fn page_not_found() -> Response<ResponseBody> {
-    bytes_response(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", Bytes::from_static(b"404 page not found\n"))
+    bytes_response(
+        StatusCode::NOT_FOUND,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(b"404 page not found\n"),
+    )
 }
 
 /// 404 NotFound Status for an unknown resource under a served API path.
 pub fn resource_not_found() -> ApiError {
-    ApiError::new(404, kapi_machinery::StatusReason::NotFound, "the server could not find the requested resource")
-        .with_details(Default::default())
+    ApiError::new(
+        404,
+        kapi_machinery::StatusReason::NotFound,
+        "the server could not find the requested resource",
+    )
+    .with_details(Default::default())
 }
 
 /// Adds one `Warning: 299 - "<text>"` header per distinct warning.
@@ -94,7 +127,16 @@ pub fn add_warnings(headers: &mut HeaderMap, warnings: &[String]) {
         seen.push(w);
         let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
         // Header values must be visible ASCII; upstream replaces what it cannot send.
-        let text: String = escaped.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '?' }).collect();
+        let text: String = escaped
+            .chars()
+            .map(|c| {
+                if c.is_ascii() && !c.is_ascii_control() {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .collect();
         if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
             headers.append(http::header::WARNING, v);
         }
@@ -108,13 +150,18 @@ pub fn wants_pretty(query: &str, headers: &HeaderMap) -> bool {
             return matches!(v.as_str(), "true" | "1" | "True" | "TRUE" | "t" | "T");
         }
     }
-    let ua = headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ua = headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     ua.starts_with("curl") || ua.starts_with("Wget")
 }
 
 /// Decoded query pairs.
 pub fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
-    form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
 }
 
 /// The Content-Type of a JSON watch stream (upstream adds `;stream=watch` only for non-JSON).
@@ -144,7 +191,13 @@ mod tests {
     #[test]
     fn warnings_are_quoted() {
         let mut h = HeaderMap::new();
-        add_warnings(&mut h, &["unknown field \"spec.foo\"".to_string(), "unknown field \"spec.foo\"".to_string()]);
+        add_warnings(
+            &mut h,
+            &[
+                "unknown field \"spec.foo\"".to_string(),
+                "unknown field \"spec.foo\"".to_string(),
+            ],
+        );
         let all: Vec<_> = h.get_all(http::header::WARNING).iter().collect();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0], r#"299 - "unknown field \"spec.foo\"""#);

@@ -21,7 +21,12 @@ pub struct RouteKey {
 
 impl RouteKey {
     pub fn new(group: &str, version: &str, resource: &str, subresource: &str) -> Self {
-        Self { group: group.into(), version: version.into(), resource: resource.into(), subresource: subresource.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+        }
     }
 }
 
@@ -49,7 +54,8 @@ impl RouteTable {
 
     /// The discovery documents of this snapshot.
     pub fn discovery(&self) -> &Discovery {
-        self.discovery.get_or_init(|| Discovery::new(&self.groups, &self.server_address))
+        self.discovery
+            .get_or_init(|| Discovery::new(&self.groups, &self.server_address))
     }
 
     /// Answers `/openapi/v2`, `/openapi/v3` and `/openapi/v3/<gv>`; `None` for an unknown path.
@@ -59,7 +65,9 @@ impl RouteTable {
 
     /// True when some resource is served under this group/version (for 404 wording).
     pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.groups.iter().any(|g| g.group == group && g.versions.iter().any(|v| v.version == version))
+        self.groups
+            .iter()
+            .any(|g| g.group == group && g.versions.iter().any(|v| v.version == version))
     }
 }
 
@@ -76,7 +84,9 @@ fn build(groups: Vec<ApiGroupInfo>, server_address: String) -> RouteTable {
 
 impl Router {
     pub fn new(groups: Vec<ApiGroupInfo>) -> Self {
-        Self { current: RwLock::new(Arc::new(build(groups, String::new()))) }
+        Self {
+            current: RwLock::new(Arc::new(build(groups, String::new()))),
+        }
     }
 
     /// The current snapshot.

@@ -9,7 +9,9 @@ use crate::{HandlerConfig, ResponseBody};
 use http::header::ACCEPT;
 use http::{HeaderMap, Response, StatusCode};
 use kapi_admission::{Attributes, Chain, Operation};
-use kapi_machinery::{ApiError, GroupResource, GroupVersionResource, Object, RequestInfo, UserInfo};
+use kapi_machinery::{
+    ApiError, GroupResource, GroupVersionResource, Object, RequestInfo, UserInfo,
+};
 use kapi_registry::rest::{self, ResourceInfo, ValidateObjectFn, ValidateObjectUpdateFn};
 use std::sync::Arc;
 
@@ -33,7 +35,10 @@ pub struct RequestScope {
 impl RequestScope {
     /// The registry context.
     pub fn ctx(&self) -> rest::Context {
-        rest::Context { namespace: self.namespace.clone(), user: self.user.clone() }
+        rest::Context {
+            namespace: self.namespace.clone(),
+            user: self.user.clone(),
+        }
     }
 
     pub fn accept(&self) -> Option<&str> {
@@ -41,7 +46,9 @@ impl RequestScope {
     }
 
     pub fn content_type(&self) -> Option<&str> {
-        self.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
+        self.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
     }
 
     pub fn group_resource(&self) -> GroupResource {
@@ -62,7 +69,12 @@ impl RequestScope {
     }
 
     /// Negotiates, transforms and encodes `payload`; errors become Status responses.
-    pub fn respond(&self, status: StatusCode, payload: Payload, warnings: &[String]) -> Response<ResponseBody> {
+    pub fn respond(
+        &self,
+        status: StatusCode,
+        payload: Payload,
+        warnings: &[String],
+    ) -> Response<ResponseBody> {
         let mut resp = match self.encode_payload(payload) {
             Ok((content_type, bytes)) => bytes_response(status, content_type, bytes),
             Err(e) => self.error(&e),
@@ -77,20 +89,40 @@ impl RequestScope {
             Some(negotiation::Transform::Table(_)) => transform::table_options(&self.query)?,
             _ => Default::default(),
         };
-        let value = transform::transform(payload, media.transform, &self.resource, self.table_convertor(), include)?;
+        let value = transform::transform(
+            payload,
+            media.transform,
+            &self.resource,
+            self.table_convertor(),
+            include,
+        )?;
         let bytes = encode(&value, media.encoding, self.pretty || media.pretty)?;
         Ok((media.encoding.content_type(), bytes))
     }
 
     /// Admission attributes for an operation on this request's object.
-    pub fn attributes(&self, operation: Operation, object: Option<Object>, old_object: Option<Object>, dry_run: bool) -> Attributes {
-        let name = object.as_ref().map(|o| o.name().to_string()).filter(|n| !n.is_empty()).unwrap_or_else(|| self.name.clone());
+    pub fn attributes(
+        &self,
+        operation: Operation,
+        object: Option<Object>,
+        old_object: Option<Object>,
+        dry_run: bool,
+    ) -> Attributes {
+        let name = object
+            .as_ref()
+            .map(|o| o.name().to_string())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| self.name.clone());
         Attributes {
             operation,
             object,
             old_object,
             kind: self.resource.gvk(),
-            resource: GroupVersionResource::new(self.resource.group.clone(), self.resource.version.clone(), self.resource.resource.clone()),
+            resource: GroupVersionResource::new(
+                self.resource.group.clone(),
+                self.resource.version.clone(),
+                self.resource.resource.clone(),
+            ),
             subresource: self.resource.subresource.clone(),
             namespace: self.namespace.clone(),
             name,
@@ -100,8 +132,19 @@ impl RequestScope {
     }
 
     /// Runs mutating admission on `obj` and returns the admitted object.
-    pub async fn admit(&self, operation: Operation, obj: Object, old: Option<Object>, dry_run: bool) -> Result<Object, ApiError> {
-        admit_with(&self.admission, self.attributes(operation, Some(obj.clone()), old, dry_run), obj).await
+    pub async fn admit(
+        &self,
+        operation: Operation,
+        obj: Object,
+        old: Option<Object>,
+        dry_run: bool,
+    ) -> Result<Object, ApiError> {
+        admit_with(
+            &self.admission,
+            self.attributes(operation, Some(obj.clone()), old, dry_run),
+            obj,
+        )
+        .await
     }
 
     /// Validating admission as the function the Store calls just before writing.
@@ -134,10 +177,16 @@ impl RequestScope {
 }
 
 /// Runs the mutating chain with `attrs` and returns the (possibly changed) object.
-pub async fn admit_with(chain: &Chain, mut attrs: Attributes, obj: Object) -> Result<Object, ApiError> {
+pub async fn admit_with(
+    chain: &Chain,
+    mut attrs: Attributes,
+    obj: Object,
+) -> Result<Object, ApiError> {
     attrs.object = Some(obj);
     chain.admit(&mut attrs).await?;
-    attrs.object.ok_or_else(|| ApiError::internal("admission removed the object"))
+    attrs
+        .object
+        .ok_or_else(|| ApiError::internal("admission removed the object"))
 }
 
 /// 405 for a verb the resource does not serve.

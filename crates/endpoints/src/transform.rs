@@ -43,8 +43,14 @@ pub fn table_options(query: &str) -> Result<IncludeObject, ApiError> {
                 "None" => Ok(IncludeObject::None),
                 "Object" => Ok(IncludeObject::Object),
                 other => {
-                    let e = FieldError::not_supported("includeObject", other, &["Metadata", "None", "Object"]);
-                    Err(ApiError::bad_request(format!("Unable to convert to Table as requested: {e}")))
+                    let e = FieldError::not_supported(
+                        "includeObject",
+                        other,
+                        &["Metadata", "None", "Object"],
+                    );
+                    Err(ApiError::bad_request(format!(
+                        "Unable to convert to Table as requested: {e}"
+                    )))
                 }
             };
         }
@@ -120,15 +126,27 @@ fn table_row(ctx: &TableContext<'_>, obj: &Object, v: MetaVersion) -> Value {
             row.insert("object".into(), partial_object_metadata(obj, v));
         }
         IncludeObject::Object => {
-            row.insert("object".into(), with_type_meta(ctx.info, obj.clone()).into_value());
+            row.insert(
+                "object".into(),
+                with_type_meta(ctx.info, obj.clone()).into_value(),
+            );
         }
     }
     Value::Object(row)
 }
 
 /// A `meta.k8s.io` Table of one object or a list.
-pub fn table(ctx: &TableContext<'_>, v: MetaVersion, objects: &[&Object], list_meta: Map<String, Value>) -> Value {
-    let columns = if ctx.headers { Value::Array(ctx.convertor.columns()) } else { Value::Null };
+pub fn table(
+    ctx: &TableContext<'_>,
+    v: MetaVersion,
+    objects: &[&Object],
+    list_meta: Map<String, Value>,
+) -> Value {
+    let columns = if ctx.headers {
+        Value::Array(ctx.convertor.columns())
+    } else {
+        Value::Null
+    };
     let rows: Vec<Value> = objects.iter().map(|o| table_row(ctx, o, v)).collect();
     json!({"kind": "Table", "apiVersion": v.api_version(), "metadata": list_meta, "columnDefinitions": columns, "rows": rows})
 }
@@ -153,13 +171,24 @@ pub fn transform(
     convertor: &dyn TableConvertor,
     include: IncludeObject,
 ) -> Result<Value, ApiError> {
-    let go_type = |list: bool| format!("*{}.{}", info.version, if list { &info.list_kind } else { &info.kind });
+    let go_type = |list: bool| {
+        format!(
+            "*{}.{}",
+            info.version,
+            if list { &info.list_kind } else { &info.kind }
+        )
+    };
     match (payload, target) {
         (Payload::Status(s), _) => Ok(s),
         (Payload::Object(o), None) => Ok(o.into_value()),
         (Payload::List(l), None) => Ok(list_value(info, l)),
         (Payload::Object(o), Some(Transform::Table(v))) => {
-            let ctx = TableContext { info, convertor, include, headers: true };
+            let ctx = TableContext {
+                info,
+                convertor,
+                include,
+                headers: true,
+            };
             let mut meta = Map::new();
             if !o.resource_version().is_empty() {
                 meta.insert("resourceVersion".into(), json!(o.resource_version()));
@@ -167,23 +196,40 @@ pub fn transform(
             Ok(table(&ctx, v, &[&o], meta))
         }
         (Payload::List(l), Some(Transform::Table(v))) => {
-            let ctx = TableContext { info, convertor, include, headers: true };
+            let ctx = TableContext {
+                info,
+                convertor,
+                include,
+                headers: true,
+            };
             let refs: Vec<&Object> = l.items.iter().collect();
             Ok(table(&ctx, v, &refs, list_meta_of(&l)))
         }
-        (Payload::Object(o), Some(Transform::PartialObjectMetadata(v))) => Ok(partial_object_metadata(&o, v)),
-        (Payload::List(_), Some(Transform::PartialObjectMetadata(_))) => Err(not_acceptable(format!(
-            "you requested PartialObjectMetadata, but the requested object is a list ({})",
-            go_type(true)
-        ))),
-        (Payload::List(l), Some(Transform::PartialObjectMetadataList(v))) => {
-            let items: Vec<Value> = l.items.iter().map(|o| partial_object_metadata(o, v)).collect();
-            Ok(json!({"kind": "PartialObjectMetadataList", "apiVersion": v.api_version(), "metadata": list_meta_of(&l), "items": items}))
+        (Payload::Object(o), Some(Transform::PartialObjectMetadata(v))) => {
+            Ok(partial_object_metadata(&o, v))
         }
-        (Payload::Object(_), Some(Transform::PartialObjectMetadataList(_))) => Err(not_acceptable(format!(
+        (Payload::List(_), Some(Transform::PartialObjectMetadata(_))) => {
+            Err(not_acceptable(format!(
+                "you requested PartialObjectMetadata, but the requested object is a list ({})",
+                go_type(true)
+            )))
+        }
+        (Payload::List(l), Some(Transform::PartialObjectMetadataList(v))) => {
+            let items: Vec<Value> = l
+                .items
+                .iter()
+                .map(|o| partial_object_metadata(o, v))
+                .collect();
+            Ok(
+                json!({"kind": "PartialObjectMetadataList", "apiVersion": v.api_version(), "metadata": list_meta_of(&l), "items": items}),
+            )
+        }
+        (Payload::Object(_), Some(Transform::PartialObjectMetadataList(_))) => {
+            Err(not_acceptable(format!(
             "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
             go_type(false)
-        ))),
+        )))
+        }
     }
 }
 

@@ -13,12 +13,20 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 async fn configmap_lifecycle() {
     let s = server().await;
     let created = s.post_json(CMS, &configmap("app", &[("a", "1")])).await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&created.bytes));
+    assert_eq!(
+        created.status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&created.bytes)
+    );
     assert_eq!(created.header("content-type"), "application/json");
     let obj = created.json();
     assert_eq!(obj["metadata"]["namespace"], "default");
     assert!(!obj["metadata"]["uid"].as_str().unwrap_or("").is_empty());
-    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let got = s.get(&format!("{CMS}/app")).await;
     assert_eq!(got.status, StatusCode::OK);
@@ -35,13 +43,22 @@ async fn configmap_lifecycle() {
     // All namespaces.
     let all = s.get("/api/v1/configmaps").await;
     assert_eq!(all.status, StatusCode::OK);
-    assert!(all.json()["items"].as_array().unwrap().iter().any(|i| i["metadata"]["name"] == "app"));
+    assert!(all.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["metadata"]["name"] == "app"));
 
     // Update with the current resourceVersion, then a stale one: 409.
     let mut next = obj.clone();
     next["data"]["a"] = json!("2");
     let updated = s.put_json(&format!("{CMS}/app"), &next).await;
-    assert_eq!(updated.status, StatusCode::OK, "{}", String::from_utf8_lossy(&updated.bytes));
+    assert_eq!(
+        updated.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&updated.bytes)
+    );
     assert_eq!(updated.json()["data"]["a"], "2");
     let stale = s.put_json(&format!("{CMS}/app"), &next).await;
     assert_eq!(stale.status, StatusCode::CONFLICT);
@@ -54,8 +71,15 @@ async fn configmap_lifecycle() {
     assert_ne!(rv, updated.json()["metadata"]["resourceVersion"]);
 
     // Unconditional update: no resourceVersion.
-    let unconditional = s.put_json(&format!("{CMS}/app"), &configmap("app", &[("a", "3")])).await;
-    assert_eq!(unconditional.status, StatusCode::OK, "{}", String::from_utf8_lossy(&unconditional.bytes));
+    let unconditional = s
+        .put_json(&format!("{CMS}/app"), &configmap("app", &[("a", "3")]))
+        .await;
+    assert_eq!(
+        unconditional.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&unconditional.bytes)
+    );
     assert_eq!(unconditional.json()["data"]["a"], "3");
 
     // Delete: a Success Status, then 404 with upstream's wording.
@@ -77,27 +101,46 @@ async fn configmap_lifecycle() {
 #[tokio::test]
 async fn create_conflict_and_invalid() {
     let s = server().await;
-    assert_eq!(s.post_json(CMS, &configmap("dup", &[])).await.status, StatusCode::CREATED);
+    assert_eq!(
+        s.post_json(CMS, &configmap("dup", &[])).await.status,
+        StatusCode::CREATED
+    );
     let again = s.post_json(CMS, &configmap("dup", &[])).await;
     assert_eq!(again.status, StatusCode::CONFLICT);
     assert_eq!(again.json()["reason"], "AlreadyExists");
-    assert_eq!(again.json()["message"], r#"configmaps "dup" already exists"#);
+    assert_eq!(
+        again.json()["message"],
+        r#"configmaps "dup" already exists"#
+    );
 
     let bad = s.post_json(CMS, &configmap("Not_Valid", &[])).await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     let b = bad.json();
     assert_eq!(b["reason"], "Invalid");
-    assert!(b["message"].as_str().unwrap().starts_with(r#"ConfigMap "Not_Valid" is invalid: metadata.name: Invalid value: "Not_Valid""#), "{b}");
+    assert!(
+        b["message"].as_str().unwrap().starts_with(
+            r#"ConfigMap "Not_Valid" is invalid: metadata.name: Invalid value: "Not_Valid""#
+        ),
+        "{b}"
+    );
     assert_eq!(b["details"]["causes"][0]["field"], "metadata.name");
 }
 
 #[tokio::test]
 async fn dry_run_stores_nothing() {
     let s = server().await;
-    let r = s.post_json(&format!("{CMS}?dryRun=All"), &configmap("dry", &[("k", "v")])).await;
+    let r = s
+        .post_json(
+            &format!("{CMS}?dryRun=All"),
+            &configmap("dry", &[("k", "v")]),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     assert_eq!(r.json()["data"]["k"], "v");
-    assert_eq!(s.get(&format!("{CMS}/dry")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        s.get(&format!("{CMS}/dry")).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -105,12 +148,19 @@ async fn field_validation_strict_and_warn() {
     let s = server().await;
     let mut obj = configmap("strict", &[]);
     obj["foo"] = json!("bar");
-    let strict = s.post_json(&format!("{CMS}?fieldValidation=Strict"), &obj).await;
+    let strict = s
+        .post_json(&format!("{CMS}?fieldValidation=Strict"), &obj)
+        .await;
     assert_eq!(strict.status, StatusCode::BAD_REQUEST);
     assert_eq!(strict.json()["reason"], "BadRequest");
-    assert_eq!(strict.json()["message"], r#"strict decoding error: unknown field "foo""#);
+    assert_eq!(
+        strict.json()["message"],
+        r#"strict decoding error: unknown field "foo""#
+    );
 
-    let warn = s.post_json(&format!("{CMS}?fieldValidation=Warn"), &obj).await;
+    let warn = s
+        .post_json(&format!("{CMS}?fieldValidation=Warn"), &obj)
+        .await;
     assert_eq!(warn.status, StatusCode::CREATED);
     assert_eq!(warn.header("warning"), r#"299 - "unknown field \"foo\"""#);
     assert!(warn.json().get("foo").is_none());
@@ -126,11 +176,26 @@ async fn field_validation_strict_and_warn() {
 #[tokio::test]
 async fn merge_and_json_patch() {
     let s = server().await;
-    assert_eq!(s.post_json(CMS, &configmap("p", &[("a", "1")])).await.status, StatusCode::CREATED);
+    assert_eq!(
+        s.post_json(CMS, &configmap("p", &[("a", "1")]))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
     let merge = s
-        .send(request(Method::PATCH, &format!("{CMS}/p"), &[("content-type", "application/merge-patch+json")], r#"{"data":{"b":"2"}}"#))
+        .send(request(
+            Method::PATCH,
+            &format!("{CMS}/p"),
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"data":{"b":"2"}}"#,
+        ))
         .await;
-    assert_eq!(merge.status, StatusCode::OK, "{}", String::from_utf8_lossy(&merge.bytes));
+    assert_eq!(
+        merge.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&merge.bytes)
+    );
     assert_eq!(merge.json()["data"], json!({"a": "1", "b": "2"}));
 
     let jp = s
@@ -141,23 +206,43 @@ async fn merge_and_json_patch() {
             r#"[{"op":"remove","path":"/data/a"},{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]"#,
         ))
         .await;
-    assert_eq!(jp.status, StatusCode::OK, "{}", String::from_utf8_lossy(&jp.bytes));
+    assert_eq!(
+        jp.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&jp.bytes)
+    );
     assert_eq!(jp.json()["data"], json!({"b": "2"}));
     assert_eq!(jp.json()["metadata"]["labels"]["x"], "y");
 
     let failed = s
-        .send(request(Method::PATCH, &format!("{CMS}/p"), &[("content-type", "application/json-patch+json")], r#"[{"op":"test","path":"/data/b","value":"9"}]"#))
+        .send(request(
+            Method::PATCH,
+            &format!("{CMS}/p"),
+            &[("content-type", "application/json-patch+json")],
+            r#"[{"op":"test","path":"/data/b","value":"9"}]"#,
+        ))
         .await;
     assert_eq!(failed.status, StatusCode::UNPROCESSABLE_ENTITY);
 
     let missing = s
-        .send(request(Method::PATCH, &format!("{CMS}/nope"), &[("content-type", "application/merge-patch+json")], "{}"))
+        .send(request(
+            Method::PATCH,
+            &format!("{CMS}/nope"),
+            &[("content-type", "application/merge-patch+json")],
+            "{}",
+        ))
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(missing.json()["message"], r#"configmaps "nope" not found"#);
 
     let strategic = s
-        .send(request(Method::PATCH, &format!("{CMS}/p"), &[("content-type", "application/strategic-merge-patch+json")], "{}"))
+        .send(request(
+            Method::PATCH,
+            &format!("{CMS}/p"),
+            &[("content-type", "application/strategic-merge-patch+json")],
+            "{}",
+        ))
         .await;
     assert_eq!(strategic.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(
@@ -170,19 +255,37 @@ async fn merge_and_json_patch() {
 async fn paging_with_limit_and_continue() {
     let s = server().await;
     for i in 0..5 {
-        assert_eq!(s.post_json(CMS, &configmap(&format!("page-{i}"), &[])).await.status, StatusCode::CREATED);
+        assert_eq!(
+            s.post_json(CMS, &configmap(&format!("page-{i}"), &[]))
+                .await
+                .status,
+            StatusCode::CREATED
+        );
     }
     let mut names = Vec::new();
     let mut token = String::new();
     let mut pages = 0;
     loop {
-        let uri = if token.is_empty() { format!("{CMS}?limit=2") } else { format!("{CMS}?limit=2&continue={token}") };
+        let uri = if token.is_empty() {
+            format!("{CMS}?limit=2")
+        } else {
+            format!("{CMS}?limit=2&continue={token}")
+        };
         let page = s.get(&uri).await;
-        assert_eq!(page.status, StatusCode::OK, "{}", String::from_utf8_lossy(&page.bytes));
+        assert_eq!(
+            page.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&page.bytes)
+        );
         let p = page.json();
         let items = p["items"].as_array().unwrap();
         assert!(items.len() <= 2);
-        names.extend(items.iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()));
+        names.extend(
+            items
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_string()),
+        );
         pages += 1;
         if pages == 1 {
             assert_eq!(p["metadata"]["remainingItemCount"], 3);
@@ -193,7 +296,10 @@ async fn paging_with_limit_and_continue() {
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names, (0..5).map(|i| format!("page-{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        names,
+        (0..5).map(|i| format!("page-{i}")).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]
@@ -204,11 +310,61 @@ async fn delete_collection_returns_the_deleted_list() {
         cm["metadata"]["labels"] = json!({"del": if i < 2 { "yes" } else { "no" }});
         assert_eq!(s.post_json(CMS, &cm).await.status, StatusCode::CREATED);
     }
-    let r = s.send(request(Method::DELETE, &format!("{CMS}?labelSelector=del%3Dyes"), &[], Bytes::new())).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = s
+        .send(request(
+            Method::DELETE,
+            &format!("{CMS}?labelSelector=del%3Dyes"),
+            &[],
+            Bytes::new(),
+        ))
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&r.bytes)
+    );
     assert_eq!(r.json()["kind"], "ConfigMapList");
     assert_eq!(r.json()["items"].as_array().unwrap().len(), 2);
     let left = s.get(CMS).await.json();
-    let names: Vec<&str> = left["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = left["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["dc-2"]);
+}
+
+#[tokio::test]
+async fn duplicate_fields_follow_field_validation() {
+    let s = server().await;
+    let body =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dupkey","name":"dupkey"}}"#;
+    let strict = s
+        .send(request(
+            Method::POST,
+            &format!("{CMS}?fieldValidation=Strict"),
+            &[("content-type", "application/json")],
+            body,
+        ))
+        .await;
+    assert_eq!(strict.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        strict.json()["message"],
+        r#"strict decoding error: duplicate field "metadata.name""#
+    );
+    let warn = s
+        .send(request(
+            Method::POST,
+            CMS,
+            &[("content-type", "application/json")],
+            body,
+        ))
+        .await;
+    assert_eq!(warn.status, StatusCode::CREATED);
+    assert_eq!(
+        warn.header("warning"),
+        r#"299 - "duplicate field \"metadata.name\"""#
+    );
 }

@@ -14,8 +14,19 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 async fn watch_from_a_list_revision_sees_changes() {
     let s = server().await;
     s.post_json(CMS, &configmap("before", &[])).await;
-    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
-    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=30"), &[], Bytes::new())).await;
+    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=30"),
+            &[],
+            Bytes::new(),
+        ))
+        .await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()["content-type"], "application/json");
     let mut body = resp.into_body();
@@ -33,10 +44,21 @@ async fn watch_without_resource_version_starts_with_existing_objects() {
     let s = server().await;
     s.post_json(CMS, &configmap("one", &[])).await;
     s.post_json(CMS, &configmap("two", &[])).await;
-    let resp = s.handler.handle(request(Method::GET, "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=30", &[], Bytes::new())).await;
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=30",
+            &[],
+            Bytes::new(),
+        ))
+        .await;
     let mut body = resp.into_body();
     let lines = watch_lines(&mut body, 2).await;
-    let names: Vec<&str> = lines.iter().map(|l| l["object"]["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["one", "two"]);
     assert!(lines.iter().all(|l| l["type"] == "ADDED"));
     s.post_json(CMS, &configmap("three", &[])).await;
@@ -51,11 +73,21 @@ async fn table_watch_carries_columns_only_first() {
     s.post_json(CMS, &configmap("t-a", &[])).await;
     s.post_json(CMS, &configmap("t-b", &[])).await;
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&timeoutSeconds=30"), &[("accept", accept)], Bytes::new())).await;
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&timeoutSeconds=30"),
+            &[("accept", accept)],
+            Bytes::new(),
+        ))
+        .await;
     let mut body = resp.into_body();
     let lines = watch_lines(&mut body, 2).await;
     assert_eq!(lines[0]["object"]["kind"], "Table");
-    assert!(lines[0]["object"]["columnDefinitions"].as_array().is_some_and(|c| !c.is_empty()));
+    assert!(lines[0]["object"]["columnDefinitions"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty()));
     assert_eq!(lines[0]["object"]["rows"][0]["cells"][0], "t-a");
     assert!(lines[1]["object"]["columnDefinitions"].is_null());
     assert_eq!(lines[1]["object"]["rows"][0]["cells"][0], "t-b");
@@ -64,9 +96,25 @@ async fn table_watch_carries_columns_only_first() {
 #[tokio::test]
 async fn watch_ends_after_timeout_seconds() {
     let s = server().await;
-    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
-    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=1"), &[], Bytes::new())).await;
-    let collected = resp.into_body().collect().await.expect("stream ends cleanly").to_bytes();
+    let rv = s.get(CMS).await.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+            &[],
+            Bytes::new(),
+        ))
+        .await;
+    let collected = resp
+        .into_body()
+        .collect()
+        .await
+        .expect("stream ends cleanly")
+        .to_bytes();
     assert!(collected.is_empty());
 }
 
@@ -82,7 +130,15 @@ async fn compacted_resource_version_is_an_error_event() {
     }
     let current = s.storage.current_revision().await.unwrap();
     s.storage.compact(current).await.unwrap();
-    let resp = s.handler.handle(request(Method::GET, &format!("{CMS}?watch=true&resourceVersion=1"), &[], Bytes::new())).await;
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&resourceVersion=1"),
+            &[],
+            Bytes::new(),
+        ))
+        .await;
     assert_eq!(resp.status(), StatusCode::OK);
     let mut body = resp.into_body();
     let lines = watch_lines(&mut body, 2).await;
@@ -92,5 +148,11 @@ async fn compacted_resource_version_is_an_error_event() {
     assert_eq!(st["kind"], "Status");
     assert_eq!(st["code"], 410);
     assert_eq!(st["reason"], "Expired");
-    assert!(st["message"].as_str().unwrap().starts_with("too old resource version: 1 ("), "{st}");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version: 1 ("),
+        "{st}"
+    );
 }

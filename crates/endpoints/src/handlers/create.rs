@@ -1,7 +1,7 @@
 //! POST to a collection: create one object (201, also under `dryRun`).
 
 use super::{capability, ensure_namespace};
-use crate::body::{decode_object, read_limited};
+use crate::body::{decode_for, read_limited};
 use crate::negotiation::negotiate_input;
 use crate::params::write_options;
 use crate::scope::RequestScope;
@@ -11,7 +11,10 @@ use http::{Response, StatusCode};
 use kapi_admission::Operation;
 use kapi_machinery::ApiError;
 
-pub async fn create(scope: &RequestScope, body: RequestBody) -> Result<Response<ResponseBody>, ApiError> {
+pub async fn create(
+    scope: &RequestScope,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
     let creater = capability(scope, scope.storage.as_creater(), "create")?;
     if !scope.name.is_empty() {
         // Named POSTs exist only for subresources that create (e.g. eviction); a main
@@ -21,12 +24,22 @@ pub async fn create(scope: &RequestScope, body: RequestBody) -> Result<Response<
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, "CreateOptions")?;
     let format = negotiate_input(scope.content_type())?;
-    let raw = decode_object(&bytes, format)?;
-    let (mut obj, mut warnings) = scope.storage.decode(raw, opts.field_validation)?;
+    let (mut obj, mut warnings) = decode_for(
+        scope.storage.as_ref(),
+        &bytes,
+        format,
+        opts.field_validation,
+    )?;
     ensure_namespace(scope, &mut obj)?;
-    let obj = scope.admit(Operation::Create, obj, None, opts.dry_run).await?;
+    let obj = scope
+        .admit(Operation::Create, obj, None, opts.dry_run)
+        .await?;
     let validate = scope.validate_create_fn(Operation::Create, opts.dry_run);
     let result = creater.create(&scope.ctx(), obj, validate, &opts).await?;
     warnings.extend(result.warnings);
-    Ok(scope.respond(StatusCode::CREATED, Payload::Object(result.object), &warnings))
+    Ok(scope.respond(
+        StatusCode::CREATED,
+        Payload::Object(result.object),
+        &warnings,
+    ))
 }

@@ -17,31 +17,49 @@ async fn admit_delete(scope: &RequestScope, dry_run: bool) -> Result<(), ApiErro
     scope.admission.admit(&mut attrs).await
 }
 
-pub async fn delete(scope: &RequestScope, body: RequestBody) -> Result<Response<ResponseBody>, ApiError> {
+pub async fn delete(
+    scope: &RequestScope,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
     let deleter = capability(scope, scope.storage.as_graceful_deleter(), "delete")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
     admit_delete(scope, opts.dry_run).await?;
     let validate = scope.validate_create_fn(Operation::Delete, opts.dry_run);
-    let result = deleter.delete(&scope.ctx(), &scope.name, validate, &opts).await?;
+    let result = deleter
+        .delete(&scope.ctx(), &scope.name, validate, &opts)
+        .await?;
     if result.deleted {
         let gr = scope.group_resource();
         let status = success_status(Some((&gr, &scope.name, result.object.uid())));
         return Ok(scope.respond(StatusCode::OK, Payload::Status(status), &[]));
     }
     // 202 when a cascading delete was asked for and the object is still there (upstream).
-    let code = if opts.orphan_dependents == Some(false) { StatusCode::ACCEPTED } else { StatusCode::OK };
+    let code = if opts.orphan_dependents == Some(false) {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
     Ok(scope.respond(code, Payload::Object(result.object), &[]))
 }
 
-pub async fn delete_collection(scope: &RequestScope, body: RequestBody) -> Result<Response<ResponseBody>, ApiError> {
-    let deleter = capability(scope, scope.storage.as_collection_deleter(), "deletecollection")?;
+pub async fn delete_collection(
+    scope: &RequestScope,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let deleter = capability(
+        scope,
+        scope.storage.as_collection_deleter(),
+        "deletecollection",
+    )?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let list_opts = ListOptions::from_query(&scope.query)?;
     let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
     admit_delete(scope, opts.dry_run).await?;
     let validate = scope.validate_create_fn(Operation::Delete, opts.dry_run);
-    let list = deleter.delete_collection(&scope.ctx(), validate, &opts, &list_opts).await?;
+    let list = deleter
+        .delete_collection(&scope.ctx(), validate, &opts, &list_opts)
+        .await?;
     let payload = ListPayload {
         items: list.items,
         resource_version: list.resource_version,

@@ -36,14 +36,22 @@ pub async fn serve(scope: RequestScope, verb: Verb, body: RequestBody) -> Respon
 
 /// 405 unless the storage has the capability (the installer's table already said yes; this
 /// keeps the handler honest if a storage changes its mind).
-pub(crate) fn capability<'a, T: ?Sized>(scope: &RequestScope, cap: Option<&'a T>, verb: &str) -> Result<&'a T, ApiError> {
+pub(crate) fn capability<'a, T: ?Sized>(
+    scope: &RequestScope,
+    cap: Option<&'a T>,
+    verb: &str,
+) -> Result<&'a T, ApiError> {
     cap.ok_or_else(|| method_not_allowed(&scope.resource, verb))
 }
 
 /// Upstream's `EnsureObjectNamespaceMatchesRequestNamespace`: fills an empty namespace from
 /// the request, clears it for cluster-scoped resources, and refuses a different one.
 pub(crate) fn ensure_namespace(scope: &RequestScope, obj: &mut Object) -> Result<(), ApiError> {
-    let requested = if scope.resource.namespaced { scope.namespace.as_str() } else { "" };
+    let requested = if scope.resource.namespaced {
+        scope.namespace.as_str()
+    } else {
+        ""
+    };
     let found = obj.namespace().to_string();
     if found == requested {
         return Ok(());
@@ -56,7 +64,9 @@ pub(crate) fn ensure_namespace(scope: &RequestScope, obj: &mut Object) -> Result
         obj.set_namespace("");
         return Ok(());
     }
-    Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"))
+    Err(ApiError::bad_request(
+        "the namespace of the provided object does not match the namespace sent on the request",
+    ))
 }
 
 /// Upstream's `checkName` for named writes (update, patch): an empty name is taken from the

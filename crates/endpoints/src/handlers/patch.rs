@@ -40,9 +40,17 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
         PatchDoc::Json(p) => {
             json_patch::patch(&mut value, p).map_err(|e| {
                 // Upstream answers a failed JSON patch with a generic 422 carrying the reason.
-                let mut err = ApiError::new(422, StatusReason::Invalid, "the server rejected our request due to an error in our request");
+                let mut err = ApiError::new(
+                    422,
+                    StatusReason::Invalid,
+                    "the server rejected our request due to an error in our request",
+                );
                 err.details = Some(kapi_machinery::error::StatusDetails {
-                    causes: vec![StatusCause { reason: "UnexpectedServerResponse".into(), message: e.to_string(), field: String::new() }],
+                    causes: vec![StatusCause {
+                        reason: "UnexpectedServerResponse".into(),
+                        message: e.to_string(),
+                        field: String::new(),
+                    }],
                     ..Default::default()
                 });
                 err
@@ -52,11 +60,16 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
     }
     match value {
         Value::Object(m) => Ok(Object::from(m)),
-        _ => Err(ApiError::bad_request("the patched document is not an object")),
+        _ => Err(ApiError::bad_request(
+            "the patched document is not an object",
+        )),
     }
 }
 
-pub async fn patch(scope: &RequestScope, body: RequestBody) -> Result<Response<ResponseBody>, ApiError> {
+pub async fn patch(
+    scope: &RequestScope,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, "PatchOptions")?;
@@ -106,6 +119,10 @@ pub async fn patch(scope: &RequestScope, body: RequestBody) -> Result<Response<R
         .await?;
     let mut all = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     all.extend(result.warnings);
-    let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if result.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok(scope.respond(status, Payload::Object(result.object), &all))
 }

@@ -2,7 +2,7 @@
 //! `resourceVersion` in the body the update is unconditional (the registry's rule).
 
 use super::{capability, ensure_name, ensure_namespace};
-use crate::body::{decode_object, read_limited};
+use crate::body::{decode_for, read_limited};
 use crate::negotiation::negotiate_input;
 use crate::params::write_options;
 use crate::scope::{admit_with, RequestScope};
@@ -14,13 +14,20 @@ use kapi_machinery::{ApiError, Object};
 use kapi_registry::rest::UpdatedObjectFn;
 use std::sync::Arc;
 
-pub async fn update(scope: &RequestScope, body: RequestBody) -> Result<Response<ResponseBody>, ApiError> {
+pub async fn update(
+    scope: &RequestScope,
+    body: RequestBody,
+) -> Result<Response<ResponseBody>, ApiError> {
     let updater = capability(scope, scope.storage.as_updater(), "update")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, "UpdateOptions")?;
     let format = negotiate_input(scope.content_type())?;
-    let raw = decode_object(&bytes, format)?;
-    let (mut obj, mut warnings) = scope.storage.decode(raw, opts.field_validation)?;
+    let (mut obj, mut warnings) = decode_for(
+        scope.storage.as_ref(),
+        &bytes,
+        format,
+        opts.field_validation,
+    )?;
     ensure_name(scope, &mut obj)?;
     ensure_namespace(scope, &mut obj)?;
 
@@ -55,6 +62,10 @@ pub async fn update(scope: &RequestScope, body: RequestBody) -> Result<Response<
         )
         .await?;
     warnings.extend(result.warnings);
-    let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if result.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok(scope.respond(status, Payload::Object(result.object), &warnings))
 }

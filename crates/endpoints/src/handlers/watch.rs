@@ -40,7 +40,12 @@ struct Encoder {
 
 impl Encoder {
     fn object_value(&self, event_type: EventType, obj: &Object, headers: bool) -> Value {
-        let ctx = TableContext { info: &self.info, convertor: self.convertor.as_ref(), include: self.include, headers };
+        let ctx = TableContext {
+            info: &self.info,
+            convertor: self.convertor.as_ref(),
+            include: self.include,
+            headers,
+        };
         match self.transform {
             Some(Transform::Table(v)) => {
                 let mut meta = Map::new();
@@ -48,10 +53,15 @@ impl Encoder {
                     meta.insert("resourceVersion".into(), json!(obj.resource_version()));
                 }
                 // A bookmark has no row: it only moves the resourceVersion forward.
-                let rows: Vec<&Object> = if event_type == EventType::Bookmark { vec![] } else { vec![obj] };
+                let rows: Vec<&Object> = if event_type == EventType::Bookmark {
+                    vec![]
+                } else {
+                    vec![obj]
+                };
                 transform::table(&ctx, v, &rows, meta)
             }
-            Some(Transform::PartialObjectMetadata(v)) | Some(Transform::PartialObjectMetadataList(v)) => {
+            Some(Transform::PartialObjectMetadata(v))
+            | Some(Transform::PartialObjectMetadataList(v)) => {
                 transform::partial_object_metadata(obj, v)
             }
             None => obj.clone().into_value(),
@@ -61,7 +71,12 @@ impl Encoder {
     fn encode(&mut self, event: &WatchEvent) -> Bytes {
         let headers = self.headers;
         self.headers = false;
-        let key = FormatKey { event_type: event.event_type, transform: self.transform, include: self.include, headers };
+        let key = FormatKey {
+            event_type: event.event_type,
+            transform: self.transform,
+            include: self.include,
+            headers,
+        };
         encoded::get_or_encode(&event.object, key, || {
             let value = self.object_value(event.event_type, &event.object, headers);
             line(event.event_type, value)
@@ -70,7 +85,8 @@ impl Encoder {
 }
 
 fn line(event_type: EventType, object: Value) -> Bytes {
-    let mut out = serde_json::to_vec(&json!({"type": event_type.as_str(), "object": object})).unwrap_or_default();
+    let mut out = serde_json::to_vec(&json!({"type": event_type.as_str(), "object": object}))
+        .unwrap_or_default();
     out.push(b'\n');
     Bytes::from(out)
 }
@@ -99,16 +115,23 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
     };
     let mut opts = ListOptions::from_query(&scope.query)?;
     opts.watch = true;
-    if !scope.name.is_empty() && opts.predicate.field.required_value("metadata.name") != Some(scope.name.as_str()) {
+    if !scope.name.is_empty()
+        && opts.predicate.field.required_value("metadata.name") != Some(scope.name.as_str())
+    {
         // `/watch/.../<name>` watches one object: upstream adds the name selector.
-        opts.predicate.field.requirements.push(FieldRequirement { field: "metadata.name".into(), value: scope.name.clone(), negated: false });
+        opts.predicate.field.requirements.push(FieldRequirement {
+            field: "metadata.name".into(),
+            value: scope.name.clone(),
+            negated: false,
+        });
     }
     let timeout = timeout_of(&opts, scope.config.min_request_timeout);
     let ctx = scope.ctx();
 
     // Initial state: synthetic ADDED events, then changes after the list's revision.
     let mut initial: Vec<WatchEvent> = Vec::new();
-    let wants_initial = matches!(opts.resource_version.as_deref(), None | Some("0")) && opts.send_initial_events != Some(false);
+    let wants_initial = matches!(opts.resource_version.as_deref(), None | Some("0"))
+        && opts.send_initial_events != Some(false);
     if wants_initial {
         let lister = capability(scope, scope.storage.as_lister(), "watch")?;
         let mut list_opts = opts.clone();
@@ -121,10 +144,16 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         let list = lister.list(&ctx, &list_opts).await?;
         for item in list.items {
             let object = Arc::new(transform::with_type_meta(&scope.resource, item));
-            initial.push(WatchEvent { event_type: EventType::Added, object });
+            initial.push(WatchEvent {
+                event_type: EventType::Added,
+                object,
+            });
         }
         if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
-            initial.push(WatchEvent { event_type: EventType::Bookmark, object: Arc::new(initial_events_end(&scope.resource, &list.resource_version)) });
+            initial.push(WatchEvent {
+                event_type: EventType::Bookmark,
+                object: Arc::new(initial_events_end(&scope.resource, &list.resource_version)),
+            });
         }
         opts.resource_version = Some(list.resource_version);
         opts.send_initial_events = None;
@@ -141,7 +170,13 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         Some(_) => Arc::new(StorageTable(scope.storage.clone())),
         None => Arc::new(transform::DefaultTableConvertor),
     };
-    let mut encoder = Encoder { info: scope.resource.clone(), convertor, transform: media.transform, include, headers: true };
+    let mut encoder = Encoder {
+        info: scope.resource.clone(),
+        convertor,
+        transform: media.transform,
+        include,
+        headers: true,
+    };
     let all = stream::iter(initial.into_iter().map(Ok)).chain(events);
     let deadline = tokio::time::sleep(timeout);
     let lines = all.take_until(deadline).scan(false, move |ended, item| {
@@ -158,10 +193,12 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         };
         futures::future::ready(out)
     });
-    let body = StreamBody::new(lines.map(|b| Ok::<_, crate::BoxError>(http_body::Frame::data(b)))).boxed_unsync();
+    let body = StreamBody::new(lines.map(|b| Ok::<_, crate::BoxError>(http_body::Frame::data(b))))
+        .boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(STREAM_CONTENT_TYPE));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(STREAM_CONTENT_TYPE));
     Ok(resp)
 }
 
@@ -179,9 +216,15 @@ struct StorageTable(Arc<dyn rest::Storage>);
 
 impl TableConvertor for StorageTable {
     fn columns(&self) -> Vec<Value> {
-        self.0.as_table_convertor().map(|c| c.columns()).unwrap_or_default()
+        self.0
+            .as_table_convertor()
+            .map(|c| c.columns())
+            .unwrap_or_default()
     }
     fn cells(&self, obj: &Object) -> Vec<Value> {
-        self.0.as_table_convertor().map(|c| c.cells(obj)).unwrap_or_default()
+        self.0
+            .as_table_convertor()
+            .map(|c| c.cells(obj))
+            .unwrap_or_default()
     }
 }

@@ -27,18 +27,33 @@ pub async fn server() -> Server {
 
 pub async fn server_with(tune: impl FnOnce(RegistryConfig) -> RegistryConfig) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage: DynStorage = Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded store"));
-    let groups = kapi_registry::build(tune(RegistryConfig::new(storage.clone()))).await.expect("build registry");
+    let storage: DynStorage =
+        Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded store"));
+    let groups = kapi_registry::build(tune(RegistryConfig::new(storage.clone())))
+        .await
+        .expect("build registry");
     kapi_registry::bootstrap(&groups).await.expect("bootstrap");
-    let handler = ApiServerHandler::new(groups, Arc::new(Chain::default()), HandlerConfig::default());
-    Server { handler, storage, _dir: dir }
+    let handler =
+        ApiServerHandler::new(groups, Arc::new(Chain::default()), HandlerConfig::default());
+    Server {
+        handler,
+        storage,
+        _dir: dir,
+    }
 }
 
 pub fn body(bytes: impl Into<Bytes>) -> RequestBody {
-    Full::new(bytes.into()).map_err(|never| -> BoxError { match never {} }).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never| -> BoxError { match never {} })
+        .boxed_unsync()
 }
 
-pub fn request(method: Method, uri: &str, headers: &[(&str, &str)], payload: impl Into<Bytes>) -> Request<RequestBody> {
+pub fn request(
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    payload: impl Into<Bytes>,
+) -> Request<RequestBody> {
     let mut b = Request::builder().method(method).uri(uri);
     for (k, v) in headers {
         b = b.header(*k, *v);
@@ -55,17 +70,25 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.bytes)))
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.bytes)))
     }
     pub fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 }
 
 pub async fn read(resp: http::Response<ResponseBody>) -> Reply {
     let (parts, body) = resp.into_parts();
     let bytes = body.collect().await.expect("body").to_bytes();
-    Reply { status: parts.status, headers: parts.headers, bytes }
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        bytes,
+    }
 }
 
 impl Server {
@@ -73,24 +96,47 @@ impl Server {
         read(self.handler.handle(req).await).await
     }
     pub async fn get(&self, uri: &str) -> Reply {
-        self.send(request(Method::GET, uri, &[], Bytes::new())).await
+        self.send(request(Method::GET, uri, &[], Bytes::new()))
+            .await
     }
     pub async fn get_as(&self, uri: &str, accept: &str) -> Reply {
-        self.send(request(Method::GET, uri, &[("accept", accept)], Bytes::new())).await
+        self.send(request(
+            Method::GET,
+            uri,
+            &[("accept", accept)],
+            Bytes::new(),
+        ))
+        .await
     }
     pub async fn post_json(&self, uri: &str, v: &Value) -> Reply {
-        self.send(request(Method::POST, uri, &[("content-type", "application/json")], v.to_string())).await
+        self.send(request(
+            Method::POST,
+            uri,
+            &[("content-type", "application/json")],
+            v.to_string(),
+        ))
+        .await
     }
     pub async fn put_json(&self, uri: &str, v: &Value) -> Reply {
-        self.send(request(Method::PUT, uri, &[("content-type", "application/json")], v.to_string())).await
+        self.send(request(
+            Method::PUT,
+            uri,
+            &[("content-type", "application/json")],
+            v.to_string(),
+        ))
+        .await
     }
     pub async fn delete(&self, uri: &str) -> Reply {
-        self.send(request(Method::DELETE, uri, &[], Bytes::new())).await
+        self.send(request(Method::DELETE, uri, &[], Bytes::new()))
+            .await
     }
 }
 
 pub fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
-    let data: serde_json::Map<String, Value> = data.iter().map(|(k, v)| (k.to_string(), Value::String(v.to_string()))).collect();
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
     serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }
 
