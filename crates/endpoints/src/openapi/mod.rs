@@ -1,0 +1,426 @@
+//! OpenAPI: `/openapi/v2` (Swagger 2.0, every group in one document) and `/openapi/v3` (an
+//! index of per-group-version OpenAPI 3.0 documents, each addressed with `?hash=<sha512>`),
+//! generated from the storages' schemars schemas and the routes their capabilities give.
+//!
+//! Documents are large, so [`OpenApi`] builds and serializes them once per set of installed
+//! groups; serving is a lookup. Headers follow kube-openapi's handlers: `ETag` (quoted
+//! uppercase sha512), 304 on `If-None-Match`, `Vary: Accept`, and for a hashed v3 request
+//! `Cache-Control: public, immutable` or a 301 to the current hash.
+
+pub mod params;
+pub mod paths;
+mod render;
+pub mod schemas;
+#[cfg(test)]
+mod tests;
+
+use crate::discovery::accept::parse_accept;
+use crate::discovery::{core_group, ordered_groups, sha512_hex};
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::apimachinery::pkg::version::Info as VersionInfo;
+use kapi_registry::rest::ApiGroupInfo;
+use paths::{group_names, group_version_routes, Operation, Route, PRODUCES};
+use schemas::{Definitions, RefStyle};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// A serialized document and its hash.
+struct Served {
+    body: Bytes,
+    hash: String,
+}
+
+impl Served {
+    fn new(doc: &Value) -> Self {
+        let body = serde_json::to_vec(doc).unwrap_or_default();
+        Self {
+            hash: sha512_hex(&body),
+            body: Bytes::from(body),
+        }
+    }
+}
+
+/// Every OpenAPI document of one set of installed groups, serialized once.
+pub struct OpenApi {
+    v2: Served,
+    v3_index: Served,
+    /// Per-path v3 documents by their index key (`api/v1`, `apis/apps/v1`, `apis/apps`, ...).
+    v3: HashMap<String, Served>,
+    /// Built at, for `Last-Modified`.
+    built: String,
+}
+
+fn simple_route(
+    path: &str,
+    tag: &str,
+    operation_id: &str,
+    description: &str,
+    schema: String,
+    produces: &'static [&'static str],
+) -> Route {
+    Route {
+        path: path.to_string(),
+        tag: tag.to_string(),
+        params: Vec::new(),
+        operations: vec![Operation {
+            method: "get",
+            action: None,
+            operation_id: operation_id.to_string(),
+            description: description.to_string(),
+            params: Vec::new(),
+            body: None,
+            responses: vec![(200, "OK", Some(schema)), (401, "Unauthorized", None)],
+            produces,
+            gvk: None,
+        }],
+    }
+}
+
+/// The routes of the documents that are not a group/version: `/api/`, `/apis/`,
+/// `/apis/<group>/`, `/version/`, keyed by their v3 index key.
+fn root_routes(groups: &[&ApiGroupInfo], defs: &mut Definitions) -> Vec<(String, Route)> {
+    let mut out = Vec::new();
+    let versions = defs.add::<meta::APIVersions>();
+    defs.add_gvk(&versions, ("", "v1", "APIVersions"));
+    out.push((
+        "api".to_string(),
+        simple_route(
+            "/api/",
+            "core",
+            "getCoreAPIVersions",
+            "get available API versions",
+            versions,
+            PRODUCES,
+        ),
+    ));
+    let list = defs.add::<meta::APIGroupList>();
+    defs.add_gvk(&list, ("", "v1", "APIGroupList"));
+    out.push((
+        "apis".to_string(),
+        simple_route(
+            "/apis/",
+            "apis",
+            "getAPIVersions",
+            "get available API versions",
+            list,
+            PRODUCES,
+        ),
+    ));
+    let group = defs.add::<meta::APIGroup>();
+    defs.add_gvk(&group, ("", "v1", "APIGroup"));
+    for g in groups {
+        let (id, tag) = group_names(&g.group);
+        let route = simple_route(
+            &format!("/apis/{}/", g.group),
+            &tag,
+            &format!("get{id}APIGroup"),
+            "get information of a group",
+            group.clone(),
+            PRODUCES,
+        );
+        out.push((format!("apis/{}", g.group), route));
+    }
+    let info = defs.add::<VersionInfo>();
+    out.push((
+        "version".to_string(),
+        simple_route(
+            "/version/",
+            "version",
+            "getCodeVersion",
+            "get the code version",
+            info,
+            &["application/json"],
+        ),
+    ));
+    out
+}
+
+fn info(version: &str) -> Value {
+    json!({ "title": "Kubernetes", "version": version })
+}
+
+fn v3_document(routes: &[Route], defs: Definitions, version: &str) -> Value {
+    let mut doc = Map::new();
+    let mut components = Map::new();
+    let schemas: Map<String, Value> = defs.finish(RefStyle::V3).into_iter().collect();
+    components.insert("schemas".into(), Value::Object(schemas));
+    components.insert("securitySchemes".into(), render::bearer_scheme());
+    doc.insert("components".into(), Value::Object(components));
+    doc.insert("info".into(), info(version));
+    doc.insert("openapi".into(), json!("3.0.0"));
+    doc.insert("paths".into(), render::paths(routes, RefStyle::V3));
+    doc.insert("security".into(), json!([{ "BearerToken": [] }]));
+    Value::Object(doc)
+}
+
+/// Installed group/versions with their index key and group name, core first.
+fn group_versions(
+    groups: &[ApiGroupInfo],
+) -> Vec<(String, &ApiGroupInfo, &kapi_registry::rest::ApiVersionInfo)> {
+    let mut out = Vec::new();
+    for g in core_group(groups).into_iter().chain(ordered_groups(groups)) {
+        for v in &g.versions {
+            let key = if g.group.is_empty() {
+                format!("api/{}", v.version)
+            } else {
+                format!("apis/{}/{}", g.group, v.version)
+            };
+            out.push((key, g, v));
+        }
+    }
+    out
+}
+
+impl OpenApi {
+    /// Builds every document. `server_version` is the `gitVersion` the documents carry in
+    /// `info.version` (e.g. `v1.33.0`).
+    pub fn new(groups: &[ApiGroupInfo], server_version: &str) -> Self {
+        let gvs = group_versions(groups);
+        let mut v3 = HashMap::new();
+        let mut v2_defs = Definitions::new();
+        let mut v2_routes = Vec::new();
+
+        for (key, group, version) in &gvs {
+            let mut defs = Definitions::new();
+            let routes = group_version_routes(&group.group, version, &mut defs);
+            add_shared_gvks(&mut defs, &gvs);
+            v3.insert(
+                key.clone(),
+                Served::new(&v3_document(&routes, defs, server_version)),
+            );
+            v2_routes.extend(group_version_routes(&group.group, version, &mut v2_defs));
+        }
+        add_shared_gvks(&mut v2_defs, &gvs);
+        let ordered = ordered_groups(groups);
+        for (key, route) in root_routes(&ordered, &mut v2_defs) {
+            let mut defs = Definitions::new();
+            let single = root_routes(&ordered, &mut defs)
+                .into_iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, r)| r);
+            let routes: Vec<Route> = single.into_iter().collect();
+            v3.insert(
+                key,
+                Served::new(&v3_document(&routes, defs, server_version)),
+            );
+            v2_routes.push(route);
+        }
+
+        let index: BTreeMap<&String, Value> = v3
+            .iter()
+            .map(|(key, served)| (key, json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", served.hash) })))
+            .collect();
+        let v3_index = Served::new(&json!({ "paths": index }));
+
+        let mut v2 = Map::new();
+        v2.insert(
+            "definitions".into(),
+            Value::Object(v2_defs.finish(RefStyle::V2).into_iter().collect()),
+        );
+        v2.insert("info".into(), info(server_version));
+        v2.insert("paths".into(), render::paths(&v2_routes, RefStyle::V2));
+        v2.insert("security".into(), json!([{ "BearerToken": [] }]));
+        v2.insert("securityDefinitions".into(), render::bearer_scheme());
+        v2.insert("swagger".into(), json!("2.0"));
+        let v2 = Served::new(&Value::Object(v2));
+
+        let built = chrono::Utc::now()
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        Self {
+            v2,
+            v3_index,
+            v3,
+            built,
+        }
+    }
+
+    /// The `/openapi/v3` index keys (`api/v1`, `apis/apps/v1`, ...).
+    pub fn v3_paths(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self.v3.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Answers a GET of `/openapi/v2`, `/openapi/v3` or `/openapi/v3/<path>`; `query` is the
+    /// raw query string (for `hash`). `None` for any other path.
+    pub fn serve(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Option<Response<Bytes>> {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        match path.trim_end_matches('/') {
+            "/openapi/v2" => Some(self.serve_v2(accept, headers)),
+            "/openapi/v3" => {
+                Some(self.serve_content(&self.v3_index, "application/json", headers, false))
+            }
+            p => {
+                let key = p.strip_prefix("/openapi/v3/")?;
+                Some(self.serve_v3(key, query, accept, headers))
+            }
+        }
+    }
+
+    fn serve_v2(&self, accept: Option<&str>, headers: &HeaderMap) -> Response<Bytes> {
+        // kube-openapi offers JSON and two protobuf spellings and serves the first clause it
+        // can; kapi has JSON only, so a protobuf-only Accept gets the same 406 a server
+        // without a match gives.
+        let mut resp = if json_acceptable(accept) {
+            self.serve_content(&self.v2, "application/json", headers, false)
+        } else {
+            empty(StatusCode::NOT_ACCEPTABLE)
+        };
+        resp.headers_mut()
+            .append(header::VARY, HeaderValue::from_static("Accept"));
+        resp
+    }
+
+    fn serve_v3(
+        &self,
+        key: &str,
+        query: Option<&str>,
+        accept: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Response<Bytes> {
+        let Some(doc) = self.v3.get(key) else {
+            let mut resp = Response::new(Bytes::from_static(b"404 page not found\n"));
+            *resp.status_mut() = StatusCode::NOT_FOUND;
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            return resp;
+        };
+        if !json_acceptable(accept) {
+            let mut resp = empty(StatusCode::NOT_ACCEPTABLE);
+            resp.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            return resp;
+        }
+        let hash = query.and_then(|q| form_value(q, "hash"));
+        match hash {
+            Some(h) if !h.is_empty() && h != doc.hash => {
+                // A stale hash: point the client at the current document.
+                let mut resp = empty(StatusCode::MOVED_PERMANENTLY);
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                set_etag(h, &doc.hash);
+                h.insert(header::VARY, HeaderValue::from_static("Accept"));
+                if let Ok(v) =
+                    HeaderValue::from_str(&format!("/openapi/v3/{key}?hash={}", doc.hash))
+                {
+                    h.insert(header::LOCATION, v);
+                }
+                resp
+            }
+            Some(h) if !h.is_empty() => self.serve_content(doc, "application/json", headers, true),
+            _ => {
+                let mut resp = self.serve_content(doc, "application/json", headers, false);
+                resp.headers_mut()
+                    .insert(header::VARY, HeaderValue::from_static("Accept"));
+                resp
+            }
+        }
+    }
+
+    /// `http.ServeContent` with an ETag: 304 on a matching `If-None-Match`.
+    fn serve_content(
+        &self,
+        doc: &Served,
+        content_type: &'static str,
+        headers: &HeaderMap,
+        immutable: bool,
+    ) -> Response<Bytes> {
+        let quoted = format!("\"{}\"", doc.hash);
+        let matched = headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|t| t.trim() == quoted || t.trim() == "*"));
+        let mut resp = if matched {
+            empty(StatusCode::NOT_MODIFIED)
+        } else {
+            Response::new(doc.body.clone())
+        };
+        let h = resp.headers_mut();
+        if !matched {
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        }
+        set_etag(h, &doc.hash);
+        if let Ok(v) = HeaderValue::from_str(&self.built) {
+            h.insert(header::LAST_MODIFIED, v);
+        }
+        if immutable {
+            h.insert(header::VARY, HeaderValue::from_static("Accept"));
+            h.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+            let expires = (chrono::Utc::now() + chrono::Duration::days(365))
+                .format("%a, %d %b %Y %H:%M:%S UTC")
+                .to_string();
+            if let Ok(v) = HeaderValue::from_str(&expires) {
+                h.insert(header::EXPIRES, v);
+            }
+        }
+        resp
+    }
+}
+
+/// DeleteOptions and WatchEvent are registered in every group/version upstream; their
+/// definitions list each served one.
+fn add_shared_gvks(
+    defs: &mut Definitions,
+    gvs: &[(String, &ApiGroupInfo, &kapi_registry::rest::ApiVersionInfo)],
+) {
+    let delete_options = defs.add::<meta::DeleteOptions>();
+    let watch_event = defs.add::<meta::WatchEvent<()>>();
+    let status = defs.add::<meta::Status>();
+    defs.add_gvk(&status, ("", "v1", "Status"));
+    for (_, g, v) in gvs {
+        defs.add_gvk(
+            &delete_options,
+            (g.group.as_str(), v.version.as_str(), "DeleteOptions"),
+        );
+        defs.add_gvk(
+            &watch_event,
+            (g.group.as_str(), v.version.as_str(), "WatchEvent"),
+        );
+    }
+}
+
+fn empty(status: StatusCode) -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::new());
+    *resp.status_mut() = status;
+    resp
+}
+
+fn set_etag(h: &mut HeaderMap, hash: &str) {
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+        h.insert(header::ETAG, v);
+    }
+}
+
+/// Whether the `Accept` clauses, tried in order, reach JSON before anything else kapi can't
+/// send: a clause matching JSON (including wildcards) is served as JSON; clauses naming only
+/// the protobuf encodings are skipped.
+fn json_acceptable(accept: Option<&str>) -> bool {
+    parse_accept(accept)
+        .iter()
+        .any(|c| c.q > 0.0 && c.matches("application", "json"))
+}
+
+/// The first value of `name` in a query string.
+fn form_value(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}

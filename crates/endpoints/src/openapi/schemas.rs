@@ -1,0 +1,232 @@
+//! Schema definitions from the storages' schemars schemas (k8s-openapi's `JsonSchema` impls
+//! name each schema by its upstream definition name, e.g. `io.k8s.api.core.v1.ConfigMap`, and
+//! refer to others with `$ref` into the generator's definitions). Refs are rewritten to the
+//! document's own location (`#/components/schemas/<name>` or `#/definitions/<name>`), and each
+//! top-level kind gets its `x-kubernetes-group-version-kind`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use kapi_registry::rest::{ResourceInfo, Storage};
+use schemars::{generate::SchemaSettings, JsonSchema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// Where a document keeps its schemas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefStyle {
+    /// OpenAPI 3: `#/components/schemas/<name>`; a `$ref` with siblings becomes `allOf`.
+    V3,
+    /// Swagger 2: `#/definitions/<name>`; siblings stay next to `$ref`, as upstream writes them.
+    V2,
+}
+
+impl RefStyle {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            RefStyle::V3 => "#/components/schemas/",
+            RefStyle::V2 => "#/definitions/",
+        }
+    }
+
+    /// A reference to definition `name`.
+    pub fn reference(self, name: &str) -> Value {
+        json!({ "$ref": format!("{}{}", self.prefix(), name) })
+    }
+}
+
+/// Collects the definitions one document needs.
+pub struct Definitions {
+    generator: SchemaGenerator,
+    /// Extra definitions made here (list kinds, kinds given inline by a storage).
+    extra: BTreeMap<String, Value>,
+    /// `x-kubernetes-group-version-kind` entries by definition name.
+    gvks: BTreeMap<String, Vec<Value>>,
+}
+
+impl Default for Definitions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Definitions {
+    pub fn new() -> Self {
+        // No transforms and no meta-schema: the k8s-openapi schemas are already OpenAPI schemas.
+        let generator = SchemaSettings::draft07()
+            .with(|s| {
+                s.meta_schema = None;
+                s.definitions_path = "/definitions".into();
+            })
+            .into_generator();
+        Self {
+            generator,
+            extra: BTreeMap::new(),
+            gvks: BTreeMap::new(),
+        }
+    }
+
+    /// Registers `T` and returns its definition name.
+    pub fn add<T: JsonSchema>(&mut self) -> String {
+        let schema = self.generator.subschema_for::<T>();
+        ref_name(schema.as_value()).unwrap_or_else(|| T::schema_name().into_owned())
+    }
+
+    /// Registers a storage's kind (from `Storage::openapi_schema`) with its GVK; returns the
+    /// definition name, `None` when the storage has no schema.
+    pub fn add_kind(&mut self, storage: &dyn Storage, gvk: (&str, &str, &str)) -> Option<String> {
+        let schema = storage.openapi_schema(&mut self.generator)?;
+        let name = match ref_name(schema.as_value()) {
+            Some(name) => name,
+            None => {
+                // Given inline: keep it under the name upstream would give it.
+                let name = inline_name(storage.info(), gvk.2);
+                self.extra
+                    .entry(name.clone())
+                    .or_insert_with(|| schema.to_value());
+                name
+            }
+        };
+        self.add_gvk(&name, gvk);
+        Some(name)
+    }
+
+    /// Adds a `x-kubernetes-group-version-kind` entry to definition `name`.
+    pub fn add_gvk(&mut self, name: &str, (group, version, kind): (&str, &str, &str)) {
+        let entry = json!({ "group": group, "kind": kind, "version": version });
+        let list = self.gvks.entry(name.to_string()).or_default();
+        if !list.contains(&entry) {
+            list.push(entry);
+        }
+    }
+
+    /// Makes the list kind of `kind_name` (`<Kind>List`: apiVersion, items, kind, metadata) and
+    /// returns its name. Lists are generic, so they are derived from the kind's definition.
+    pub fn add_list(
+        &mut self,
+        kind_name: &str,
+        kind: &str,
+        list_kind: &str,
+        gvk: (&str, &str),
+    ) -> String {
+        let list_meta = self.add::<meta::ListMeta>();
+        let name = match kind_name.rsplit_once('.') {
+            Some((prefix, _)) => format!("{prefix}.{list_kind}"),
+            None => list_kind.to_string(),
+        };
+        if !self.extra.contains_key(&name) && !self.generator.definitions().contains_key(&name) {
+            let kind_props = self
+                .lookup(kind_name)
+                .and_then(|s| s.get("properties").cloned())
+                .unwrap_or(Value::Null);
+            let type_field = |field: &str| {
+                kind_props
+                    .get(field)
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "type": "string" }))
+            };
+            let schema = json!({
+                "description": format!("{list_kind} is a list of {kind} objects."),
+                "properties": {
+                    "apiVersion": type_field("apiVersion"),
+                    "items": {
+                        "description": format!("items is the list of {kind} objects."),
+                        "items": { "$ref": format!("#/definitions/{kind_name}") },
+                        "type": "array",
+                    },
+                    "kind": type_field("kind"),
+                    "metadata": {
+                        "$ref": format!("#/definitions/{list_meta}"),
+                        "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                    },
+                },
+                "required": ["items"],
+                "type": "object",
+            });
+            self.extra.insert(name.clone(), schema);
+        }
+        self.add_gvk(&name, (gvk.0, gvk.1, list_kind));
+        name
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Value> {
+        self.generator
+            .definitions()
+            .get(name)
+            .or_else(|| self.extra.get(name))
+    }
+
+    /// Every definition, sorted by name, with refs rewritten for `style` and GVKs attached.
+    pub fn finish(mut self, style: RefStyle) -> BTreeMap<String, Value> {
+        let mut out: BTreeMap<String, Value> =
+            self.generator.take_definitions(false).into_iter().collect();
+        out.extend(std::mem::take(&mut self.extra));
+        for (name, schema) in out.iter_mut() {
+            rewrite_refs(schema, style);
+            if let (Some(gvks), Some(obj)) = (self.gvks.remove(name), schema.as_object_mut()) {
+                let mut gvks = gvks;
+                gvks.sort_by_key(|g| {
+                    (
+                        g["group"].as_str().map(str::to_string),
+                        g["version"].as_str().map(str::to_string),
+                    )
+                });
+                obj.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
+            }
+        }
+        out
+    }
+}
+
+/// The definition a `{"$ref": "#/<path>/<name>"}` schema points to.
+fn ref_name(schema: &Value) -> Option<String> {
+    ref_target(schema.as_object()?)
+}
+
+fn ref_target(map: &Map<String, Value>) -> Option<String> {
+    let reference = map.get("$ref")?.as_str()?;
+    let raw = reference.strip_prefix('#')?.rsplit('/').next()?;
+    Some(raw.replace("~1", "/").replace("~0", "~"))
+}
+
+/// Upstream's definition name for a kind: `io.k8s.api.<group's first label or core>.<version>.<Kind>`
+/// for built-in groups, the reversed group for others (as for custom resources).
+fn inline_name(info: &ResourceInfo, kind: &str) -> String {
+    let group = info.group.as_str();
+    if group.is_empty() {
+        return format!("io.k8s.api.core.{}.{kind}", info.version);
+    }
+    if !group.contains('.') || group.ends_with(".k8s.io") {
+        let first = group.split('.').next().unwrap_or(group);
+        return format!("io.k8s.api.{first}.{}.{kind}", info.version);
+    }
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    format!("{}.{}.{kind}", reversed.join("."), info.version)
+}
+
+/// Points every `$ref` at `style`'s location; in v3 a `$ref` with siblings (a description on
+/// a field) becomes `allOf: [{$ref}]` plus the siblings, as kube-apiserver writes it.
+pub fn rewrite_refs(value: &mut Value, style: RefStyle) {
+    match value {
+        Value::Object(map) => {
+            if let Some(name) = ref_target(map) {
+                let target = Value::String(format!("{}{}", style.prefix(), name));
+                if style == RefStyle::V3 && map.len() > 1 {
+                    map.remove("$ref");
+                    let mut wrapped = Map::new();
+                    wrapped.insert("allOf".into(), json!([{ "$ref": target }]));
+                    wrapped.extend(std::mem::take(map));
+                    *map = wrapped;
+                } else {
+                    map.insert("$ref".into(), target);
+                }
+            }
+            for (key, v) in map.iter_mut() {
+                // Enum values and examples are data, not schemas.
+                if key != "enum" && key != "example" && key != "default" {
+                    rewrite_refs(v, style);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, style)),
+        _ => {}
+    }
+}

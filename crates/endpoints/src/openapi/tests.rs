@@ -1,0 +1,542 @@
+//! OpenAPI documents over storages whose capabilities are a test double of the REST traits,
+//! with real k8s-openapi schemas.
+
+use super::*;
+use crate::discovery::testing::{group, storage, Caps};
+use serde_json::Value;
+
+fn groups() -> Vec<ApiGroupInfo> {
+    vec![
+        group(
+            "",
+            "v1",
+            vec![
+                storage(
+                    "",
+                    "v1",
+                    "configmaps",
+                    "",
+                    "ConfigMap",
+                    true,
+                    &["cm"],
+                    &[],
+                    Caps::ALL,
+                ),
+                storage(
+                    "",
+                    "v1",
+                    "pods",
+                    "",
+                    "Pod",
+                    true,
+                    &["po"],
+                    &["all"],
+                    Caps::ALL,
+                ),
+                storage(
+                    "",
+                    "v1",
+                    "pods",
+                    "status",
+                    "Pod",
+                    true,
+                    &[],
+                    &[],
+                    Caps::STATUS,
+                ),
+                storage(
+                    "",
+                    "v1",
+                    "namespaces",
+                    "",
+                    "Namespace",
+                    false,
+                    &["ns"],
+                    &[],
+                    Caps::ALL,
+                ),
+            ],
+        ),
+        group(
+            "apps",
+            "v1",
+            vec![
+                storage(
+                    "apps",
+                    "v1",
+                    "deployments",
+                    "",
+                    "Deployment",
+                    true,
+                    &["deploy"],
+                    &["all"],
+                    Caps::ALL,
+                ),
+                storage(
+                    "apps",
+                    "v1",
+                    "deployments",
+                    "scale",
+                    "Scale",
+                    true,
+                    &[],
+                    &[],
+                    Caps::STATUS,
+                ),
+            ],
+        ),
+        group(
+            "coordination.k8s.io",
+            "v1",
+            vec![storage(
+                "coordination.k8s.io",
+                "v1",
+                "leases",
+                "",
+                "Lease",
+                true,
+                &[],
+                &[],
+                Caps::ALL,
+            )],
+        ),
+    ]
+}
+
+fn get(
+    api: &OpenApi,
+    path: &str,
+    query: Option<&str>,
+    headers: &[(&str, &str)],
+) -> http::Response<Bytes> {
+    let mut h = HeaderMap::new();
+    for (k, v) in headers {
+        h.insert(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    api.serve(path, query, &h).expect("an openapi path")
+}
+
+fn json_of(resp: &http::Response<Bytes>) -> Value {
+    serde_json::from_slice(resp.body()).unwrap()
+}
+
+fn v3_doc(api: &OpenApi, key: &str) -> Value {
+    json_of(&get(
+        api,
+        &format!("/openapi/v3/{key}"),
+        None,
+        &[("accept", "application/json")],
+    ))
+}
+
+/// Every `$ref` in `doc` names a schema `doc` defines.
+fn assert_refs_resolve(doc: &Value, prefix: &str, defs: &Value) {
+    fn walk(v: &Value, prefix: &str, defs: &Value, seen: &mut usize) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    let name = r
+                        .strip_prefix(prefix)
+                        .unwrap_or_else(|| panic!("ref {r} not under {prefix}"));
+                    assert!(defs.get(name).is_some(), "dangling ref {r}");
+                    *seen += 1;
+                }
+                m.values().for_each(|v| walk(v, prefix, defs, seen));
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, prefix, defs, seen)),
+            _ => {}
+        }
+    }
+    let mut seen = 0;
+    walk(doc, prefix, defs, &mut seen);
+    assert!(seen > 10, "only {seen} refs");
+}
+
+#[test]
+fn v3_index_lists_every_document_with_its_hash() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let resp = get(&api, "/openapi/v3", None, &[]);
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let index = json_of(&resp);
+    let paths = index["paths"].as_object().unwrap();
+    let keys: Vec<&String> = paths.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "api",
+            "api/v1",
+            "apis",
+            "apis/apps",
+            "apis/apps/v1",
+            "apis/coordination.k8s.io",
+            "apis/coordination.k8s.io/v1",
+            "version"
+        ]
+    );
+    let url = paths["api/v1"]["serverRelativeURL"].as_str().unwrap();
+    let hash = url.strip_prefix("/openapi/v3/api/v1?hash=").unwrap();
+    assert_eq!(hash.len(), 128);
+    assert!(
+        hash.chars()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()),
+        "{hash}"
+    );
+    // The hash is the sha512 of exactly the bytes served.
+    let doc = get(
+        &api,
+        "/openapi/v3/api/v1",
+        Some(&format!("hash={hash}")),
+        &[("accept", "application/json")],
+    );
+    assert_eq!(sha512_hex(doc.body()), hash);
+}
+
+#[test]
+fn v3_hashed_requests_are_immutable_and_stale_hashes_redirect() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let index = json_of(&get(&api, "/openapi/v3", None, &[]));
+    let url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (path, query) = url.split_once('?').unwrap();
+    let resp = get(&api, path, Some(query), &[("accept", "application/json")]);
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["cache-control"], "public, immutable");
+    assert_eq!(resp.headers()["vary"], "Accept");
+    assert!(resp.headers().contains_key("expires"));
+    let etag = resp.headers()["etag"].clone();
+
+    let stale = get(
+        &api,
+        path,
+        Some("hash=0123"),
+        &[("accept", "application/json")],
+    );
+    assert_eq!(stale.status(), 301);
+    assert_eq!(stale.headers()["location"], url.as_str());
+
+    let unhashed = get(&api, path, None, &[]);
+    assert_eq!(unhashed.status(), 200);
+    assert!(!unhashed.headers().contains_key("cache-control"));
+
+    let cached = get(
+        &api,
+        path,
+        None,
+        &[("if-none-match", etag.to_str().unwrap())],
+    );
+    assert_eq!(cached.status(), 304);
+    assert!(cached.body().is_empty());
+
+    assert_eq!(
+        get(&api, "/openapi/v3/apis/apps/v9", None, &[]).status(),
+        404
+    );
+    assert_eq!(
+        get(
+            &api,
+            path,
+            None,
+            &[(
+                "accept",
+                "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+            )]
+        )
+        .status(),
+        406
+    );
+    assert!(api.serve("/openapi/v4", None, &HeaderMap::new()).is_none());
+}
+
+#[test]
+fn v3_core_document_has_upstream_operations() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let doc = v3_doc(&api, "api/v1");
+    assert_eq!(doc["openapi"], "3.0.0");
+    assert_eq!(
+        doc["info"],
+        json!({"title": "Kubernetes", "version": "v1.33.0"})
+    );
+    let paths = &doc["paths"];
+    let collection = &paths["/api/v1/namespaces/{namespace}/configmaps"];
+    let list = &collection["get"];
+    assert_eq!(list["operationId"], "listCoreV1NamespacedConfigMap");
+    assert_eq!(list["x-kubernetes-action"], "list");
+    assert_eq!(
+        list["x-kubernetes-group-version-kind"],
+        json!({"group": "", "kind": "ConfigMap", "version": "v1"})
+    );
+    assert_eq!(list["tags"], json!(["core_v1"]));
+    let list_params: Vec<&str> = list["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for p in [
+        "labelSelector",
+        "fieldSelector",
+        "limit",
+        "continue",
+        "resourceVersion",
+        "resourceVersionMatch",
+        "watch",
+        "allowWatchBookmarks",
+        "timeoutSeconds",
+        "sendInitialEvents",
+    ] {
+        assert!(list_params.contains(&p), "list lacks {p}");
+    }
+    assert_eq!(
+        list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.api.core.v1.ConfigMapList"
+    );
+    let path_params: Vec<&str> = collection["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(path_params, ["namespace", "pretty"]);
+    let create = &collection["post"];
+    assert_eq!(create["operationId"], "createCoreV1NamespacedConfigMap");
+    assert_eq!(create["x-kubernetes-action"], "post");
+    let create_params: Vec<&str> = create["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(create_params, ["dryRun", "fieldManager", "fieldValidation"]);
+    assert_eq!(
+        create["requestBody"]["content"]["*/*"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+    );
+    assert_eq!(
+        collection["delete"]["operationId"],
+        "deleteCoreV1CollectionNamespacedConfigMap"
+    );
+    assert_eq!(
+        collection["delete"]["x-kubernetes-action"],
+        "deletecollection"
+    );
+
+    let item = &paths["/api/v1/namespaces/{namespace}/configmaps/{name}"];
+    assert_eq!(item["get"]["operationId"], "readCoreV1NamespacedConfigMap");
+    assert_eq!(
+        item["put"]["operationId"],
+        "replaceCoreV1NamespacedConfigMap"
+    );
+    assert_eq!(
+        item["delete"]["operationId"],
+        "deleteCoreV1NamespacedConfigMap"
+    );
+    // kubectl looks for fieldValidation among the PATCH operation's own parameters.
+    let patch = &item["patch"];
+    assert_eq!(patch["operationId"], "patchCoreV1NamespacedConfigMap");
+    assert_eq!(patch["x-kubernetes-action"], "patch");
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "", "kind": "ConfigMap", "version": "v1"})
+    );
+    let patch_params: Vec<&str> = patch["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        patch_params,
+        ["dryRun", "fieldManager", "fieldValidation", "force"]
+    );
+    assert!(patch["requestBody"]["content"]["application/merge-patch+json"].is_object());
+    assert!(patch["requestBody"]["content"]["application/apply-patch+yaml"].is_object());
+
+    assert_eq!(
+        paths["/api/v1/configmaps"]["get"]["operationId"],
+        "listCoreV1ConfigMapForAllNamespaces"
+    );
+    assert_eq!(
+        paths["/api/v1/watch/namespaces/{namespace}/configmaps"]["get"]["operationId"],
+        "watchCoreV1NamespacedConfigMapList"
+    );
+    assert_eq!(
+        paths["/api/v1/watch/namespaces/{namespace}/configmaps"]["get"]["x-kubernetes-action"],
+        "watchlist"
+    );
+    assert_eq!(
+        paths["/api/v1/watch/namespaces/{namespace}/configmaps/{name}"]["get"]["operationId"],
+        "watchCoreV1NamespacedConfigMap"
+    );
+    assert_eq!(
+        paths["/api/v1/watch/configmaps"]["get"]["operationId"],
+        "watchCoreV1ConfigMapListForAllNamespaces"
+    );
+    assert_eq!(
+        paths["/api/v1/namespaces"]["get"]["operationId"],
+        "listCoreV1Namespace"
+    );
+    assert_eq!(
+        paths["/api/v1/namespaces/{name}"]["get"]["operationId"],
+        "readCoreV1Namespace"
+    );
+    assert_eq!(
+        paths["/api/v1/watch/namespaces"]["get"]["operationId"],
+        "watchCoreV1NamespaceList"
+    );
+    assert_eq!(
+        paths["/api/v1/namespaces/{namespace}/pods/{name}/status"]["patch"]["operationId"],
+        "patchCoreV1NamespacedPodStatus"
+    );
+    assert_eq!(
+        paths["/api/v1/"]["get"]["operationId"],
+        "getCoreV1APIResources"
+    );
+}
+
+#[test]
+fn v3_schemas_carry_names_descriptions_and_gvks() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let doc = v3_doc(&api, "api/v1");
+    let schemas = &doc["components"]["schemas"];
+    let cm = &schemas["io.k8s.api.core.v1.ConfigMap"];
+    assert_eq!(
+        cm["x-kubernetes-group-version-kind"],
+        json!([{"group": "", "kind": "ConfigMap", "version": "v1"}])
+    );
+    // What `kubectl explain configmap.data` prints.
+    assert!(cm["properties"]["data"]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("Data contains the configuration data."));
+    assert_eq!(
+        cm["properties"]["metadata"]["allOf"],
+        json!([{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}])
+    );
+    assert!(cm["properties"]["metadata"]["description"].is_string());
+    let list = &schemas["io.k8s.api.core.v1.ConfigMapList"];
+    assert_eq!(
+        list["x-kubernetes-group-version-kind"],
+        json!([{"group": "", "kind": "ConfigMapList", "version": "v1"}])
+    );
+    assert_eq!(
+        list["properties"]["items"]["items"]["$ref"],
+        "#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+    );
+    assert!(
+        schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]["name"]
+            ["description"]
+            .is_string()
+    );
+    assert!(schemas["io.k8s.api.core.v1.PodSpec"].is_object());
+    assert!(
+        schemas.get("io.k8s.api.apps.v1.Deployment").is_none(),
+        "another group's kinds stay out"
+    );
+    let delete_gvks = schemas["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"]
+        ["x-kubernetes-group-version-kind"]
+        .as_array()
+        .unwrap();
+    assert!(
+        delete_gvks.contains(&json!({"group": "apps", "kind": "DeleteOptions", "version": "v1"}))
+    );
+    assert_refs_resolve(&doc, "#/components/schemas/", schemas);
+
+    let apps = v3_doc(&api, "apis/apps/v1");
+    let apps_schemas = &apps["components"]["schemas"];
+    assert_refs_resolve(&apps, "#/components/schemas/", apps_schemas);
+    let scale = &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"];
+    assert_eq!(
+        scale["get"]["operationId"],
+        "readAppsV1NamespacedDeploymentScale"
+    );
+    assert_eq!(
+        scale["put"]["x-kubernetes-group-version-kind"],
+        json!({"group": "autoscaling", "kind": "Scale", "version": "v1"})
+    );
+    assert_eq!(
+        apps_schemas["io.k8s.api.autoscaling.v1.Scale"]["x-kubernetes-group-version-kind"],
+        json!([{"group": "autoscaling", "kind": "Scale", "version": "v1"}])
+    );
+
+    let lease = v3_doc(&api, "apis/coordination.k8s.io/v1");
+    assert_eq!(
+        lease["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"]["get"]["tags"],
+        json!(["coordination_v1"])
+    );
+    assert_eq!(
+        lease["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"]["get"]
+            ["operationId"],
+        "listCoordinationV1NamespacedLease"
+    );
+}
+
+#[test]
+fn v2_is_one_swagger_document() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let resp = get(&api, "/openapi/v2", None, &[("accept", "application/json")]);
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    assert_eq!(resp.headers()["vary"], "Accept");
+    let doc = json_of(&resp);
+    assert_eq!(doc["swagger"], "2.0");
+    let defs = &doc["definitions"];
+    assert_refs_resolve(&doc, "#/definitions/", defs);
+    assert!(
+        defs["io.k8s.api.apps.v1.Deployment"].is_object()
+            && defs["io.k8s.api.core.v1.ConfigMap"].is_object()
+    );
+    // Swagger 2 keeps the description beside the $ref, as upstream writes it.
+    assert_eq!(
+        defs["io.k8s.api.core.v1.ConfigMap"]["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    let patch = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+    assert_eq!(patch["operationId"], "patchAppsV1NamespacedDeployment");
+    assert_eq!(patch["parameters"][0]["in"], "body");
+    assert!(patch["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "fieldValidation"));
+    assert_eq!(
+        patch["consumes"],
+        json!([
+            "application/apply-patch+yaml",
+            "application/json-patch+json",
+            "application/merge-patch+json"
+        ])
+    );
+
+    // kubectl asks for protobuf only; like kube-apiserver without a matching encoding: 406.
+    let pb = get(
+        &api,
+        "/openapi/v2",
+        None,
+        &[(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )],
+    );
+    assert_eq!(pb.status(), 406);
+    let either = get(
+        &api,
+        "/openapi/v2",
+        None,
+        &[(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json",
+        )],
+    );
+    assert_eq!(either.status(), 200);
+    let etag = resp.headers()["etag"].to_str().unwrap();
+    assert_eq!(
+        get(&api, "/openapi/v2", None, &[("if-none-match", etag)]).status(),
+        304
+    );
+}
