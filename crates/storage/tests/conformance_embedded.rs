@@ -1,5 +1,7 @@
 //! The conformance suite against the embedded backend, directly and through the watch cache.
 
+#![allow(clippy::unwrap_used)]
+
 use kapi_storage::cacher::{Cacher, CacherConfig};
 use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
 use kapi_storage::testing::{run_suite, PREFIX};

@@ -2,6 +2,7 @@
 //! directly and through the watch cache, and etcd going away and coming back.
 
 #![cfg(feature = "etcd")]
+#![allow(clippy::unwrap_used)]
 
 use kapi_machinery::EventType;
 use kapi_storage::cacher::{Cacher, CacherConfig};
