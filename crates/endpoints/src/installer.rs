@@ -138,7 +138,9 @@ pub fn install(groups: Vec<ApiGroupInfo>) -> RouteTable {
         routes,
         groups: Arc::new(groups),
         server_address: String::new(),
+        server_version: String::new(),
         discovery: Default::default(),
+        openapi: Default::default(),
     }
 }
 

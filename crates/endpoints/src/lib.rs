@@ -112,6 +112,11 @@ impl ApiServerHandler {
         self.inner.router.set_server_address(address.into());
     }
 
+    /// Sets the `gitVersion` the OpenAPI documents report in `info.version`.
+    pub fn set_server_version(&self, version: impl Into<String>) {
+        self.inner.router.set_server_version(version.into());
+    }
+
     /// The installed groups of the current snapshot.
     pub fn groups(&self) -> Arc<Vec<ApiGroupInfo>> {
         self.inner.router.snapshot().groups.clone()
@@ -137,6 +142,7 @@ impl ApiServerHandler {
                 &table,
                 &parts.method,
                 parts.uri.path(),
+                parts.uri.query(),
                 &parts.headers,
                 pretty,
             );

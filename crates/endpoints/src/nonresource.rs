@@ -10,6 +10,7 @@ pub fn serve(
     table: &RouteTable,
     method: &Method,
     path: &str,
+    query: Option<&str>,
     headers: &HeaderMap,
     pretty: bool,
 ) -> Response<ResponseBody> {
@@ -17,7 +18,7 @@ pub fn serve(
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
     if path == "/openapi/v2" || path == "/openapi/v3" || path.starts_with("/openapi/v3/") {
-        return match table.openapi_response(path, headers) {
+        return match table.openapi_response(path, query, headers) {
             Some(resp) => resp.map(full_body),
             None => responses::error_response(&responses::resource_not_found(), accept, pretty),
         };

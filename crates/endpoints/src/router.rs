@@ -4,6 +4,7 @@
 
 use crate::discovery::Discovery;
 use crate::installer::{self, VerbTable};
+use crate::openapi::OpenApi;
 use bytes::Bytes;
 use http::{HeaderMap, Response};
 use kapi_registry::rest::{self, ApiGroupInfo};
@@ -43,8 +44,12 @@ pub struct RouteTable {
     pub groups: Arc<Vec<ApiGroupInfo>>,
     /// What legacy discovery reports as the server's address.
     pub server_address: String,
+    /// The `gitVersion` OpenAPI documents carry in `info.version`.
+    pub server_version: String,
     /// Discovery documents of this snapshot, built on first use.
     pub discovery: OnceLock<Discovery>,
+    /// OpenAPI documents of this snapshot, built on first use (they are large).
+    pub openapi: OnceLock<OpenApi>,
 }
 
 impl RouteTable {
@@ -59,8 +64,15 @@ impl RouteTable {
     }
 
     /// Answers `/openapi/v2`, `/openapi/v3` and `/openapi/v3/<gv>`; `None` for an unknown path.
-    pub fn openapi_response(&self, _path: &str, _headers: &HeaderMap) -> Option<Response<Bytes>> {
-        None
+    pub fn openapi_response(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Option<Response<Bytes>> {
+        self.openapi
+            .get_or_init(|| OpenApi::new(&self.groups, &self.server_version))
+            .serve(path, query, headers)
     }
 
     /// True when some resource is served under this group/version (for 404 wording).
@@ -71,21 +83,38 @@ impl RouteTable {
     }
 }
 
+/// What OpenAPI reports until the server sets its own version.
+pub const DEFAULT_SERVER_VERSION: &str = "v1.33.0";
+
 /// The live router.
 pub struct Router {
     current: RwLock<Arc<RouteTable>>,
+    identity: RwLock<Identity>,
 }
 
-fn build(groups: Vec<ApiGroupInfo>, server_address: String) -> RouteTable {
+/// Who the server says it is in discovery and OpenAPI.
+#[derive(Clone, Debug)]
+struct Identity {
+    address: String,
+    version: String,
+}
+
+fn build(groups: Vec<ApiGroupInfo>, id: &Identity) -> RouteTable {
     let mut table = installer::install(groups);
-    table.server_address = server_address;
+    table.server_address = id.address.clone();
+    table.server_version = id.version.clone();
     table
 }
 
 impl Router {
     pub fn new(groups: Vec<ApiGroupInfo>) -> Self {
+        let identity = Identity {
+            address: String::new(),
+            version: DEFAULT_SERVER_VERSION.to_string(),
+        };
         Self {
-            current: RwLock::new(Arc::new(build(groups, String::new()))),
+            current: RwLock::new(Arc::new(build(groups, &identity))),
+            identity: RwLock::new(identity),
         }
     }
 
@@ -124,15 +153,34 @@ impl Router {
         };
         let mut groups: Vec<ApiGroupInfo> = guard.groups.as_ref().clone();
         change(&mut groups);
-        *guard = Arc::new(build(groups, guard.server_address.clone()));
+        *guard = Arc::new(build(groups, &self.identity()));
+    }
+
+    fn identity(&self) -> Identity {
+        match self.identity.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn set_identity(&self, change: impl FnOnce(&mut Identity)) {
+        {
+            let mut id = match self.identity.write() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            change(&mut id);
+        }
+        self.update(|_| {});
     }
 
     /// Sets the address legacy discovery reports; the next snapshot carries it.
     pub fn set_server_address(&self, address: String) {
-        let mut guard = match self.current.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        *guard = Arc::new(build(guard.groups.as_ref().clone(), address));
+        self.set_identity(|id| id.address = address);
+    }
+
+    /// Sets the version OpenAPI documents report; the next snapshot carries it.
+    pub fn set_server_version(&self, version: String) {
+        self.set_identity(|id| id.version = version);
     }
 }
