@@ -54,7 +54,7 @@ impl IpAllocator {
         )
     }
 
-    fn from_u128(&self, n: u128) -> IpAddr {
+    fn addr(&self, n: u128) -> IpAddr {
         match self.net {
             IpNet::V4(_) => IpAddr::V4(std::net::Ipv4Addr::from(n as u32)),
             IpNet::V6(_) => IpAddr::V6(std::net::Ipv6Addr::from(n)),
@@ -63,7 +63,7 @@ impl IpAllocator {
 
     /// The `index`-th usable address (`1` is `.1`, kept for the `kubernetes` service).
     pub fn nth(&self, index: u128) -> IpAddr {
-        self.from_u128(ip_to_u128(self.net.network()) + index)
+        self.addr(ip_to_u128(self.net.network()) + index)
     }
 
     /// Claims a specific address.
@@ -91,7 +91,7 @@ impl IpAllocator {
             if n == lo && size > 1 {
                 continue;
             }
-            let ip = self.from_u128(n);
+            let ip = self.addr(n);
             if used.insert(ip) {
                 return Ok(ip);
             }

@@ -421,7 +421,6 @@ async fn field_selectors() {
     let lister = pods.as_lister().unwrap();
     let names = |q: &str| {
         let q = q.to_string();
-        let lister = lister;
         async move {
             lister
                 .list(&ctx("default"), &ListOptions::from_query(&q).unwrap())

@@ -57,25 +57,23 @@ impl Strategy for SecretStrategy {
             }
         }
         match t {
-            "kubernetes.io/service-account-token" => {
+            "kubernetes.io/service-account-token"
                 if obj
                     .annotations()
                     .get("kubernetes.io/service-account.name")
-                    .is_none_or(String::is_empty)
-                {
-                    errs.push(FieldError::required(
-                        "metadata.annotations[kubernetes.io/service-account.name]",
-                        "",
-                    ));
-                }
+                    .is_none_or(String::is_empty) =>
+            {
+                errs.push(FieldError::required(
+                    "metadata.annotations[kubernetes.io/service-account.name]",
+                    "",
+                ));
             }
-            "kubernetes.io/basic-auth" => {
+            "kubernetes.io/basic-auth"
                 if at(obj, &["data", "username"]).is_none()
-                    && at(obj, &["data", "password"]).is_none()
-                {
-                    errs.push(FieldError::required("data[username]", ""));
-                    errs.push(FieldError::required("data[password]", ""));
-                }
+                    && at(obj, &["data", "password"]).is_none() =>
+            {
+                errs.push(FieldError::required("data[username]", ""));
+                errs.push(FieldError::required("data[password]", ""));
             }
             _ => {}
         }

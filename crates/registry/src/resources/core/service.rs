@@ -304,9 +304,8 @@ impl Strategy for ServiceStrategy {
                     let Some(p) = p.as_object_mut() else { continue };
                     let want = p.get("nodePort").and_then(Value::as_u64).unwrap_or(0) as u16;
                     let r = if want == 0 {
-                        self.ports.allocate_next().map(|n| {
+                        self.ports.allocate_next().inspect(|n| {
                             p.insert("nodePort".into(), json!(n));
-                            n
                         })
                     } else if old_ports.contains(&want) {
                         continue;
