@@ -65,8 +65,12 @@ pub struct BuildContext {
 impl BuildContext {
     /// The storage a resource's Store uses (the backend; the watch cache where enabled and
     /// available).
-    pub fn storage_for(&self, _prefix: &str) -> DynStorage {
-        self.config.storage.clone()
+    pub fn storage_for(&self, prefix: &str) -> DynStorage {
+        if self.config.watch_cache {
+            kapi_storage::cacher::Cacher::new(self.config.storage.clone(), prefix)
+        } else {
+            self.config.storage.clone()
+        }
     }
 
     /// A Store for `strategy` with the namespace check wired in.

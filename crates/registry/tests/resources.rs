@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{obj, registry};
+use common::{obj, registry_with};
 use kapi_registry::testing::ResourceTest;
 use serde_json::{json, Value};
 
@@ -21,15 +21,18 @@ async fn run(
     invalid: Value,
     update: fn(&mut kapi_machinery::Object),
 ) {
-    let r = registry().await;
-    let t = ResourceTest {
-        storage: r.storage(group, resource, ""),
-        namespace: "default".into(),
-        valid: obj(valid),
-        invalid: obj(invalid),
-        update,
-    };
-    t.run().await;
+    // straight on the store, then through the watch cache
+    for cache in [false, true] {
+        let r = registry_with(cache).await;
+        let t = ResourceTest {
+            storage: r.storage(group, resource, ""),
+            namespace: "default".into(),
+            valid: obj(valid.clone()),
+            invalid: obj(invalid.clone()),
+            update,
+        };
+        t.run().await;
+    }
 }
 
 fn pod_template(labels: Value, restart: &str) -> Value {

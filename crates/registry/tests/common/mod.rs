@@ -17,11 +17,16 @@ pub struct Registry {
 }
 
 pub async fn registry() -> Registry {
+    registry_with(true).await
+}
+
+/// A registry with or without the watch cache in front of the store.
+pub async fn registry_with(watch_cache: bool) -> Registry {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage: DynStorage =
         Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded storage"));
     let mut config = RegistryConfig::new(storage.clone());
-    config.watch_cache = false;
+    config.watch_cache = watch_cache;
     let groups = build(config).await.expect("build");
     bootstrap(&groups).await.expect("bootstrap");
     Registry {
