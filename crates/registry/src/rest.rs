@@ -178,6 +178,11 @@ pub trait Storage: Send + Sync + 'static {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+    /// Whether a delete that removes the object at once answers with the object (upstream's
+    /// `ReturnDeletedObject`: pods, serviceaccounts, ...) rather than a `Success` Status.
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
 }
 
 /// The storages of one group/version (main resources and their subresources, each telling
