@@ -635,3 +635,49 @@ async fn watch_from_zero_sends_initial_state_and_bookmarks_have_kind() {
     let table = nss.as_table_convertor().unwrap();
     assert!(!table.columns().is_empty());
 }
+
+#[tokio::test]
+async fn delete_collection_by_label_and_node_port_release_on_update() {
+    let r = registry().await;
+    let cms = r.storage("", "configmaps", "");
+    for (name, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": name, "labels": {"app": app}}}),
+        )
+        .await
+        .unwrap();
+    }
+    let dc = cms.as_collection_deleter().unwrap();
+    let gone = dc
+        .delete_collection(
+            &ctx("default"),
+            rest::validate_nothing(),
+            &DeleteOptions::default(),
+            &ListOptions::from_query("labelSelector=app%3Dx").unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = gone.items.iter().map(|o| o.name()).collect();
+    names.sort();
+    assert_eq!(names, vec!["a", "b"]);
+    assert!(get(&cms, "default", "c").await.is_ok());
+    assert!(get(&cms, "default", "a").await.unwrap_err().is_not_found());
+
+    // switching a NodePort service back to ClusterIP gives its port back
+    let svcs = r.storage("", "services", "");
+    let np = create(&svcs, "default", json!({"metadata": {"name": "np"}, "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}})).await.unwrap();
+    let mut back = np.clone();
+    back.as_map_mut()["spec"]["type"] = json!("ClusterIP");
+    back.as_map_mut()["spec"]["ports"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("nodePort");
+    back.as_map_mut()["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("externalTrafficPolicy");
+    put(&svcs, "default", back).await.unwrap();
+    create(&svcs, "default", json!({"metadata": {"name": "np2"}, "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}})).await.unwrap();
+}

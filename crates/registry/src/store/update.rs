@@ -37,6 +37,13 @@ fn set_or_remove(obj: &mut Object, key: &str, v: Option<Value>) {
     }
 }
 
+/// Allocation bookkeeping across compare-and-swap attempts.
+#[derive(Default)]
+struct AttemptState {
+    created: bool,
+    attempt: Option<(Object, Option<Object>)>,
+}
+
 impl Store {
     /// Applies the subresource's scope: `/status` keeps all but status, `/finalize` all but
     /// `spec.finalizers`, and main writes of a resource with `/status` keep the old status.
@@ -224,28 +231,52 @@ impl Store {
                 warnings: Vec::new(),
             });
         }
-        let created = Arc::new(Mutex::new(false));
+        // What the last attempt allocated, as (new, old): given back when the attempt is
+        // retried or fails, and the old object's leftovers given back when it succeeds.
+        let state: Arc<Mutex<AttemptState>> = Arc::default();
         let call_ref = &call;
-        let created_ref = created.clone();
+        let state_ref = state.clone();
         let mut try_update =
             move |current: Option<Object>| -> BoxFuture<'_, kapi_storage::Result<Object>> {
-                let created = created_ref.clone();
+                let state = state_ref.clone();
                 Box::pin(async move {
+                    if let Some((prev_new, prev_old)) =
+                        state.lock().ok().and_then(|mut s| s.attempt.take())
+                    {
+                        self.strategy.release(&prev_new, prev_old.as_ref());
+                    }
                     let old = current.clone();
                     let (mut obj, is_create) = self.compute_update(call_ref, current).await?;
                     self.strategy.allocate(&mut obj, old.as_ref())?;
-                    if let Ok(mut c) = created.lock() {
-                        *c = is_create;
+                    if let Ok(mut s) = state.lock() {
+                        s.created = is_create;
+                        s.attempt = Some((obj.clone(), old));
                     }
                     Ok(obj)
                 })
             };
-        let stored = self
+        let result = self
             .storage
             .guaranteed_update(&key, None, true, &mut try_update)
-            .await
-            .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
-        let created = created.lock().map(|c| *c).unwrap_or(false);
+            .await;
+        let (created, attempt) = state
+            .lock()
+            .map(|mut s| (s.created, s.attempt.take()))
+            .unwrap_or((false, None));
+        let stored = match result {
+            Ok(stored) => {
+                if let Some((_, Some(old))) = &attempt {
+                    self.strategy.release(old, Some(&stored));
+                }
+                stored
+            }
+            Err(e) => {
+                if let Some((new, old)) = &attempt {
+                    self.strategy.release(new, old.as_ref());
+                }
+                return Err(e.into_api_error(&gr, call.name, "update"));
+            }
+        };
         let stored = self.with_type_meta(stored);
         if self.ready_to_go(&stored) {
             let pre = Preconditions {
