@@ -1,5 +1,5 @@
-//! DELETE of one object (the object while finalizers or a grace period keep it, else a
-//! `Success` Status) and of a collection (the list of what was deleted).
+//! DELETE of one object (the object while finalizers or a grace period keep it, or when the
+//! resource returns deleted objects; else a `Success` Status) and of a collection (the list of what was deleted).
 
 use super::capability;
 use crate::body::read_limited;
@@ -29,13 +29,13 @@ pub async fn delete(
     let result = deleter
         .delete(&scope.ctx(), &scope.name, validate, &opts)
         .await?;
-    if result.deleted {
+    if result.deleted && !scope.storage.return_deleted_object() {
         let gr = scope.group_resource();
         let status = success_status(Some((&gr, &scope.name, result.object.uid())));
         return Ok(scope.respond(StatusCode::OK, Payload::Status(status), &[]));
     }
     // 202 when a cascading delete was asked for and the object is still there (upstream).
-    let code = if opts.orphan_dependents == Some(false) {
+    let code = if !result.deleted && opts.orphan_dependents == Some(false) {
         StatusCode::ACCEPTED
     } else {
         StatusCode::OK
