@@ -17,8 +17,10 @@ fn init_logging(verbosity: u8) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         EnvFilter::new(format!("warn,kapi_server={level},kapi_apiserver={level},kapi_endpoints={level},kapi_registry={level},kapi_storage={level}"))
     });
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
 }

@@ -255,7 +255,8 @@ impl Options {
                 servers,
                 prefix: self.etcd_prefix.trim_end_matches('/').to_string(),
                 compaction_interval,
-                request_timeout: config.request_timeout,
+                // Bound on each etcd call, apart from the HTTP request timeout.
+                request_timeout: Duration::from_secs(10),
             });
         }
         if errors.is_empty() {

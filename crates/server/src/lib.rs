@@ -111,10 +111,18 @@ async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError>
             .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
             Ok(Arc::new(store))
         }
-        StorageConfig::Etcd(opts) => Err(ServerError::Config(format!(
-            "the etcd backend is not available in this build ({})",
-            opts.servers.join(",")
-        ))),
+        StorageConfig::Etcd(opts) => {
+            let cfg = kapi_storage::etcd::EtcdConfig {
+                endpoints: opts.servers.clone(),
+                prefix: opts.prefix.clone(),
+                request_timeout: opts.request_timeout,
+                compaction_interval: opts.compaction_interval,
+                ..Default::default()
+            };
+            Ok(Arc::new(
+                kapi_storage::etcd::EtcdStorage::connect(cfg).await?,
+            ))
+        }
     }
 }
 

@@ -112,4 +112,8 @@ impl Storage for MeteredStorage {
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.inner.request_progress().await
+    }
 }
