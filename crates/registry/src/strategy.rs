@@ -53,6 +53,17 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Converts an object of this resource's version into the stored form (events.k8s.io
+    /// events are stored as core/v1 events, as upstream does).
+    fn to_storage(&self, obj: Object) -> Object {
+        obj
+    }
+
+    /// Converts a stored object into this resource's version.
+    fn convert_from_storage(&self, obj: Object) -> Object {
+        obj
+    }
+
     /// Server-side defaults, applied to every decoded body.
     fn defaults(&self, _obj: &mut Object) {}
 

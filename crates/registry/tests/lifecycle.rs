@@ -681,3 +681,34 @@ async fn delete_collection_by_label_and_node_port_release_on_update() {
     put(&svcs, "default", back).await.unwrap();
     create(&svcs, "default", json!({"metadata": {"name": "np2"}, "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}})).await.unwrap();
 }
+
+#[tokio::test]
+async fn events_share_storage_across_versions() {
+    let r = registry().await;
+    let v1 = r.storage("events.k8s.io", "events", "");
+    let core = r.storage("", "events", "");
+    create(
+        &v1,
+        "default",
+        json!({"metadata": {"name": "e"}, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "reportingController": "ctl",
+            "reportingInstance": "i", "action": "Start", "reason": "Started", "note": "hello", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}),
+    )
+    .await
+    .unwrap();
+    let c = get(&core, "default", "e").await.unwrap();
+    assert_eq!(c.api_version(), "v1");
+    assert_eq!(c.as_map()["message"], "hello");
+    assert_eq!(c.as_map()["involvedObject"]["name"], "p");
+    assert_eq!(c.as_map()["reportingComponent"], "ctl");
+    let back = get(&v1, "default", "e").await.unwrap();
+    assert_eq!(back.api_version(), "events.k8s.io/v1");
+    assert_eq!(back.as_map()["note"], "hello");
+    assert!(back.get("message").is_none());
+    let l = v1
+        .as_lister()
+        .unwrap()
+        .list(&ctx("default"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(l.items[0].as_map()["regarding"]["kind"], "Pod");
+}

@@ -77,9 +77,23 @@ impl Strategy for EventsV1Strategy {
     fn info(&self) -> ResourceInfo {
         info("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[])
     }
-    // kept apart from core/v1 events: the two shapes differ and are not converted here
+    // one storage for both event APIs, as upstream: objects are kept as core/v1 events
     fn key_prefix(&self) -> String {
-        "events.k8s.io/events".into()
+        "events".into()
+    }
+    fn to_storage(&self, obj: Object) -> Object {
+        convert_event(
+            obj,
+            EVENT_FIELDS.iter().map(|(v1, core)| (*v1, *core)),
+            "v1",
+        )
+    }
+    fn convert_from_storage(&self, obj: Object) -> Object {
+        convert_event(
+            obj,
+            EVENT_FIELDS.iter().map(|(v1, core)| (*core, *v1)),
+            "events.k8s.io/v1",
+        )
     }
     fn ttl(&self) -> Option<Duration> {
         Some(crate::resources::core::simple::EVENT_TTL)
@@ -109,6 +123,36 @@ impl Strategy for EventsV1Strategy {
         }
         errs
     }
+}
+
+/// events.k8s.io/v1 field -> core/v1 field (the rest is shared).
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("reportingController", "reportingComponent"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+];
+
+/// Renames the fields of an event between the two versions.
+fn convert_event<'a>(
+    mut obj: Object,
+    renames: impl Iterator<Item = (&'a str, &'a str)>,
+    api_version: &str,
+) -> Object {
+    let mut moved = Vec::new();
+    for (from, to) in renames {
+        if let Some(v) = obj.remove(from) {
+            moved.push((to, v));
+        }
+    }
+    for (to, v) in moved {
+        obj.insert(to, v);
+    }
+    obj.set_api_version_kind(api_version, "Event");
+    obj
 }
 
 pub struct EndpointSliceStrategy;

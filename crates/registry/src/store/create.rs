@@ -75,10 +75,10 @@ impl Store {
         self.strategy.allocate(&mut obj, None)?;
         match self
             .storage
-            .create(&key, obj.clone(), self.strategy.ttl())
+            .create(&key, self.to_stored(obj.clone()), self.strategy.ttl())
             .await
         {
-            Ok(stored) => Ok(self.with_type_meta(stored)),
+            Ok(stored) => Ok(self.read_stored(stored)),
             Err(e) => {
                 self.strategy.release(&obj, None);
                 Err(e.into_api_error(&gr, &name, "create"))

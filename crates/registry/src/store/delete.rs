@@ -100,7 +100,7 @@ impl Store {
             .await
             .map_err(|e| e.into_api_error(&gr, name, "delete"))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;
-        let current = self.with_type_meta(current);
+        let current = self.read_stored(current);
         opts.preconditions
             .check(&current)
             .map_err(|why| ApiError::conflict(&gr, name, why))?;
@@ -140,7 +140,8 @@ impl Store {
                 |cur: Option<Object>| -> BoxFuture<'_, kapi_storage::Result<Object>> {
                     let res = match cur {
                         Some(cur) => self
-                            .mark_deleting(cur, &finalizers, grace)
+                            .mark_deleting(self.read_stored(cur), &finalizers, grace)
+                            .map(|o| self.to_stored(o))
                             .map_err(kapi_storage::Error::from),
                         None => Err(ApiError::not_found(&gr, name).into()),
                     };
@@ -152,7 +153,7 @@ impl Store {
                 .await
                 .map_err(|e| e.into_api_error(&gr, name, "delete"))?;
             return Ok(DeleteResult {
-                object: self.with_type_meta(stored),
+                object: self.read_stored(stored),
                 deleted: false,
             });
         }
@@ -182,7 +183,7 @@ impl Store {
         };
         self.strategy.release(&deleted, None);
         Ok(DeleteResult {
-            object: self.with_type_meta(deleted),
+            object: self.read_stored(deleted),
             deleted: true,
         })
     }

@@ -121,6 +121,16 @@ impl Store {
         obj
     }
 
+    /// An object read from storage, in this resource's version, with apiVersion/kind.
+    fn read_stored(&self, obj: Object) -> Object {
+        self.with_type_meta(self.strategy.convert_from_storage(obj))
+    }
+
+    /// An object in the form storage keeps.
+    fn to_stored(&self, obj: Object) -> Object {
+        self.strategy.to_storage(obj)
+    }
+
     fn invalid(&self, name: &str, errs: &[FieldError]) -> ApiError {
         ApiError::invalid(&self.gvk(), name, errs)
     }

@@ -79,11 +79,7 @@ impl Store {
             .await
             .map_err(|e| e.into_api_error(&self.gr(), "", "list"))?;
         Ok(ObjectList {
-            items: res
-                .items
-                .into_iter()
-                .map(|o| self.with_type_meta(o))
-                .collect(),
+            items: res.items.into_iter().map(|o| self.read_stored(o)).collect(),
             resource_version: res.revision.to_string(),
             continue_token: res.continue_token,
             remaining_item_count: res.remaining_item_count,
@@ -106,7 +102,7 @@ impl Store {
         if obj.kind() == self.info.kind && obj.api_version() == self.api_version() {
             obj
         } else {
-            Arc::new(self.with_type_meta((*obj).clone()))
+            Arc::new(self.read_stored((*obj).clone()))
         }
     }
 }
@@ -127,7 +123,7 @@ impl Getter for Store {
             )
             .await
             .map_err(|e| e.into_api_error(&self.gr(), name, "get"))?;
-        got.map(|o| self.with_type_meta(o))
+        got.map(|o| self.read_stored(o))
             .ok_or_else(|| ApiError::not_found(&self.gr(), name))
     }
 }

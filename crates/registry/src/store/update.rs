@@ -181,7 +181,7 @@ impl Store {
             (call.create_validation)(obj.clone()).await?;
             return Ok((obj, true));
         };
-        let current = self.with_type_meta(current);
+        let current = self.read_stored(current);
         let mut new = (call.new_object)(Some(current.clone())).await?;
         if new.resource_version().is_empty() {
             new.set_resource_version(current.resource_version());
@@ -220,7 +220,8 @@ impl Store {
                     },
                 )
                 .await
-                .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
+                .map_err(|e| e.into_api_error(&gr, call.name, "update"))?
+                .map(|o| self.read_stored(o));
             let old = current.clone();
             let (mut obj, created) = self.compute_update(&call, current).await?;
             self.strategy.allocate(&mut obj, old.as_ref())?;
@@ -245,6 +246,7 @@ impl Store {
                     {
                         self.strategy.release(&prev_new, prev_old.as_ref());
                     }
+                    let current = current.map(|o| self.read_stored(o));
                     let old = current.clone();
                     let (mut obj, is_create) = self.compute_update(call_ref, current).await?;
                     self.strategy.allocate(&mut obj, old.as_ref())?;
@@ -252,7 +254,7 @@ impl Store {
                         s.created = is_create;
                         s.attempt = Some((obj.clone(), old));
                     }
-                    Ok(obj)
+                    Ok(self.to_stored(obj))
                 })
             };
         let result = self
@@ -277,7 +279,7 @@ impl Store {
                 return Err(e.into_api_error(&gr, call.name, "update"));
             }
         };
-        let stored = self.with_type_meta(stored);
+        let stored = self.read_stored(stored);
         if self.ready_to_go(&stored) {
             let pre = Preconditions {
                 uid: None,
@@ -290,7 +292,7 @@ impl Store {
                 Ok(deleted) => {
                     self.strategy.release(&deleted, None);
                     return Ok(UpdateResult {
-                        object: self.with_type_meta(deleted),
+                        object: self.read_stored(deleted),
                         created,
                         warnings: Vec::new(),
                     });
