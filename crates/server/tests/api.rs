@@ -266,3 +266,56 @@ async fn version_health_and_metrics() {
     assert!(version.headers.contains_key("audit-id"));
     t.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn large_responses_are_gzipped_small_ones_are_not() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let big = "x".repeat(60 * 1024);
+    for name in ["big-1", "big-2", "big-3"] {
+        cms.create(&PostParams::default(), &configmap(name, &big))
+            .await
+            .unwrap();
+    }
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let gzip = [("accept-encoding", "gzip")];
+
+    let r = conn
+        .send_with("GET", "/api/v1/namespaces/default/configmaps", &gzip, None)
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("gzip")
+    );
+    assert!(
+        r.body.len() < 100 * 1024,
+        "a gzipped body of {} bytes",
+        r.body.len()
+    );
+
+    let r = conn
+        .send("GET", "/api/v1/namespaces/default/configmaps", None)
+        .await;
+    assert!(r.headers.get("content-encoding").is_none());
+    assert_eq!(r.json()["items"].as_array().unwrap().len(), 3);
+
+    let r = conn
+        .send_with(
+            "GET",
+            "/api/v1/namespaces/default/configmaps/big-1",
+            &gzip,
+            None,
+        )
+        .await;
+    assert!(
+        r.headers.get("content-encoding").is_none(),
+        "a 60 KiB object was compressed"
+    );
+    assert_eq!(r.json()["metadata"]["name"], "big-1");
+    t.server.shutdown().await;
+}

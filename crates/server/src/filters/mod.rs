@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
+pub mod compression;
 pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
@@ -78,6 +79,12 @@ where
             c.metrics,
         )) // 429; skips watches
         .layer(AuthorizationLayer::new(c.authorizer)) // 403
+        .map_response(
+            |r: http::Response<
+                tower_http::compression::CompressionBody<kapi_endpoints::ResponseBody>,
+            >| { r.map(http_body_util::BodyExt::boxed_unsync) },
+        )
+        .layer(compression::layer()) // gzip for large complete bodies
         .service(api)
 }
 

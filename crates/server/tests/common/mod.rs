@@ -139,16 +139,29 @@ impl Reply {
 
 impl Conn {
     pub async fn send(&mut self, method: &str, path: &str, body: Option<&str>) -> Reply {
+        self.send_with(method, path, &[], body).await
+    }
+
+    /// `send` with extra request headers.
+    pub async fn send_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Reply {
         let body = Full::new(Bytes::from(body.unwrap_or_default().to_string()))
             .map_err(|never| match never {})
             .boxed();
-        let req = http::Request::builder()
+        let mut req = http::Request::builder()
             .method(method)
             .uri(path)
             .header("host", "localhost")
-            .header("content-type", "application/json")
-            .body(body)
-            .unwrap();
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(body).unwrap();
         self.sender.ready().await.unwrap();
         read(self.sender.send_request(req).await.unwrap()).await
     }
