@@ -16,9 +16,9 @@ pub async fn create(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let creater = capability(scope, scope.storage.as_creater(), "create")?;
-    if !scope.name.is_empty() {
-        // Named POSTs exist only for subresources that create (e.g. eviction); a main
-        // resource has no such route.
+    if !scope.name.is_empty() && scope.resource.subresource.is_empty() {
+        // A main resource has no named POST route; subresources that create (eviction,
+        // token) do, and their object is named after the parent.
         return Err(crate::scope::method_not_allowed(&scope.resource, "create"));
     }
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
@@ -31,6 +31,9 @@ pub async fn create(
         opts.field_validation,
     )?;
     ensure_namespace(scope, &mut obj)?;
+    if !scope.name.is_empty() && obj.name().is_empty() {
+        obj.set_name(&scope.name);
+    }
     let obj = scope
         .admit(Operation::Create, obj, None, opts.dry_run)
         .await?;
