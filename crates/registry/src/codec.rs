@@ -48,8 +48,13 @@ pub fn strict_error(messages: &[String]) -> ApiError {
 
 /// Upstream's message for a body that does not fit the type.
 pub fn cannot_handle(kind: &str, version: &str, err: &str) -> ApiError {
+    cannot_handle_as(kind, version, kind, err)
+}
+
+/// `<body kind> in version "<v>" cannot be handled as a <kind>: <why>`.
+pub fn cannot_handle_as(body_kind: &str, version: &str, kind: &str, err: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "{kind} in version {version:?} cannot be handled as a {kind}: {err}"
+        "{body_kind} in version {version:?} cannot be handled as a {kind}: {err}"
     ))
 }
 
@@ -63,7 +68,18 @@ pub fn check_type_meta(body: &mut Object, api_version: &str, kind: &str) -> Resu
         )));
     }
     if !got_kind.is_empty() && got_kind != kind {
-        return Err(ApiError::bad_request(format!("the object provided is unrecognized (must be of type {kind}): {got_kind} in version {api_version:?}")));
+        // upstream's transformDecodeError around the failed conversion between the two types
+        let version = api_version.rsplit('/').next().unwrap_or(api_version);
+        let group = api_version
+            .split_once('/')
+            .map(|(g, _)| g.split('.').next().unwrap_or(g))
+            .unwrap_or("core");
+        return Err(cannot_handle_as(
+            &got_kind,
+            version,
+            kind,
+            &format!("converting ({version}.{got_kind}) to ({group}.{kind}): unknown conversion"),
+        ));
     }
     body.set_api_version_kind(api_version, kind);
     Ok(())

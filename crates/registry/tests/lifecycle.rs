@@ -582,6 +582,10 @@ async fn strict_decoding_errors() {
         )
         .unwrap_err();
     assert_eq!(e.code, 400);
+    assert_eq!(
+        e.message,
+        r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#
+    );
 }
 
 #[tokio::test]
