@@ -189,6 +189,20 @@ mod tests {
     }
 
     #[test]
+    fn throttling_sets_retry_after() {
+        let r = error_response(&ApiError::too_many_requests("slow down", 3), None, false);
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[RETRY_AFTER], "3");
+        let r = error_response(
+            &ApiError::service_unavailable("later"),
+            Some("application/yaml"),
+            false,
+        );
+        assert_eq!(r.headers()[RETRY_AFTER], "1");
+        assert_eq!(r.headers()[CONTENT_TYPE], "application/yaml");
+    }
+
+    #[test]
     fn warnings_are_quoted() {
         let mut h = HeaderMap::new();
         add_warnings(

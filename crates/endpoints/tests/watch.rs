@@ -156,3 +156,29 @@ async fn compacted_resource_version_is_an_error_event() {
         "{st}"
     );
 }
+
+#[tokio::test]
+async fn initial_events_end_with_a_bookmark_when_asked() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("ie", &[])).await;
+    let uri = format!(
+        "{CMS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=30"
+    );
+    let resp = s
+        .handler
+        .handle(request(Method::GET, &uri, &[], Bytes::new()))
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.into_body();
+    let lines = watch_lines(&mut body, 2).await;
+    assert_eq!(lines[0]["type"], "ADDED");
+    assert_eq!(lines[1]["type"], "BOOKMARK");
+    assert_eq!(lines[1]["object"]["kind"], "ConfigMap");
+    assert_eq!(
+        lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert!(lines[1]["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|rv| !rv.is_empty()));
+}
