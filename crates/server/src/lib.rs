@@ -50,6 +50,7 @@ pub struct RunningServer {
     pub kubeconfig_path: PathBuf,
     /// kapi's CA certificate (PEM), to trust the serving certificate.
     pub ca_pem: String,
+    handler: kapi_endpoints::ApiServerHandler,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -66,6 +67,11 @@ impl RunningServer {
                 tracing::error!(error = %e, "the server task failed");
             }
         }
+    }
+
+    /// The API handler, e.g. to install or remove API groups while serving.
+    pub fn handler(&self) -> &kapi_endpoints::ApiServerHandler {
+        &self.handler
     }
 
     /// `https://127.0.0.1:<port>` (or the bound address when it is not loopback/unspecified).
@@ -254,6 +260,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         addr,
         kubeconfig_path,
         ca_pem: pki.ca_pem.clone(),
+        handler,
         stop: Some(stop_tx),
         task: Some(task),
     })
