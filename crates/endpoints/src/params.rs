@@ -3,7 +3,7 @@
 
 use crate::responses::form_urlencoded_pairs;
 use kapi_machinery::options::parse_dry_run;
-use kapi_machinery::{ApiError, FieldError, GroupVersionKind};
+use kapi_machinery::{ApiError, FieldError, FieldErrorType, GroupVersionKind};
 use kapi_registry::rest::{FieldValidation, WriteOptions};
 
 /// Upstream's `FieldManagerMaxLength`.
@@ -23,8 +23,25 @@ pub fn write_options(query: &str, kind: &str) -> Result<WriteOptions, ApiError> 
             _ => {}
         }
     }
-    let dry_run = parse_dry_run(dry_run_values.iter().map(String::as_str))?;
     let mut errs = Vec::new();
+    let dry_run = match parse_dry_run(dry_run_values.iter().map(String::as_str)) {
+        Ok(d) => d,
+        Err(_) => {
+            // Upstream's `ValidateDryRun`: NotSupported with the Go-printed list of values.
+            let quoted: Vec<String> = dry_run_values.iter().map(|v| format!("{v:?}")).collect();
+            let detail = format!(
+                "[]string{{{}}}: supported values: \"All\"",
+                quoted.join(", ")
+            );
+            errs.push(FieldError::new(
+                FieldErrorType::NotSupported,
+                "dryRun",
+                None,
+                detail,
+            ));
+            false
+        }
+    };
     if let Some(m) = &field_manager {
         if m.len() > FIELD_MANAGER_MAX_LENGTH {
             errs.push(FieldError::too_long(
@@ -99,11 +116,11 @@ mod tests {
             e.message,
             r#"CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes"#
         );
+        let e = write_options("dryRun=Some", "CreateOptions").unwrap_err();
+        assert_eq!(e.code, 422);
         assert_eq!(
-            write_options("dryRun=Some", "CreateOptions")
-                .unwrap_err()
-                .code,
-            400
+            e.message,
+            r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Some"}: supported values: "All""#
         );
         assert_eq!(
             write_options("fieldValidation=Loud", "UpdateOptions")

@@ -131,7 +131,11 @@ async fn bad_write_parameters_are_refused() {
     let r = s
         .post_json(&format!("{CMS}?dryRun=Maybe"), &configmap("dr", &[]))
         .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.json()["message"],
+        r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Maybe"}: supported values: "All""#
+    );
 }
 
 #[tokio::test]
