@@ -117,9 +117,13 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Asks every open watch that has `bookmarks` set to send, soon, a BOOKMARK at a revision
     /// up to which it has delivered every change (etcd's progress request). The watch cache
-    /// uses it to learn it is current when its prefix is quiet. Backends without it do nothing.
+    /// uses it to learn it is current when its prefix is quiet. An `Err` means no such
+    /// bookmark will come (the default, and etcd before 3.4.31/3.5.13, whose progress
+    /// notifications can run ahead of events); the cache then reads from the backend.
     async fn request_progress(&self) -> Result<()> {
-        Ok(())
+        Err(crate::Error::Unavailable(
+            "this storage does not report watch progress".into(),
+        ))
     }
 }
 

@@ -118,7 +118,8 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
     };
     let mut start = plan.start.clone();
     let mut items = Vec::new();
-    let mut fetch = plan.limit.map_or(0, |l| l.max(1));
+    // Unlimited lists are read in chunks (all at one revision) to bound each response.
+    let mut fetch = plan.limit.map_or(MAX_FETCH, |l| l.max(1));
     let mut last_key: Option<String> = None;
     let mut more;
     let mut remaining = None;

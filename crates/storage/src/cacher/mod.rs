@@ -132,7 +132,7 @@ impl Shared {
         if behind {
             // A quiet prefix sees no events: ask the backend watch to report its progress.
             if let Err(e) = self.backend.request_progress().await {
-                tracing::debug!(error = %e, "watch cache: progress request failed");
+                tracing::trace!(error = %e, "watch cache: no progress from the backend");
             }
         }
         let reached = tokio::time::timeout(
@@ -146,6 +146,14 @@ impl Shared {
     /// Waits until the cache has caught up with the backend's current revision.
     async fn wait_fresh(&self) -> Result<Option<Revision>> {
         let current = self.backend.current_revision().await?;
+        if *self.revision.borrow() >= current {
+            return Ok(Some(current));
+        }
+        // Without progress reports a quiet prefix may never show the cache is current: the
+        // caller serves from the backend instead (upstream's fallback for old etcd).
+        if self.backend.request_progress().await.is_err() {
+            return Ok(None);
+        }
         Ok(self.wait_for(current).await.then_some(current))
     }
 }
@@ -256,6 +264,10 @@ impl Storage for Cacher {
             return self.shared.backend.get(key, opts).await;
         };
         if !self.shared.wait_for(min).await {
+            if min == 0 {
+                // Not loaded yet (e.g. the backend was down at start): the backend answers.
+                return self.shared.backend.get(key, opts).await;
+            }
             return Err(too_large_resource_version(min, self.revision()));
         }
         match self.shared.lock().store.get(key) {
@@ -276,6 +288,10 @@ impl Storage for Cacher {
                 return self.shared.backend.list(prefix, opts).await;
             }
         } else if !self.shared.wait_for(min.unwrap_or(1)).await {
+            if min.is_none() {
+                // Not loaded yet (e.g. the backend was down at start): the backend answers.
+                return self.shared.backend.list(prefix, opts).await;
+            }
             return Err(too_large_resource_version(
                 min.unwrap_or(1),
                 self.revision(),
@@ -381,9 +397,14 @@ impl Storage for Cacher {
     }
 
     async fn request_progress(&self) -> Result<()> {
-        if self.shared.wait_fresh().await?.is_some() {
-            self.shared.lock().send_bookmarks();
+        match self.shared.wait_fresh().await? {
+            Some(_) => {
+                self.shared.lock().send_bookmarks();
+                Ok(())
+            }
+            None => Err(Error::Unavailable(
+                "the watch cache cannot confirm it is current".into(),
+            )),
         }
-        Ok(())
     }
 }

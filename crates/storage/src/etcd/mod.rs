@@ -20,8 +20,12 @@ use etcd_client::{
 };
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
+
+/// Largest gRPC response accepted (upstream sets `MaxCallRecvMsgSize` to `math.MaxInt32`).
+const MAX_MESSAGE: usize = i32::MAX as usize;
 
 /// How to reach etcd and where kapi's keys live in it.
 #[derive(Clone, Debug)]
@@ -60,6 +64,28 @@ pub struct EtcdStorage {
     config: EtcdConfig,
     /// Asks every open watch of this storage for a progress notification.
     progress: broadcast::Sender<()>,
+    /// Whether this etcd's progress notifications can be trusted (learned from its version).
+    progress_reliable: Arc<tokio::sync::OnceCell<bool>>,
+}
+
+/// Whether an etcd version sends progress notifications only once every earlier event is sent.
+/// Older ones may announce a revision ahead of pending events; kube-apiserver requires
+/// 3.4.31+ or 3.5.13+ before serving consistent reads from its cache for the same reason.
+fn progress_reliable(version: &str) -> bool {
+    let mut parts = version
+        .split('.')
+        .map(|p| p.trim().parse::<u64>().unwrap_or(0));
+    let (major, minor, patch) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
 }
 
 /// What an etcd error means for a caller.
@@ -130,7 +156,15 @@ impl EtcdStorage {
             client,
             config,
             progress,
+            progress_reliable: Arc::new(tokio::sync::OnceCell::new()),
         };
+        // Learn the version in the background: connecting must not wait for a dead etcd.
+        let probe = s.clone();
+        tokio::spawn(async move {
+            if let Err(e) = probe.progress_is_reliable().await {
+                tracing::debug!(error = %e, "etcd: version not known yet");
+            }
+        });
         if let (Some(interval), Ok(handle)) = (
             s.config.compaction_interval,
             tokio::runtime::Handle::try_current(),
@@ -142,6 +176,35 @@ impl EtcdStorage {
 
     pub fn config(&self) -> &EtcdConfig {
         &self.config
+    }
+
+    /// Whether progress notifications are trustworthy; asks etcd for its version once.
+    pub(crate) async fn progress_is_reliable(&self) -> Result<bool> {
+        self.progress_reliable
+            .get_or_try_init(|| async {
+                let mut m = self.client.maintenance_client();
+                let status = self.call_plain("status", m.status()).await?;
+                let reliable = progress_reliable(status.version());
+                if !reliable {
+                    tracing::info!(version = status.version(), "etcd progress notifications are not reliable before 3.4.31/3.5.13; consistent reads bypass the watch cache");
+                }
+                Ok(reliable)
+            })
+            .await
+            .copied()
+    }
+
+    /// What a watch may trust now, without asking etcd.
+    pub(crate) fn progress_known_reliable(&self) -> bool {
+        self.progress_reliable.get().copied().unwrap_or(false)
+    }
+
+    /// A KV client that accepts responses as large as kube-apiserver's (etcd's default 4 MiB
+    /// limit is below one unpaged list of a large resource).
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client
+            .kv_client()
+            .max_decoding_message_size(MAX_MESSAGE)
     }
 
     fn full(&self, key: &str) -> String {
@@ -186,7 +249,7 @@ impl EtcdStorage {
 
     /// The newest state of `key` and the store's revision.
     async fn get_kv(&self, key: &str) -> Result<(Option<KeyValue>, Revision)> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let mut resp = self.call_plain("get", kv.get(self.full(key), None)).await?;
         let rev = resp.header().map_or(0, |h| h.revision());
         Ok((resp.take_kvs().into_iter().next(), rev))
@@ -195,7 +258,10 @@ impl EtcdStorage {
     /// The revision etcd has compacted to (a watch from revision 1 is refused with it).
     pub(crate) async fn compacted_revision(&self) -> Option<Revision> {
         let probe = async {
-            let mut wc = self.client.watch_client();
+            let mut wc = self
+                .client
+                .watch_client()
+                .max_decoding_message_size(MAX_MESSAGE);
             let opts = etcd_client::WatchOptions::new().with_start_revision(1);
             let mut stream = wc
                 .watch(self.full("/\u{0}compaction-probe"), Some(opts))
@@ -245,7 +311,7 @@ impl EtcdStorage {
             .when([guard])
             .and_then([TxnOp::put(full.clone(), value, put_opts)])
             .or_else([TxnOp::get(full, None)]);
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let resp = self.call_plain("txn", kv.txn(txn)).await?;
         if resp.succeeded() {
             return Ok(Ok(resp.header().map_or(0, |h| h.revision())));
@@ -312,7 +378,7 @@ impl RangeReader for EtcdStorage {
         if let Some(r) = revision {
             opts = opts.with_revision(r);
         }
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let mut resp = match self
             .call("range", kv.get(self.full(start), Some(opts)))
             .await
@@ -463,7 +529,7 @@ impl Storage for EtcdStorage {
                 )])
                 .and_then([TxnOp::delete(full.clone(), None)])
                 .or_else([TxnOp::get(full.clone(), None)]);
-            let mut client = self.client.kv_client();
+            let mut client = self.kv();
             let resp = self.call_plain("txn", client.txn(txn)).await?;
             if resp.succeeded() {
                 return Ok(with_revision(
@@ -480,7 +546,7 @@ impl Storage for EtcdStorage {
     }
 
     async fn current_revision(&self) -> Result<Revision> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let opts = etcd_client::GetOptions::new().with_count_only();
         let resp = self
             .call_plain("get", kv.get(self.full("/"), Some(opts)))
@@ -489,7 +555,7 @@ impl Storage for EtcdStorage {
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         match self.call("compact", kv.compact(revision, None)).await {
             Ok(_) | Err(Failure::Compacted) => Ok(()),
             Err(Failure::FutureRevision) => Err(too_large_resource_version(
@@ -501,7 +567,7 @@ impl Storage for EtcdStorage {
     }
 
     async fn count(&self, prefix: &str) -> Result<i64> {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let opts = etcd_client::GetOptions::new()
             .with_range(self.full(&prefix_end(prefix)))
             .with_count_only();
@@ -516,8 +582,26 @@ impl Storage for EtcdStorage {
     }
 
     async fn request_progress(&self) -> Result<()> {
+        if !self.progress_is_reliable().await? {
+            return Err(Error::Unavailable(
+                "this etcd's progress notifications are not reliable (need 3.4.31+ or 3.5.13+)"
+                    .into(),
+            ));
+        }
         // No watch open is fine: nobody is waiting for progress.
         let _ = self.progress.send(());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn progress_reliable_versions() {
+        assert!(!super::progress_reliable("3.4.23"));
+        assert!(super::progress_reliable("3.4.31"));
+        assert!(!super::progress_reliable("3.5.12"));
+        assert!(super::progress_reliable("3.5.13"));
+        assert!(super::progress_reliable("3.6.0"));
     }
 }

@@ -88,7 +88,9 @@ async fn open(
 
 impl EtcdStorage {
     fn storage_watch_client(&self) -> etcd_client::WatchClient {
-        self.client.watch_client()
+        self.client
+            .watch_client()
+            .max_decoding_message_size(super::MAX_MESSAGE)
     }
 }
 
@@ -105,8 +107,13 @@ impl Watch {
             tokio::select! {
                 _ = self.tx.closed() => return,
                 _ = ticker.tick(), if bookmarks => {
-                    // etcd answers with a progress notification once the watch is in sync.
-                    let _ = stream.request_progress().await;
+                    if self.storage.progress_known_reliable() {
+                        // etcd answers with a progress notification once the watch is in sync.
+                        let _ = stream.request_progress().await;
+                    } else if self.tx.send(Ok(bookmark(self.last))).await.is_err() {
+                        // Without trustworthy progress, only what was delivered is vouched for.
+                        return;
+                    }
                 }
                 p = progress.recv(), if bookmarks => {
                     if matches!(p, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
@@ -171,6 +178,10 @@ impl Watch {
             return Ok(true);
         }
         if resp.events().is_empty() {
+            if !self.storage.progress_known_reliable() {
+                // An old etcd may announce a revision ahead of events it has yet to send.
+                return Ok(true);
+            }
             // A progress notification: every change up to the header's revision was sent.
             let rev = resp.header().map_or(0, |h| h.revision());
             self.last = self.last.max(rev);

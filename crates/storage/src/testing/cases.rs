@@ -502,3 +502,35 @@ pub async fn selectors(s: DynStorage) {
     }
     assert_eq!(names, ["s1", "s3", "s5"]);
 }
+
+/// A list larger than gRPC's default 4 MiB message still comes back whole, and in pages.
+pub async fn large_list(s: DynStorage) {
+    const N: usize = 300;
+    let filler = "x".repeat(20 * 1024);
+    let mut tasks = Vec::new();
+    for w in 0..16 {
+        let (s, filler) = (s.clone(), filler.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in (w..N).step_by(16) {
+                let mut o = pod("big", &format!("o{i:03}"), &[]);
+                o.insert("data", serde_json::json!({ "filler": filler }));
+                s.create(&key("big", &format!("o{i:03}")), o, None)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let all = s.list(PREFIX, &ListOptions::default()).await.unwrap();
+    assert_eq!(all.items.len(), N);
+    let page = s
+        .list(PREFIX, &list_opts(None, None, Some(100)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (page.items.len(), page.remaining_item_count),
+        (100, Some(200))
+    );
+}
