@@ -52,7 +52,6 @@ pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     default_in(spec, "schedulerName", json!("default-scheduler"));
     default_in(spec, "terminationGracePeriodSeconds", json!(30));
     default_in(spec, "securityContext", json!({}));
-    default_in(spec, "enableServiceLinks", json!(true));
     for key in ["containers", "initContainers"] {
         if let Some(Value::Array(cs)) = spec.get_mut(key) {
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
@@ -230,6 +229,8 @@ impl Strategy for PodStrategy {
     fn defaults(&self, obj: &mut Object) {
         if let Some(Value::Object(spec)) = obj.get_mut("spec") {
             default_pod_spec(spec);
+            // SetDefaults_Pod, not the pod spec defaults: templates do not get it
+            default_in(spec, "enableServiceLinks", json!(true));
         }
     }
     fn prepare_for_create(&self, obj: &mut Object) {
