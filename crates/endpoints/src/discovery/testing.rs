@@ -119,6 +119,7 @@ impl Storage for TestStorage {
             "ConfigMap" => g.subschema_for::<core::ConfigMap>(),
             "Pod" => g.subschema_for::<core::Pod>(),
             "Namespace" => g.subschema_for::<core::Namespace>(),
+            "LimitRange" => g.subschema_for::<core::LimitRange>(),
             "Binding" => g.subschema_for::<core::Binding>(),
             "Deployment" => g.subschema_for::<apps::Deployment>(),
             "Scale" => g.subschema_for::<autoscaling::Scale>(),

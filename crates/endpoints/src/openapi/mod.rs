@@ -25,6 +25,7 @@ use paths::{group_names, group_version_routes, Operation, Route, PRODUCES};
 use schemas::{Definitions, RefStyle};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 /// A serialized document and its hash.
 struct Served {
@@ -42,14 +43,22 @@ impl Served {
     }
 }
 
-/// Every OpenAPI document of one set of installed groups, serialized once.
+/// Every OpenAPI document of one set of installed groups, serialized once. Building them
+/// takes a while (megabytes of JSON), so each family is built on first use, or ahead of time
+/// with [`OpenApi::prepare`].
 pub struct OpenApi {
-    v2: Served,
-    v3_index: Served,
-    /// Per-path v3 documents by their index key (`api/v1`, `apis/apps/v1`, `apis/apps`, ...).
-    v3: HashMap<String, Served>,
-    /// Built at, for `Last-Modified`.
-    built: String,
+    groups: Vec<ApiGroupInfo>,
+    server_version: String,
+    v3: OnceLock<V3>,
+    v2: OnceLock<Served>,
+    /// Created at, for `Last-Modified`.
+    created: String,
+}
+
+struct V3 {
+    index: Served,
+    /// Per-path documents by their index key (`api/v1`, `apis/apps/v1`, `apis/apps`, ...).
+    docs: HashMap<String, Served>,
 }
 
 fn simple_route(
@@ -174,72 +183,40 @@ fn group_versions(
 }
 
 impl OpenApi {
-    /// Builds every document. `server_version` is the `gitVersion` the documents carry in
-    /// `info.version` (e.g. `v1.33.0`).
+    /// Holds what the documents are built from. `server_version` is the `gitVersion` the
+    /// documents carry in `info.version` (e.g. `v1.33.0`). Cheap: nothing is built yet.
     pub fn new(groups: &[ApiGroupInfo], server_version: &str) -> Self {
-        let gvs = group_versions(groups);
-        let mut v3 = HashMap::new();
-        let mut v2_defs = Definitions::new();
-        let mut v2_routes = Vec::new();
-
-        for (key, group, version) in &gvs {
-            let mut defs = Definitions::new();
-            let routes = group_version_routes(&group.group, version, &mut defs);
-            add_shared_gvks(&mut defs, &gvs);
-            v3.insert(
-                key.clone(),
-                Served::new(&v3_document(&routes, defs, server_version)),
-            );
-            v2_routes.extend(group_version_routes(&group.group, version, &mut v2_defs));
-        }
-        add_shared_gvks(&mut v2_defs, &gvs);
-        let ordered = ordered_groups(groups);
-        for (key, route) in root_routes(&ordered, &mut v2_defs) {
-            let mut defs = Definitions::new();
-            let single = root_routes(&ordered, &mut defs)
-                .into_iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, r)| r);
-            let routes: Vec<Route> = single.into_iter().collect();
-            v3.insert(
-                key,
-                Served::new(&v3_document(&routes, defs, server_version)),
-            );
-            v2_routes.push(route);
-        }
-
-        let index: BTreeMap<&String, Value> = v3
-            .iter()
-            .map(|(key, served)| (key, json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", served.hash) })))
-            .collect();
-        let v3_index = Served::new(&json!({ "paths": index }));
-
-        let mut v2 = Map::new();
-        v2.insert(
-            "definitions".into(),
-            Value::Object(v2_defs.finish(RefStyle::V2).into_iter().collect()),
-        );
-        v2.insert("info".into(), info(server_version));
-        v2.insert("paths".into(), render::paths(&v2_routes, RefStyle::V2));
-        v2.insert("security".into(), json!([{ "BearerToken": [] }]));
-        v2.insert("securityDefinitions".into(), render::bearer_scheme());
-        v2.insert("swagger".into(), json!("2.0"));
-        let v2 = Served::new(&Value::Object(v2));
-
-        let built = chrono::Utc::now()
-            .format("%a, %d %b %Y %H:%M:%S GMT")
-            .to_string();
         Self {
-            v2,
-            v3_index,
-            v3,
-            built,
+            groups: groups.to_vec(),
+            server_version: server_version.to_string(),
+            v3: OnceLock::new(),
+            v2: OnceLock::new(),
+            created: chrono::Utc::now()
+                .format("%a, %d %b %Y %H:%M:%S GMT")
+                .to_string(),
         }
+    }
+
+    /// Builds every document now (CPU-bound: call it off the async runtime, e.g. in
+    /// `spawn_blocking`, right after a new snapshot is made).
+    pub fn prepare(&self) {
+        self.v3();
+        self.v2();
+    }
+
+    fn v3(&self) -> &V3 {
+        self.v3
+            .get_or_init(|| build_v3(&self.groups, &self.server_version))
+    }
+
+    fn v2(&self) -> &Served {
+        self.v2
+            .get_or_init(|| build_v2(&self.groups, &self.server_version))
     }
 
     /// The `/openapi/v3` index keys (`api/v1`, `apis/apps/v1`, ...).
     pub fn v3_paths(&self) -> Vec<&str> {
-        let mut keys: Vec<&str> = self.v3.keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = self.v3().docs.keys().map(String::as_str).collect();
         keys.sort_unstable();
         keys
     }
@@ -256,7 +233,7 @@ impl OpenApi {
         match path.trim_end_matches('/') {
             "/openapi/v2" => Some(self.serve_v2(accept, headers)),
             "/openapi/v3" => {
-                Some(self.serve_content(&self.v3_index, "application/json", headers, false))
+                Some(self.serve_content(&self.v3().index, "application/json", headers, false))
             }
             p => {
                 let key = p.strip_prefix("/openapi/v3/")?;
@@ -270,7 +247,7 @@ impl OpenApi {
         // can; kapi has JSON only, so a protobuf-only Accept gets the same 406 a server
         // without a match gives.
         let mut resp = if json_acceptable(accept) {
-            self.serve_content(&self.v2, "application/json", headers, false)
+            self.serve_content(self.v2(), "application/json", headers, false)
         } else {
             empty(StatusCode::NOT_ACCEPTABLE)
         };
@@ -286,7 +263,7 @@ impl OpenApi {
         accept: Option<&str>,
         headers: &HeaderMap,
     ) -> Response<Bytes> {
-        let Some(doc) = self.v3.get(key) else {
+        let Some(doc) = self.v3().docs.get(key) else {
             let mut resp = Response::new(Bytes::from_static(b"404 page not found\n"));
             *resp.status_mut() = StatusCode::NOT_FOUND;
             resp.headers_mut().insert(
@@ -353,7 +330,7 @@ impl OpenApi {
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         }
         set_etag(h, &doc.hash);
-        if let Ok(v) = HeaderValue::from_str(&self.built) {
+        if let Ok(v) = HeaderValue::from_str(&self.created) {
             h.insert(header::LAST_MODIFIED, v);
         }
         if immutable {
@@ -423,4 +400,68 @@ fn form_value(query: &str, name: &str) -> Option<String> {
         .filter_map(|kv| kv.split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_string())
+}
+
+/// Every v3 document and the index pointing at them.
+fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
+    let gvs = group_versions(groups);
+    let mut docs = HashMap::new();
+    for (key, group, version) in &gvs {
+        let mut defs = Definitions::new();
+        let routes = group_version_routes(&group.group, version, &mut defs);
+        add_shared_gvks(&mut defs, &gvs);
+        docs.insert(
+            key.clone(),
+            Served::new(&v3_document(&routes, defs, server_version)),
+        );
+    }
+    let ordered = ordered_groups(groups);
+    let mut defs = Definitions::new();
+    for (key, route) in root_routes(&ordered, &mut defs) {
+        let mut own = Definitions::new();
+        // Registers just this route's schemas in its own document.
+        let _ = root_routes(&ordered, &mut own);
+        docs.insert(
+            key,
+            Served::new(&v3_document(&[route], own, server_version)),
+        );
+    }
+    let index: BTreeMap<&String, Value> = docs
+        .iter()
+        .map(|(key, served)| {
+            (
+                key,
+                json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", served.hash) }),
+            )
+        })
+        .collect();
+    let index = Served::new(&json!({ "paths": index }));
+    V3 { index, docs }
+}
+
+/// The one Swagger 2.0 document.
+fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Served {
+    let gvs = group_versions(groups);
+    let mut defs = Definitions::new();
+    let mut routes = Vec::new();
+    for (_, group, version) in &gvs {
+        routes.extend(group_version_routes(&group.group, version, &mut defs));
+    }
+    add_shared_gvks(&mut defs, &gvs);
+    routes.extend(
+        root_routes(&ordered_groups(groups), &mut defs)
+            .into_iter()
+            .map(|(_, r)| r),
+    );
+    let mut doc = Map::new();
+    doc.insert(
+        "definitions".into(),
+        Value::Object(defs.finish(RefStyle::V2).into_iter().collect()),
+    );
+    doc.insert("info".into(), info(server_version));
+    doc.insert("paths".into(), render::paths(&routes, RefStyle::V2));
+    doc.insert("security".into(), json!([{ "BearerToken": [] }]));
+    doc.insert("securityDefinitions".into(), render::bearer_scheme());
+    doc.insert("swagger".into(), json!("2.0"));
+    Served::new(&Value::Object(doc))
 }

@@ -219,12 +219,8 @@ pub fn rewrite_refs(value: &mut Value, style: RefStyle) {
                     map.insert("$ref".into(), target);
                 }
             }
-            for (key, v) in map.iter_mut() {
-                // Enum values and examples are data, not schemas.
-                if key != "enum" && key != "example" && key != "default" {
-                    rewrite_refs(v, style);
-                }
-            }
+            // Every value is walked: keys like `default` are also property names (LimitRangeItem).
+            map.values_mut().for_each(|v| rewrite_refs(v, style));
         }
         Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, style)),
         _ => {}

@@ -11,6 +11,18 @@ fn groups() -> Vec<ApiGroupInfo> {
             "",
             "v1",
             vec![
+                // LimitRangeItem has a property named `default` holding `$ref`s.
+                storage(
+                    "",
+                    "v1",
+                    "limitranges",
+                    "",
+                    "LimitRange",
+                    true,
+                    &["limits"],
+                    &[],
+                    Caps::ALL,
+                ),
                 storage(
                     "",
                     "v1",
