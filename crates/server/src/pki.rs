@@ -35,7 +35,8 @@ const RENEW_BEFORE: TimeDuration = TimeDuration::days(30);
 
 /// The server's certificates and keys, ready for rustls and the kubeconfig.
 pub struct Pki {
-    /// kapi's CA certificate (PEM), written into the kubeconfig.
+    /// The CA bundle (PEM) clients need to trust the serving certificate: kapi's CA, plus the
+    /// issuers of a user-provided serving certificate. Written into the kubeconfig.
     pub ca_pem: String,
     /// The serving certificate chain and key.
     pub serving_chain: Vec<CertificateDer<'static>>,
@@ -123,10 +124,28 @@ pub fn load_or_create(cfg: &ServerConfig) -> Result<Pki, ServerError> {
     let admin_cert_pem = read_string(&admin_cert_path)?;
     let admin_key_pem = read_string(&admin_key_path)?;
 
-    let client_ca = match &cfg.client_ca_file {
-        Some(path) => read_certs(path)?,
-        None => read_certs(&dir.join(CA_CERT))?,
-    };
+    // kapi's CA stays trusted next to a user-provided client CA, so that the admin kubeconfig
+    // kapi writes keeps working.
+    let mut client_ca = read_certs(&dir.join(CA_CERT))?;
+    if let Some(path) = &cfg.client_ca_file {
+        client_ca.extend(read_certs(path)?);
+    }
+    // With a user-provided serving certificate, clients must trust its issuers: the rest of its
+    // chain, or the certificate itself when it stands alone (self-signed).
+    let mut ca_pem = ca_pem;
+    if cfg.tls_cert_file.is_some() {
+        if !ca_pem.ends_with('\n') {
+            ca_pem.push('\n');
+        }
+        let issuers = if serving_chain.len() > 1 {
+            &serving_chain[1..]
+        } else {
+            &serving_chain[..]
+        };
+        for der in issuers {
+            ca_pem.push_str(&pem_certificate(der));
+        }
+    }
     Ok(Pki {
         ca_pem,
         serving_chain,
@@ -348,4 +367,17 @@ pub fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), ServerE
     f.write_all(contents).map_err(err)?;
     f.sync_all().map_err(err)?;
     std::fs::rename(&tmp, path).map_err(err)
+}
+
+/// One certificate in PEM form.
+fn pem_certificate(der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
 }

@@ -196,3 +196,96 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
     assert_eq!(w.status, 200);
     stopping.await.unwrap();
 }
+
+#[tokio::test]
+async fn user_provided_serving_certificate_and_client_ca() {
+    // Someone else's CA, with a serving certificate and a client certificate for "alice".
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::default();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "corp-ca");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let ca = rcgen::Issuer::new(ca_params, ca_key);
+    let serving_key = rcgen::KeyPair::generate().unwrap();
+    let mut serving =
+        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap();
+    serving.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    let serving_cert = serving.signed_by(&serving_key, &ca).unwrap();
+    let alice_key = rcgen::KeyPair::generate().unwrap();
+    let mut alice = rcgen::CertificateParams::default();
+    alice.distinguished_name = rcgen::DistinguishedName::new();
+    alice
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "devs");
+    alice
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "alice");
+    alice.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let alice_cert = alice.signed_by(&alice_key, &ca).unwrap();
+
+    let files = tempfile::tempdir().unwrap();
+    let write = |name: &str, pem: String| {
+        let p = files.path().join(name);
+        std::fs::write(&p, pem).unwrap();
+        p
+    };
+    let cert_file = write(
+        "serving.crt",
+        format!("{}{}", serving_cert.pem(), ca_cert.pem()),
+    );
+    let key_file = write("serving.key", serving_key.serialize_pem());
+    let client_ca_file = write("client-ca.crt", ca_cert.pem());
+
+    let t = common::start_with(|c| {
+        c.tls_cert_file = Some(cert_file);
+        c.tls_private_key_file = Some(key_file);
+        c.client_ca_file = Some(client_ca_file);
+        c.authorization_modes = vec![kapi_server::AuthorizationMode::AlwaysDeny];
+    })
+    .await;
+    // The served certificate is the given one, and the kubeconfig's CA bundle trusts it.
+    assert!(t.server.ca_pem.contains(ca_cert.pem().trim()));
+    let client = common::kube_client(&t.server).await;
+    let err = client.apiserver_version().await.unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 403),
+        "{err:?}"
+    );
+
+    // A certificate from the client CA authenticates (the 403 names the user).
+    let id = common::Identity {
+        chain: vec![alice_cert.der().clone()],
+        key: rustls::pki_types::PrivateKeyDer::try_from(alice_key.serialize_der()).unwrap(),
+    };
+    let r = common::connect(&t.server, Some(&id))
+        .await
+        .send("GET", "/api/v1/namespaces/default/pods", None)
+        .await;
+    assert_eq!(r.status, 403);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"User "alice" cannot list resource "pods""#),
+        "{}",
+        r.body
+    );
+    // kapi's own admin certificate still works too.
+    let admin = common::admin_identity(&t);
+    let r = common::connect(&t.server, Some(&admin))
+        .await
+        .send("GET", "/api/v1/namespaces/default/pods", None)
+        .await;
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"User "kubernetes-admin""#),
+        "{}",
+        r.body
+    );
+    t.server.shutdown().await;
+}
