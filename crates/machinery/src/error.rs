@@ -112,13 +112,27 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    pub fn new(error_type: FieldErrorType, field: impl Into<String>, bad_value: Option<Value>, detail: impl Into<String>) -> Self {
-        Self { error_type, field: field.into(), bad_value, detail: detail.into() }
+    pub fn new(
+        error_type: FieldErrorType,
+        field: impl Into<String>,
+        bad_value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            error_type,
+            field: field.into(),
+            bad_value,
+            detail: detail.into(),
+        }
     }
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(FieldErrorType::Required, field, None, detail)
     }
-    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(FieldErrorType::Invalid, field, Some(value.into()), detail)
     }
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
@@ -130,10 +144,23 @@ impl FieldError {
     pub fn too_long(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(FieldErrorType::TooLong, field, None, detail)
     }
-    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, valid: &[&str]) -> Self {
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        valid: &[&str],
+    ) -> Self {
         let quoted: Vec<String> = valid.iter().map(|v| format!("{v:?}")).collect();
-        let detail = if quoted.is_empty() { String::new() } else { format!("supported values: {}", quoted.join(", ")) };
-        Self::new(FieldErrorType::NotSupported, field, Some(value.into()), detail)
+        let detail = if quoted.is_empty() {
+            String::new()
+        } else {
+            format!("supported values: {}", quoted.join(", "))
+        };
+        Self::new(
+            FieldErrorType::NotSupported,
+            field,
+            Some(value.into()),
+            detail,
+        )
     }
 
     /// Upstream's `ErrorBody()`: the type, the value when it is meaningful, then the detail.
@@ -141,7 +168,10 @@ impl FieldError {
         let mut s = self.error_type.description().to_string();
         let omit_value = matches!(
             self.error_type,
-            FieldErrorType::Required | FieldErrorType::Forbidden | FieldErrorType::TooLong | FieldErrorType::Internal
+            FieldErrorType::Required
+                | FieldErrorType::Forbidden
+                | FieldErrorType::TooLong
+                | FieldErrorType::Internal
         );
         if !omit_value {
             if let Some(v) = &self.bad_value {
@@ -210,12 +240,22 @@ impl fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 fn resource_details(gr: &GroupResource, name: &str) -> Option<StatusDetails> {
-    Some(StatusDetails { name: name.to_string(), group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() })
+    Some(StatusDetails {
+        name: name.to_string(),
+        group: gr.group.clone(),
+        kind: gr.resource.clone(),
+        ..Default::default()
+    })
 }
 
 impl ApiError {
     pub fn new(code: u16, reason: StatusReason, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     pub fn with_details(mut self, details: StatusDetails) -> Self {
@@ -225,12 +265,22 @@ impl ApiError {
 
     /// 404 `configmaps "x" not found`.
     pub fn not_found(gr: &GroupResource, name: &str) -> Self {
-        Self { code: 404, reason: StatusReason::NotFound, message: format!("{gr} {name:?} not found"), details: resource_details(gr, name) }
+        Self {
+            code: 404,
+            reason: StatusReason::NotFound,
+            message: format!("{gr} {name:?} not found"),
+            details: resource_details(gr, name),
+        }
     }
 
     /// 409 `configmaps "x" already exists`.
     pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
-        Self { code: 409, reason: StatusReason::AlreadyExists, message: format!("{gr} {name:?} already exists"), details: resource_details(gr, name) }
+        Self {
+            code: 409,
+            reason: StatusReason::AlreadyExists,
+            message: format!("{gr} {name:?} already exists"),
+            details: resource_details(gr, name),
+        }
     }
 
     /// 409 `Operation cannot be fulfilled on configmaps "x": <why>`.
@@ -251,16 +301,30 @@ impl ApiError {
     /// 422 `ConfigMap "x" is invalid: <field errors>`, with one cause per field error.
     pub fn invalid(gvk: &GroupVersionKind, name: &str, errors: &[FieldError]) -> Self {
         let messages: Vec<String> = dedup(errors.iter().map(|e| e.to_string()));
-        let aggregate = if messages.len() == 1 { messages[0].clone() } else { format!("[{}]", messages.join(", ")) };
+        let aggregate = if messages.len() == 1 {
+            messages[0].clone()
+        } else {
+            format!("[{}]", messages.join(", "))
+        };
         let causes = errors
             .iter()
-            .map(|e| StatusCause { reason: e.error_type.cause_reason().into(), message: e.body(), field: e.field.clone() })
+            .map(|e| StatusCause {
+                reason: e.error_type.cause_reason().into(),
+                message: e.body(),
+                field: e.field.clone(),
+            })
             .collect();
         Self {
             code: 422,
             reason: StatusReason::Invalid,
             message: format!("{} {name:?} is invalid: {aggregate}", gvk.group_kind()),
-            details: Some(StatusDetails { name: name.into(), group: gvk.group.clone(), kind: gvk.kind.clone(), causes, ..Default::default() }),
+            details: Some(StatusDetails {
+                name: name.into(),
+                group: gvk.group.clone(),
+                kind: gvk.kind.clone(),
+                causes,
+                ..Default::default()
+            }),
         }
     }
 
@@ -283,7 +347,12 @@ impl ApiError {
         } else {
             format!("{gr} {name:?} is forbidden: {why}")
         };
-        Self { code: 403, reason: StatusReason::Forbidden, message, details: resource_details(gr, name) }
+        Self {
+            code: 403,
+            reason: StatusReason::Forbidden,
+            message,
+            details: resource_details(gr, name),
+        }
     }
 
     /// 405 `<verb> is not supported on resources of kind "<resource>"`.
@@ -291,14 +360,28 @@ impl ApiError {
         Self {
             code: 405,
             reason: StatusReason::MethodNotAllowed,
-            message: format!("{action} is not supported on resources of kind {:?}", gr.to_string()),
-            details: Some(StatusDetails { group: gr.group.clone(), kind: gr.resource.clone(), ..Default::default() }),
+            message: format!(
+                "{action} is not supported on resources of kind {:?}",
+                gr.to_string()
+            ),
+            details: Some(StatusDetails {
+                group: gr.group.clone(),
+                kind: gr.resource.clone(),
+                ..Default::default()
+            }),
         }
     }
 
     /// 406 for an `Accept` the server cannot produce.
     pub fn not_acceptable(accepted: &[&str]) -> Self {
-        Self::new(406, StatusReason::NotAcceptable, format!("only the following media types are accepted: {}", accepted.join(", ")))
+        Self::new(
+            406,
+            StatusReason::NotAcceptable,
+            format!(
+                "only the following media types are accepted: {}",
+                accepted.join(", ")
+            ),
+        )
     }
 
     /// 415 for a body in a format the server cannot read.
@@ -313,19 +396,29 @@ impl ApiError {
 
     /// 413 for bodies over the limit.
     pub fn request_entity_too_large(message: impl fmt::Display) -> Self {
-        Self::new(413, StatusReason::RequestEntityTooLarge, format!("Request entity too large: {message}"))
+        Self::new(
+            413,
+            StatusReason::RequestEntityTooLarge,
+            format!("Request entity too large: {message}"),
+        )
     }
 
     /// 429 with `Retry-After` seconds in the details.
     pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: i64) -> Self {
-        Self::new(429, StatusReason::TooManyRequests, message)
-            .with_details(StatusDetails { retry_after_seconds: Some(retry_after_seconds), ..Default::default() })
+        Self::new(429, StatusReason::TooManyRequests, message).with_details(StatusDetails {
+            retry_after_seconds: Some(retry_after_seconds),
+            ..Default::default()
+        })
     }
 
     /// 504 `Timeout: <message>`.
     pub fn timeout(message: impl fmt::Display, retry_after_seconds: i64) -> Self {
-        Self::new(504, StatusReason::Timeout, format!("Timeout: {message}"))
-            .with_details(StatusDetails { retry_after_seconds: Some(retry_after_seconds), ..Default::default() })
+        Self::new(504, StatusReason::Timeout, format!("Timeout: {message}")).with_details(
+            StatusDetails {
+                retry_after_seconds: Some(retry_after_seconds),
+                ..Default::default()
+            },
+        )
     }
 
     /// 500 ServerTimeout: the backend did not answer in time.
@@ -362,7 +455,11 @@ impl ApiError {
             reason: StatusReason::InternalError,
             message: format!("Internal error occurred: {message}"),
             details: Some(StatusDetails {
-                causes: vec![StatusCause { reason: String::new(), message, field: String::new() }],
+                causes: vec![StatusCause {
+                    reason: String::new(),
+                    message,
+                    field: String::new(),
+                }],
                 ..Default::default()
             }),
         }
@@ -443,11 +540,13 @@ impl ApiError {
 }
 
 /// Upstream's `registry.OptimisticLockErrorMsg`.
-pub const OPTIMISTIC_LOCK_ERROR: &str = "the object has been modified; please apply your changes to the latest version and try again";
+pub const OPTIMISTIC_LOCK_ERROR: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
 
 /// A `Success` Status (as returned by some deletes).
 pub fn success_status(details: Option<(&GroupResource, &str, &str)>) -> Value {
-    let mut status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+    let mut status =
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
     if let Some((gr, name, uid)) = details {
         let mut d = json!({"name": name, "kind": gr.resource});
         if !gr.group.is_empty() {
@@ -478,13 +577,20 @@ mod tests {
     #[test]
     fn wording_matches_kube_apiserver() {
         let cm = GroupResource::new("", "configmaps");
-        assert_eq!(ApiError::not_found(&cm, "x").message, r#"configmaps "x" not found"#);
-        assert_eq!(ApiError::already_exists(&cm, "x").message, r#"configmaps "x" already exists"#);
+        assert_eq!(
+            ApiError::not_found(&cm, "x").message,
+            r#"configmaps "x" not found"#
+        );
+        assert_eq!(
+            ApiError::already_exists(&cm, "x").message,
+            r#"configmaps "x" already exists"#
+        );
         assert_eq!(
             ApiError::conflict_modified(&cm, "x").message,
             r#"Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your changes to the latest version and try again"#
         );
-        let status = ApiError::not_found(&GroupResource::new("apps", "deployments"), "web").to_status();
+        let status =
+            ApiError::not_found(&GroupResource::new("apps", "deployments"), "web").to_status();
         assert_eq!(status["reason"], "NotFound");
         assert_eq!(status["code"], 404);
         assert_eq!(status["details"]["group"], "apps");
@@ -495,10 +601,31 @@ mod tests {
     #[test]
     fn invalid_aggregates_field_errors() {
         let gvk = GroupVersionKind::new("", "v1", "ConfigMap");
-        let one = ApiError::invalid(&gvk, "A", &[FieldError::invalid("metadata.name", "A", "a lowercase RFC 1123 subdomain")]);
-        assert_eq!(one.message, r#"ConfigMap "A" is invalid: metadata.name: Invalid value: "A": a lowercase RFC 1123 subdomain"#);
-        let two = ApiError::invalid(&gvk, "a", &[FieldError::required("data", ""), FieldError::required("spec", "")]);
-        assert_eq!(two.message, r#"ConfigMap "a" is invalid: [data: Required value, spec: Required value]"#);
+        let one = ApiError::invalid(
+            &gvk,
+            "A",
+            &[FieldError::invalid(
+                "metadata.name",
+                "A",
+                "a lowercase RFC 1123 subdomain",
+            )],
+        );
+        assert_eq!(
+            one.message,
+            r#"ConfigMap "A" is invalid: metadata.name: Invalid value: "A": a lowercase RFC 1123 subdomain"#
+        );
+        let two = ApiError::invalid(
+            &gvk,
+            "a",
+            &[
+                FieldError::required("data", ""),
+                FieldError::required("spec", ""),
+            ],
+        );
+        assert_eq!(
+            two.message,
+            r#"ConfigMap "a" is invalid: [data: Required value, spec: Required value]"#
+        );
         let s = two.to_status();
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert_eq!(s["details"]["causes"][0]["field"], "data");

@@ -24,14 +24,23 @@ impl fmt::Display for FieldSelector {
         let parts: Vec<String> = self
             .requirements
             .iter()
-            .map(|r| format!("{}{}{}", escape(&r.field), if r.negated { "!=" } else { "=" }, escape(&r.value)))
+            .map(|r| {
+                format!(
+                    "{}{}{}",
+                    escape(&r.field),
+                    if r.negated { "!=" } else { "=" },
+                    escape(&r.value)
+                )
+            })
             .collect();
         f.write_str(&parts.join(","))
     }
 }
 
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=")
+    s.replace('\\', "\\\\")
+        .replace(',', "\\,")
+        .replace('=', "\\=")
 }
 
 /// Splits on unescaped `sep`, keeping escapes for the next stage.
@@ -87,7 +96,11 @@ impl FieldSelector {
             return Ok(Self::default());
         }
         for term in split_unescaped(s, ',') {
-            let bad = || SelectorParseError(format!("invalid selector: '{s}'; can't understand '{term}'"));
+            let bad = || {
+                SelectorParseError(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                ))
+            };
             let (field, value, negated) = if let Some(i) = find_unescaped(&term, "!=") {
                 (&term[..i], &term[i + 2..], true)
             } else if let Some(i) = find_unescaped(&term, "==") {
@@ -102,24 +115,39 @@ impl FieldSelector {
             if field.is_empty() {
                 return Err(bad());
             }
-            requirements.push(FieldRequirement { field, value, negated });
+            requirements.push(FieldRequirement {
+                field,
+                value,
+                negated,
+            });
         }
         Ok(Self { requirements })
     }
 
     /// A selector for exactly `metadata.name=<name>`.
     pub fn name_equals(name: &str) -> Self {
-        Self { requirements: vec![FieldRequirement { field: "metadata.name".into(), value: name.into(), negated: false }] }
+        Self {
+            requirements: vec![FieldRequirement {
+                field: "metadata.name".into(),
+                value: name.into(),
+                negated: false,
+            }],
+        }
     }
 
     /// The value this selector requires for `field`, if it pins one (`metadata.name=x`).
     pub fn required_value(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|r| r.field == field && !r.negated).map(|r| r.value.as_str())
+        self.requirements
+            .iter()
+            .find(|r| r.field == field && !r.negated)
+            .map(|r| r.value.as_str())
     }
 
     /// Matches against an object, reading each field by its dotted path.
     pub fn matches(&self, obj: &Object) -> bool {
-        self.requirements.iter().all(|r| (obj.field_value(&r.field) == r.value) != r.negated)
+        self.requirements
+            .iter()
+            .all(|r| (obj.field_value(&r.field) == r.value) != r.negated)
     }
 }
 
@@ -146,12 +174,29 @@ mod tests {
 
     #[test]
     fn parses_and_matches() {
-        let o = Object::from_value(json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}})).unwrap();
+        let o = Object::from_value(
+            json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}}),
+        )
+        .unwrap();
         assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&o));
-        assert!(FieldSelector::parse("metadata.name==a,status.phase!=Pending").unwrap().matches(&o));
-        assert!(!FieldSelector::parse("status.phase!=Running").unwrap().matches(&o));
-        assert_eq!(FieldSelector::parse("metadata.name=a").unwrap().required_value("metadata.name"), Some("a"));
+        assert!(
+            FieldSelector::parse("metadata.name==a,status.phase!=Pending")
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(!FieldSelector::parse("status.phase!=Running")
+            .unwrap()
+            .matches(&o));
+        assert_eq!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .required_value("metadata.name"),
+            Some("a")
+        );
         assert!(FieldSelector::parse("nonsense").is_err());
-        assert_eq!(FieldSelector::parse(r"a=x\,y").unwrap().requirements[0].value, "x,y");
+        assert_eq!(
+            FieldSelector::parse(r"a=x\,y").unwrap().requirements[0].value,
+            "x,y"
+        );
     }
 }

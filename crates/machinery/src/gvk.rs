@@ -11,7 +11,10 @@ pub struct GroupVersion {
 
 impl GroupVersion {
     pub fn new(group: impl Into<String>, version: impl Into<String>) -> Self {
-        Self { group: group.into(), version: version.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+        }
     }
 
     /// Parses an `apiVersion` string (`v1`, `apps/v1`).
@@ -47,8 +50,16 @@ pub struct GroupVersionKind {
 }
 
 impl GroupVersionKind {
-    pub fn new(group: impl Into<String>, version: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self { group: group.into(), version: version.into(), kind: kind.into() }
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        kind: impl Into<String>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     pub fn group_version(&self) -> GroupVersion {
@@ -74,8 +85,16 @@ pub struct GroupVersionResource {
 }
 
 impl GroupVersionResource {
-    pub fn new(group: impl Into<String>, version: impl Into<String>, resource: impl Into<String>) -> Self {
-        Self { group: group.into(), version: version.into(), resource: resource.into() }
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        resource: impl Into<String>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+        }
     }
 
     pub fn group_resource(&self) -> GroupResource {
@@ -96,7 +115,10 @@ pub struct GroupResource {
 
 impl GroupResource {
     pub fn new(group: impl Into<String>, resource: impl Into<String>) -> Self {
-        Self { group: group.into(), resource: resource.into() }
+        Self {
+            group: group.into(),
+            resource: resource.into(),
+        }
     }
 }
 
@@ -116,10 +138,22 @@ mod tests {
 
     #[test]
     fn qualified_names_follow_upstream() {
-        assert_eq!(GroupResource::new("", "configmaps").to_string(), "configmaps");
-        assert_eq!(GroupResource::new("apps", "deployments").to_string(), "deployments.apps");
-        assert_eq!(GroupVersion::parse_api_version("apps/v1").api_version(), "apps/v1");
+        assert_eq!(
+            GroupResource::new("", "configmaps").to_string(),
+            "configmaps"
+        );
+        assert_eq!(
+            GroupResource::new("apps", "deployments").to_string(),
+            "deployments.apps"
+        );
+        assert_eq!(
+            GroupVersion::parse_api_version("apps/v1").api_version(),
+            "apps/v1"
+        );
         assert_eq!(GroupVersion::parse_api_version("v1").group, "");
-        assert_eq!(GroupVersionKind::new("apps", "v1", "Deployment").group_kind(), "Deployment.apps");
+        assert_eq!(
+            GroupVersionKind::new("apps", "v1", "Deployment").group_kind(),
+            "Deployment.apps"
+        );
     }
 }

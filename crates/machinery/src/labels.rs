@@ -26,8 +26,14 @@ impl Requirement {
             Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
             Requirement::Exists(k) => labels.contains_key(k),
             Requirement::DoesNotExist(k) => !labels.contains_key(k),
-            Requirement::GreaterThan(k, n) => labels.get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l > *n),
-            Requirement::LessThan(k, n) => labels.get(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l < *n),
+            Requirement::GreaterThan(k, n) => labels
+                .get(k)
+                .and_then(|l| l.parse::<i64>().ok())
+                .is_some_and(|l| l > *n),
+            Requirement::LessThan(k, n) => labels
+                .get(k)
+                .and_then(|l| l.parse::<i64>().ok())
+                .is_some_and(|l| l < *n),
         }
     }
 }
@@ -134,7 +140,12 @@ fn tokenize(s: &str) -> Result<Vec<Token>, SelectorParseError> {
             }
             _ => {
                 let start = i;
-                while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '\n' | ',' | '(' | ')' | '=' | '!' | '<' | '>') {
+                while i < chars.len()
+                    && !matches!(
+                        chars[i],
+                        ' ' | '\t' | '\n' | ',' | '(' | ')' | '=' | '!' | '<' | '>'
+                    )
+                {
                     i += 1;
                 }
                 out.push(Token::Ident(chars[start..i].iter().collect()));
@@ -156,7 +167,12 @@ impl LabelSelector {
 
     /// A selector requiring each label equal to the given value (e.g. from `matchLabels`).
     pub fn from_map(labels: &BTreeMap<String, String>) -> Self {
-        Self { requirements: labels.iter().map(|(k, v)| Requirement::Equals(k.clone(), v.clone())).collect() }
+        Self {
+            requirements: labels
+                .iter()
+                .map(|(k, v)| Requirement::Equals(k.clone(), v.clone()))
+                .collect(),
+        }
     }
 
     /// Parses the query-string syntax.
@@ -174,7 +190,12 @@ impl LabelSelector {
             };
             let key = match tokens.get(i) {
                 Some(Token::Ident(k)) => k.clone(),
-                other => return Err(err(format!("found '{}', expected: identifier", token_text(other)))),
+                other => {
+                    return Err(err(format!(
+                        "found '{}', expected: identifier",
+                        token_text(other)
+                    )))
+                }
             };
             validate_key(&key).map_err(err)?;
             i += 1;
@@ -192,26 +213,51 @@ impl LabelSelector {
                                 v.clone()
                             }
                             None | Some(Token::Comma) => String::new(),
-                            other => return Err(err(format!("found '{}', expected: identifier", token_text(other)))),
+                            other => {
+                                return Err(err(format!(
+                                    "found '{}', expected: identifier",
+                                    token_text(other)
+                                )))
+                            }
                         };
                         validate_value(&value).map_err(err)?;
-                        reqs.push(if op == Token::NotEq { Requirement::NotEquals(key, value) } else { Requirement::Equals(key, value) });
+                        reqs.push(if op == Token::NotEq {
+                            Requirement::NotEquals(key, value)
+                        } else {
+                            Requirement::Equals(key, value)
+                        });
                     }
                     Some(Token::Gt) | Some(Token::Lt) => {
                         let gt = tokens[i] == Token::Gt;
                         i += 1;
                         let n = match tokens.get(i) {
-                            Some(Token::Ident(v)) => v.parse::<i64>().map_err(|_| err(format!("for 'Gt', 'Lt' operators, the value must be an integer: {v}")))?,
-                            other => return Err(err(format!("found '{}', expected: identifier", token_text(other)))),
+                            Some(Token::Ident(v)) => v.parse::<i64>().map_err(|_| {
+                                err(format!(
+                                    "for 'Gt', 'Lt' operators, the value must be an integer: {v}"
+                                ))
+                            })?,
+                            other => {
+                                return Err(err(format!(
+                                    "found '{}', expected: identifier",
+                                    token_text(other)
+                                )))
+                            }
                         };
                         i += 1;
-                        reqs.push(if gt { Requirement::GreaterThan(key, n) } else { Requirement::LessThan(key, n) });
+                        reqs.push(if gt {
+                            Requirement::GreaterThan(key, n)
+                        } else {
+                            Requirement::LessThan(key, n)
+                        });
                     }
                     Some(Token::Ident(op)) if op == "in" || op == "notin" => {
                         let is_in = op == "in";
                         i += 1;
                         if tokens.get(i) != Some(&Token::Open) {
-                            return Err(err(format!("found '{}', expected: '('", token_text(tokens.get(i)))));
+                            return Err(err(format!(
+                                "found '{}', expected: '('",
+                                token_text(tokens.get(i))
+                            )));
                         }
                         i += 1;
                         let mut values = Vec::new();
@@ -227,14 +273,28 @@ impl LabelSelector {
                                     break;
                                 }
                                 Some(Token::Comma) => i += 1,
-                                other => return Err(err(format!("found '{}', expected: ',', ')' or identifier", token_text(other)))),
+                                other => {
+                                    return Err(err(format!(
+                                        "found '{}', expected: ',', ')' or identifier",
+                                        token_text(other)
+                                    )))
+                                }
                             }
                         }
                         values.sort();
                         values.dedup();
-                        reqs.push(if is_in { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });
+                        reqs.push(if is_in {
+                            Requirement::In(key, values)
+                        } else {
+                            Requirement::NotIn(key, values)
+                        });
                     }
-                    other => return Err(err(format!("found '{}', expected: in, notin, =, ==, !=, gt, lt", token_text(other)))),
+                    other => {
+                        return Err(err(format!(
+                            "found '{}', expected: in, notin, =, ==, !=, gt, lt",
+                            token_text(other)
+                        )))
+                    }
                 }
             }
             match tokens.get(i) {
@@ -282,7 +342,10 @@ fn validate_key(k: &str) -> Result<(), String> {
 fn validate_value(v: &str) -> Result<(), String> {
     match crate::validation::is_valid_label_value(v) {
         errs if errs.is_empty() => Ok(()),
-        errs => Err(format!("values[0]: Invalid value: {v:?}: {}", errs.join("; "))),
+        errs => Err(format!(
+            "values[0]: Invalid value: {v:?}: {}",
+            errs.join("; ")
+        )),
     }
 }
 
@@ -291,20 +354,43 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn parses_and_matches_every_operator() {
-        let s = LabelSelector::parse("app=web,tier!=db,env in (prod, staging),!legacy,owner,rank>2").unwrap();
+        let s =
+            LabelSelector::parse("app=web,tier!=db,env in (prod, staging),!legacy,owner,rank>2")
+                .unwrap();
         assert_eq!(s.requirements.len(), 6);
-        assert!(s.matches(&labels(&[("app", "web"), ("env", "prod"), ("owner", "x"), ("rank", "3")])));
-        assert!(!s.matches(&labels(&[("app", "web"), ("env", "dev"), ("owner", "x"), ("rank", "3")])));
-        assert!(!s.matches(&labels(&[("app", "web"), ("env", "prod"), ("owner", "x"), ("legacy", ""), ("rank", "3")])));
+        assert!(s.matches(&labels(&[
+            ("app", "web"),
+            ("env", "prod"),
+            ("owner", "x"),
+            ("rank", "3")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("app", "web"),
+            ("env", "dev"),
+            ("owner", "x"),
+            ("rank", "3")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("app", "web"),
+            ("env", "prod"),
+            ("owner", "x"),
+            ("legacy", ""),
+            ("rank", "3")
+        ])));
         let n = LabelSelector::parse("env notin (prod)").unwrap();
         assert!(n.matches(&labels(&[])));
         assert!(!n.matches(&labels(&[("env", "prod")])));
-        assert!(LabelSelector::parse("app==web").unwrap().matches(&labels(&[("app", "web")])));
+        assert!(LabelSelector::parse("app==web")
+            .unwrap()
+            .matches(&labels(&[("app", "web")])));
         assert!(LabelSelector::parse("").unwrap().is_empty());
     }
 

@@ -46,13 +46,18 @@ impl Object {
     pub fn from_value(v: Value) -> Result<Self, ApiError> {
         match v {
             Value::Object(m) => Ok(Object(m)),
-            other => Err(ApiError::bad_request(format!("expected a JSON object, got {}", json_type_name(&other)))),
+            other => Err(ApiError::bad_request(format!(
+                "expected a JSON object, got {}",
+                json_type_name(&other)
+            ))),
         }
     }
 
     /// Decodes JSON bytes into an object.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ApiError> {
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?;
         Self::from_value(v)
     }
 
@@ -98,7 +103,8 @@ impl Object {
         self.str_field("kind")
     }
     pub fn set_api_version_kind(&mut self, api_version: &str, kind: &str) {
-        self.0.insert("apiVersion".into(), Value::String(api_version.into()));
+        self.0
+            .insert("apiVersion".into(), Value::String(api_version.into()));
         self.0.insert("kind".into(), Value::String(kind.into()));
     }
     /// The object's group/version/kind as it declares it.
@@ -114,7 +120,10 @@ impl Object {
 
     /// `metadata`, created (or replaced if it is not an object) on demand.
     pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
-        let entry = self.0.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        let entry = self
+            .0
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
         if !entry.is_object() {
             *entry = Value::Object(Map::new());
         }
@@ -125,7 +134,10 @@ impl Object {
     }
 
     fn meta_str(&self, key: &str) -> &str {
-        self.metadata().and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("")
+        self.metadata()
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     fn set_meta(&mut self, key: &str, value: Option<Value>) {
@@ -141,7 +153,11 @@ impl Object {
     }
 
     fn set_meta_str(&mut self, key: &str, value: &str) {
-        let v = if value.is_empty() { None } else { Some(Value::String(value.into())) };
+        let v = if value.is_empty() {
+            None
+        } else {
+            Some(Value::String(value.into()))
+        };
         self.set_meta(key, v);
     }
 
@@ -179,29 +195,43 @@ impl Object {
         self.set_meta_str("creationTimestamp", ts)
     }
     pub fn deletion_timestamp(&self) -> Option<&str> {
-        self.metadata().and_then(|m| m.get("deletionTimestamp")).and_then(Value::as_str)
+        self.metadata()
+            .and_then(|m| m.get("deletionTimestamp"))
+            .and_then(Value::as_str)
     }
     pub fn set_deletion_timestamp(&mut self, ts: Option<&str>) {
         self.set_meta("deletionTimestamp", ts.map(|t| Value::String(t.into())))
     }
     pub fn deletion_grace_period_seconds(&self) -> Option<i64> {
-        self.metadata().and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64)
+        self.metadata()
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64)
     }
     pub fn set_deletion_grace_period_seconds(&mut self, s: Option<i64>) {
         self.set_meta("deletionGracePeriodSeconds", s.map(Value::from))
     }
     pub fn generation(&self) -> i64 {
-        self.metadata().and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
+        self.metadata()
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
     }
     pub fn set_generation(&mut self, g: i64) {
-        self.set_meta("generation", if g == 0 { None } else { Some(Value::from(g)) })
+        self.set_meta(
+            "generation",
+            if g == 0 { None } else { Some(Value::from(g)) },
+        )
     }
 
     fn string_map(&self, key: &str) -> BTreeMap<String, String> {
         self.metadata()
             .and_then(|m| m.get(key))
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -213,7 +243,9 @@ impl Object {
     }
     pub fn set_annotation(&mut self, key: &str, value: &str) {
         let m = self.metadata_mut();
-        let a = m.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+        let a = m
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
         if !a.is_object() {
             *a = Value::Object(Map::new());
         }
@@ -226,11 +258,24 @@ impl Object {
         self.metadata()
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     }
     pub fn set_finalizers(&mut self, finalizers: &[String]) {
-        let v = if finalizers.is_empty() { None } else { Some(Value::Array(finalizers.iter().map(|f| Value::String(f.clone())).collect())) };
+        let v = if finalizers.is_empty() {
+            None
+        } else {
+            Some(Value::Array(
+                finalizers
+                    .iter()
+                    .map(|f| Value::String(f.clone()))
+                    .collect(),
+            ))
+        };
         self.set_meta("finalizers", v)
     }
 
@@ -240,7 +285,11 @@ impl Object {
     pub fn field_value(&self, path: &str) -> String {
         let mut cur: Option<&Value> = None;
         for (i, part) in path.split('.').enumerate() {
-            cur = if i == 0 { self.0.get(part) } else { cur.and_then(|v| v.get(part)) };
+            cur = if i == 0 {
+                self.0.get(part)
+            } else {
+                cur.and_then(|v| v.get(part))
+            };
             if cur.is_none() {
                 return String::new();
             }

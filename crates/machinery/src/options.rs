@@ -31,7 +31,8 @@ impl SelectionPredicate {
     }
 
     pub fn matches(&self, obj: &Object) -> bool {
-        (self.label.is_empty() || self.label.matches(&obj.labels())) && (self.field.is_empty() || self.field.matches(obj))
+        (self.label.is_empty() || self.label.matches(&obj.labels()))
+            && (self.field.is_empty() || self.field.matches(obj))
     }
 }
 
@@ -51,19 +52,26 @@ pub struct ListOptions {
 }
 
 fn list_options_invalid(errors: &[FieldError]) -> ApiError {
-    ApiError::invalid(&GroupVersionKind::new("meta.k8s.io", "v1", "ListOptions"), "", errors)
+    ApiError::invalid(
+        &GroupVersionKind::new("meta.k8s.io", "v1", "ListOptions"),
+        "",
+        errors,
+    )
 }
 
 fn parse_bool(name: &str, v: &str) -> Result<bool, ApiError> {
     match v {
         "true" | "1" | "True" | "TRUE" | "t" | "T" => Ok(true),
         "false" | "0" | "False" | "FALSE" | "f" | "F" | "" => Ok(false),
-        _ => Err(ApiError::bad_request(format!("invalid value for {name}: {v:?}"))),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid value for {name}: {v:?}"
+        ))),
     }
 }
 
 fn parse_i64(name: &str, v: &str) -> Result<i64, ApiError> {
-    v.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid value for {name}: {v:?}")))
+    v.parse::<i64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid value for {name}: {v:?}")))
 }
 
 impl ListOptions {
@@ -73,10 +81,12 @@ impl ListOptions {
         for (k, v) in form_urlencoded::parse(query.as_bytes()) {
             match k.as_ref() {
                 "labelSelector" => {
-                    o.predicate.label = LabelSelector::parse(&v).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                    o.predicate.label = LabelSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?;
                 }
                 "fieldSelector" => {
-                    o.predicate.field = FieldSelector::parse(&v).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                    o.predicate.field = FieldSelector::parse(&v)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?;
                 }
                 "resourceVersion" if !v.is_empty() => o.resource_version = Some(v.into_owned()),
                 "resourceVersionMatch" => {
@@ -85,16 +95,28 @@ impl ListOptions {
                         "NotOlderThan" => Some(ResourceVersionMatch::NotOlderThan),
                         "Exact" => Some(ResourceVersionMatch::Exact),
                         other => {
-                            return Err(list_options_invalid(&[FieldError::not_supported("resourceVersionMatch", other, &["Exact", "NotOlderThan", ""])]));
+                            return Err(list_options_invalid(&[FieldError::not_supported(
+                                "resourceVersionMatch",
+                                other,
+                                &["Exact", "NotOlderThan", ""],
+                            )]));
                         }
                     }
                 }
-                "limit" if !v.is_empty() => o.limit = Some(parse_i64("limit", &v)?).filter(|l| *l > 0),
+                "limit" if !v.is_empty() => {
+                    o.limit = Some(parse_i64("limit", &v)?).filter(|l| *l > 0)
+                }
                 "continue" if !v.is_empty() => o.continue_token = Some(v.into_owned()),
                 "watch" => o.watch = parse_bool("watch", &v)?,
-                "allowWatchBookmarks" => o.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?,
-                "timeoutSeconds" if !v.is_empty() => o.timeout_seconds = Some(parse_i64("timeoutSeconds", &v)?),
-                "sendInitialEvents" if !v.is_empty() => o.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?),
+                "allowWatchBookmarks" => {
+                    o.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?
+                }
+                "timeoutSeconds" if !v.is_empty() => {
+                    o.timeout_seconds = Some(parse_i64("timeoutSeconds", &v)?)
+                }
+                "sendInitialEvents" if !v.is_empty() => {
+                    o.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?)
+                }
                 _ => {}
             }
         }
@@ -102,32 +124,79 @@ impl ListOptions {
         Ok(o)
     }
 
-    /// Upstream's `ValidateListOptions`.
+    /// Upstream's `ValidateListOptions` (with the WatchList feature on, as in 1.33).
     pub fn validate(&self) -> Result<(), ApiError> {
-        let mut errs = Vec::new();
-        if let Some(m) = self.resource_version_match {
-            if self.watch {
-                errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch"));
-            }
-            match self.resource_version.as_deref() {
-                None => errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided")),
-                Some("0") if m == ResourceVersionMatch::Exact => {
-                    errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
-                }
-                _ => {}
-            }
-            if self.continue_token.is_some() {
-                errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
-            }
-        }
-        if self.send_initial_events.is_some() && !self.watch {
-            errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
-        }
+        let errs = if self.watch {
+            self.watch_errors()
+        } else {
+            self.list_errors()
+        };
         if errs.is_empty() {
             Ok(())
         } else {
             Err(list_options_invalid(&errs))
         }
+    }
+
+    fn list_errors(&self) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if let Some(m) = self.resource_version_match {
+            match self.resource_version.as_deref() {
+                None => errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )),
+                Some("0") if m == ResourceVersionMatch::Exact => errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                )),
+                _ => {}
+            }
+            if self.continue_token.is_some() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        if self.send_initial_events.is_some() {
+            errs.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+        errs
+    }
+
+    fn watch_errors(&self) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let not_older_than =
+            self.resource_version_match == Some(ResourceVersionMatch::NotOlderThan);
+        if self.send_initial_events.is_some() && !not_older_than {
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = self.resource_version_match {
+            if self.send_initial_events.is_none() {
+                errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            }
+            if m != ResourceVersionMatch::NotOlderThan {
+                errs.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    "Exact",
+                    &["NotOlderThan"],
+                ));
+            }
+            if self.continue_token.is_some() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        errs
     }
 
     /// The numeric resource version, if one was given; 400 if it is not a number.
@@ -181,7 +250,10 @@ impl Preconditions {
     pub fn check(&self, current: &Object) -> Result<(), String> {
         if let Some(uid) = &self.uid {
             if uid != current.uid() {
-                return Err(format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", current.uid()));
+                return Err(format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.uid()
+                ));
             }
         }
         if let Some(rv) = &self.resource_version {
@@ -220,13 +292,17 @@ impl DeleteOptions {
     pub fn from_body_and_query(body: &[u8], query: &str) -> Result<Self, ApiError> {
         let mut o = DeleteOptions::default();
         if !body.iter().all(u8::is_ascii_whitespace) {
-            let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+            let v: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
             if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
                 o.grace_period_seconds = Some(g);
             }
             if let Some(p) = v.get("preconditions") {
                 o.preconditions.uid = p.get("uid").and_then(Value::as_str).map(String::from);
-                o.preconditions.resource_version = p.get("resourceVersion").and_then(Value::as_str).map(String::from);
+                o.preconditions.resource_version = p
+                    .get("resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(String::from);
             }
             o.orphan_dependents = v.get("orphanDependents").and_then(Value::as_bool);
             if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
@@ -238,10 +314,18 @@ impl DeleteOptions {
         }
         for (k, v) in form_urlencoded::parse(query.as_bytes()) {
             match k.as_ref() {
-                "gracePeriodSeconds" if !v.is_empty() => o.grace_period_seconds = Some(parse_i64("gracePeriodSeconds", &v)?),
-                "propagationPolicy" if !v.is_empty() => o.propagation_policy = Some(parse_propagation(&v)?),
-                "orphanDependents" if !v.is_empty() => o.orphan_dependents = Some(parse_bool("orphanDependents", &v)?),
-                "dryRun" if !v.is_empty() => o.dry_run = parse_dry_run(std::iter::once(v.as_ref()))?,
+                "gracePeriodSeconds" if !v.is_empty() => {
+                    o.grace_period_seconds = Some(parse_i64("gracePeriodSeconds", &v)?)
+                }
+                "propagationPolicy" if !v.is_empty() => {
+                    o.propagation_policy = Some(parse_propagation(&v)?)
+                }
+                "orphanDependents" if !v.is_empty() => {
+                    o.orphan_dependents = Some(parse_bool("orphanDependents", &v)?)
+                }
+                "dryRun" if !v.is_empty() => {
+                    o.dry_run = parse_dry_run(std::iter::once(v.as_ref()))?
+                }
                 _ => {}
             }
         }
@@ -249,7 +333,11 @@ impl DeleteOptions {
             return Err(ApiError::invalid(
                 &GroupVersionKind::new("meta.k8s.io", "v1", "DeleteOptions"),
                 "",
-                &[FieldError::invalid("propagationPolicy", "", "orphanDependents and deletionPropagation cannot be both set")],
+                &[FieldError::invalid(
+                    "propagationPolicy",
+                    "",
+                    "orphanDependents and deletionPropagation cannot be both set",
+                )],
             ));
         }
         Ok(o)
@@ -264,7 +352,11 @@ fn parse_propagation(p: &str) -> Result<PropagationPolicy, ApiError> {
         other => Err(ApiError::invalid(
             &GroupVersionKind::new("meta.k8s.io", "v1", "DeleteOptions"),
             "",
-            &[FieldError::not_supported("propagationPolicy", other, &["Foreground", "Background", "Orphan", "nil"])],
+            &[FieldError::not_supported(
+                "propagationPolicy",
+                other,
+                &["Foreground", "Background", "Orphan", "nil"],
+            )],
         )),
     }
 }
@@ -277,7 +369,9 @@ pub fn parse_dry_run<'a>(values: impl Iterator<Item = &'a str>) -> Result<bool, 
             "All" => dry = true,
             "" => {}
             other => {
-                return Err(ApiError::bad_request(format!("Invalid dryRun value: {other:?}, supported values: \"All\"")));
+                return Err(ApiError::bad_request(format!(
+                    "Invalid dryRun value: {other:?}, supported values: \"All\""
+                )));
             }
         }
     }
@@ -297,16 +391,57 @@ mod tests {
         assert_eq!(o.predicate.label.to_string(), "app=web");
         let err = ListOptions::from_query("resourceVersionMatch=Exact").unwrap_err();
         assert_eq!(err.code, 422);
-        assert!(err.message.contains("resourceVersionMatch is forbidden unless resourceVersion is provided"));
-        assert_eq!(ListOptions::from_query("labelSelector=a%20b").unwrap_err().code, 400);
+        assert!(err
+            .message
+            .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        assert_eq!(
+            ListOptions::from_query("labelSelector=a%20b")
+                .unwrap_err()
+                .code,
+            400
+        );
+    }
+
+    #[test]
+    fn watch_list_options_follow_upstream() {
+        let o = ListOptions::from_query("watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true").unwrap();
+        assert_eq!(o.send_initial_events, Some(true));
+        let err = ListOptions::from_query("watch=true&sendInitialEvents=true").unwrap_err();
+        assert!(err
+            .message
+            .contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        let err = ListOptions::from_query(
+            "watch=true&resourceVersion=5&resourceVersionMatch=NotOlderThan",
+        )
+        .unwrap_err();
+        assert!(err.message.contains(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+        ));
+        assert!(ListOptions::from_query("sendInitialEvents=true")
+            .unwrap_err()
+            .message
+            .contains("sendInitialEvents is forbidden for list"));
     }
 
     #[test]
     fn delete_options() {
-        let o = DeleteOptions::from_body_and_query(br#"{"propagationPolicy":"Background","preconditions":{"resourceVersion":"5"}}"#, "").unwrap();
+        let o = DeleteOptions::from_body_and_query(
+            br#"{"propagationPolicy":"Background","preconditions":{"resourceVersion":"5"}}"#,
+            "",
+        )
+        .unwrap();
         assert_eq!(o.propagation_policy, Some(PropagationPolicy::Background));
         assert_eq!(o.preconditions.resource_version.as_deref(), Some("5"));
-        assert!(DeleteOptions::from_body_and_query(b"", "dryRun=All").unwrap().dry_run);
-        assert_eq!(DeleteOptions::from_body_and_query(b"{", "").unwrap_err().code, 400);
+        assert!(
+            DeleteOptions::from_body_and_query(b"", "dryRun=All")
+                .unwrap()
+                .dry_run
+        );
+        assert_eq!(
+            DeleteOptions::from_body_and_query(b"{", "")
+                .unwrap_err()
+                .code,
+            400
+        );
     }
 }

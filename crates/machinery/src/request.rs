@@ -26,8 +26,17 @@ pub struct RequestInfo {
 impl RequestInfo {
     /// Parses a request's method, path and query.
     pub fn resolve(method: &str, path: &str, query: &str) -> RequestInfo {
-        let mut info = RequestInfo { path: path.to_string(), verb: method.to_ascii_lowercase(), ..Default::default() };
-        let mut parts: Vec<String> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).map(String::from).collect();
+        let mut info = RequestInfo {
+            path: path.to_string(),
+            verb: method.to_ascii_lowercase(),
+            ..Default::default()
+        };
+        let mut parts: Vec<String> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(String::from)
+            .collect();
         if parts.is_empty() {
             return info;
         }
@@ -91,7 +100,9 @@ impl RequestInfo {
             let mut watch = false;
             for (k, v) in form_urlencoded::parse(query.as_bytes()) {
                 match k.as_ref() {
-                    "watch" => watch = matches!(v.as_ref(), "true" | "1" | "True" | "TRUE" | "t" | "T"),
+                    "watch" => {
+                        watch = matches!(v.as_ref(), "true" | "1" | "True" | "TRUE" | "t" | "T")
+                    }
                     "fieldSelector" => {
                         if let Ok(sel) = FieldSelector::parse(&v) {
                             if let Some(name) = sel.required_value("metadata.name") {
@@ -116,12 +127,20 @@ impl RequestInfo {
 
     /// Watches (and proxies) are long-running: no request timeout, not counted in flight.
     pub fn is_long_running(&self) -> bool {
-        self.verb == "watch" || self.verb == "proxy" || matches!(self.subresource.as_str(), "exec" | "attach" | "portforward" | "log" | "proxy")
+        self.verb == "watch"
+            || self.verb == "proxy"
+            || matches!(
+                self.subresource.as_str(),
+                "exec" | "attach" | "portforward" | "log" | "proxy"
+            )
     }
 
     /// Writes, for max-in-flight's mutating bucket.
     pub fn is_mutating(&self) -> bool {
-        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection" | "post" | "put")
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection" | "post" | "put"
+        )
     }
 }
 
@@ -141,14 +160,44 @@ mod tests {
     #[test]
     fn resolves_like_kube_apiserver() {
         let r = RequestInfo::resolve("GET", "/api/v1/namespaces/default/configmaps", "");
-        assert_eq!((r.verb.as_str(), r.namespace.as_str(), r.resource.as_str(), r.name.as_str()), ("list", "default", "configmaps", ""));
-        let r = RequestInfo::resolve("GET", "/apis/apps/v1/namespaces/ns/deployments/web/status", "");
-        assert_eq!((r.verb.as_str(), r.api_group.as_str(), r.subresource.as_str(), r.name.as_str()), ("get", "apps", "status", "web"));
+        assert_eq!(
+            (
+                r.verb.as_str(),
+                r.namespace.as_str(),
+                r.resource.as_str(),
+                r.name.as_str()
+            ),
+            ("list", "default", "configmaps", "")
+        );
+        let r = RequestInfo::resolve(
+            "GET",
+            "/apis/apps/v1/namespaces/ns/deployments/web/status",
+            "",
+        );
+        assert_eq!(
+            (
+                r.verb.as_str(),
+                r.api_group.as_str(),
+                r.subresource.as_str(),
+                r.name.as_str()
+            ),
+            ("get", "apps", "status", "web")
+        );
         let r = RequestInfo::resolve("GET", "/api/v1/namespaces/ns", "");
-        assert_eq!((r.resource.as_str(), r.name.as_str(), r.namespace.as_str()), ("namespaces", "ns", "ns"));
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_str(), r.namespace.as_str()),
+            ("namespaces", "ns", "ns")
+        );
         let r = RequestInfo::resolve("PUT", "/api/v1/namespaces/ns/finalize", "");
-        assert_eq!((r.verb.as_str(), r.resource.as_str(), r.subresource.as_str()), ("update", "namespaces", "finalize"));
-        let r = RequestInfo::resolve("GET", "/api/v1/pods", "watch=true&fieldSelector=metadata.name%3Dp");
+        assert_eq!(
+            (r.verb.as_str(), r.resource.as_str(), r.subresource.as_str()),
+            ("update", "namespaces", "finalize")
+        );
+        let r = RequestInfo::resolve(
+            "GET",
+            "/api/v1/pods",
+            "watch=true&fieldSelector=metadata.name%3Dp",
+        );
         assert_eq!((r.verb.as_str(), r.name.as_str()), ("watch", "p"));
         let r = RequestInfo::resolve("DELETE", "/api/v1/namespaces/d/secrets", "");
         assert_eq!(r.verb, "deletecollection");

@@ -34,7 +34,10 @@ fn is_alnum_lower(c: u8) -> bool {
 
 fn matches_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty() && is_alnum_lower(b[0]) && is_alnum_lower(b[b.len() - 1]) && b.iter().all(|&c| is_alnum_lower(c) || c == b'-')
+    !b.is_empty()
+        && is_alnum_lower(b[0])
+        && is_alnum_lower(b[b.len() - 1])
+        && b.iter().all(|&c| is_alnum_lower(c) || c == b'-')
 }
 
 /// RFC 1123 label (namespaces, services, most names that become DNS labels).
@@ -44,7 +47,11 @@ pub fn is_dns1123_label(s: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !matches_dns1123_label(s) {
-        errs.push(regex_error(DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
+        errs.push(regex_error(
+            DNS1123_LABEL_ERR,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
     }
     errs
 }
@@ -70,7 +77,8 @@ fn matches_qualified_name_part(s: &str) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
 }
 
 /// A qualified name (`prefix/name` or `name`): label keys, annotation keys, finalizers.
@@ -103,7 +111,14 @@ pub fn is_qualified_name(s: &str) -> Vec<String> {
         errs.push(format!("name part {}", max_len_error(63)));
     }
     if !name.is_empty() && !matches_qualified_name_part(name) {
-        errs.push(format!("name part {}", regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])));
+        errs.push(format!(
+            "name part {}",
+            regex_error(
+                QUALIFIED_NAME_ERR,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
     }
     errs
 }
@@ -115,7 +130,11 @@ pub fn is_valid_label_value(s: &str) -> Vec<String> {
         errs.push(max_len_error(63));
     }
     if !s.is_empty() && !matches_qualified_name_part(s) {
-        errs.push(regex_error(LABEL_VALUE_ERR, "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", &["MyValue", "my_value", "12345"]));
+        errs.push(regex_error(
+            LABEL_VALUE_ERR,
+            "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
+            &["MyValue", "my_value", "12345"],
+        ));
     }
     errs
 }
