@@ -41,6 +41,18 @@ where
     Ok((Object::from_value(value)?, warnings))
 }
 
+/// Re-encodes `obj` through `T`, giving upstream's field order; unchanged if it does not fit.
+pub fn canonicalize<T>(obj: Object) -> Object
+where
+    T: DeserializeOwned + Serialize,
+{
+    let typed: Result<T, _> = serde_json::from_value(obj.clone().into_value());
+    match typed.and_then(|t| serde_json::to_value(&t)) {
+        Ok(Value::Object(m)) => Object::from(m),
+        _ => obj,
+    }
+}
+
 /// 400 `strict decoding error: <m1>, <m2>`.
 pub fn strict_error(messages: &[String]) -> ApiError {
     ApiError::bad_request(format!("{STRICT_PREFIX}{}", messages.join(", ")))

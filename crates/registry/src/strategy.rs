@@ -53,6 +53,12 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// The object with its fields in the type's order (as upstream encodes its structs), so
+    /// that equal objects encode to equal bytes and a no-op update writes nothing.
+    fn canonicalize(&self, obj: Object) -> Object {
+        obj
+    }
+
     /// Converts an object of this resource's version into the stored form (events.k8s.io
     /// events are stored as core/v1 events, as upstream does).
     fn to_storage(&self, obj: Object) -> Object {

@@ -716,3 +716,33 @@ async fn events_share_storage_across_versions() {
         .unwrap();
     assert_eq!(l.items[0].as_map()["regarding"]["kind"], "Pod");
 }
+
+#[tokio::test]
+async fn a_no_op_update_writes_nothing() {
+    let r = registry().await;
+    let cms = r.storage("", "configmaps", "");
+    let c = create(
+        &cms,
+        "default",
+        json!({"metadata": {"name": "same"}, "data": {"a": "1"}}),
+    )
+    .await
+    .unwrap();
+    let again = put(&cms, "default", c.clone()).await.unwrap().object;
+    assert_eq!(again.resource_version(), c.resource_version());
+    let deps = r.storage("apps", "deployments", "");
+    let d = create(
+        &deps,
+        "default",
+        json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+    )
+    .await
+    .unwrap();
+    let (decoded, _) = deps.decode(d.clone(), FieldValidation::Strict).unwrap();
+    let again = put(&deps, "default", decoded).await.unwrap().object;
+    assert_eq!(
+        (again.resource_version(), again.generation()),
+        (d.resource_version(), 1)
+    );
+}

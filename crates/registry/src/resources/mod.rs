@@ -56,6 +56,9 @@ macro_rules! typed {
         ) -> Option<schemars::Schema> {
             Some(generator.subschema_for::<$t>())
         }
+        fn canonicalize(&self, obj: kapi_machinery::Object) -> kapi_machinery::Object {
+            crate::codec::canonicalize::<$t>(obj)
+        }
     };
 }
 pub(crate) use typed;

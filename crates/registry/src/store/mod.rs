@@ -128,7 +128,7 @@ impl Store {
 
     /// An object in the form storage keeps.
     fn to_stored(&self, obj: Object) -> Object {
-        self.strategy.to_storage(obj)
+        self.strategy.to_storage(self.strategy.canonicalize(obj))
     }
 
     fn invalid(&self, name: &str, errs: &[FieldError]) -> ApiError {
