@@ -191,18 +191,17 @@ async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
             .into_iter()
             .map(|o| (shared.key_of(&o), o))
             .collect();
-        shared.lock().replace(items, list.revision);
+        let mut st = shared.lock();
+        st.replace(items, list.revision);
+        shared.revision.send_replace(list.revision);
     }
-    shared.revision.send_replace(list.revision);
     while let Some(item) = events.next().await {
         let event = item?;
-        let revision = {
-            let mut st = shared.lock();
-            let key = shared.key_of(&event.object);
-            st.apply(key, &event, shared.config.window);
-            st.revision
-        };
-        shared.revision.send_replace(revision);
+        let mut st = shared.lock();
+        let key = shared.key_of(&event.object);
+        st.apply(key, &event, shared.config.window);
+        // Published under the lock, so nobody sees an event before the revision that has it.
+        shared.revision.send_replace(st.revision);
     }
     Err(Error::Unavailable("the backend watch ended".into()))
 }
