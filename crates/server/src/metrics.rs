@@ -30,6 +30,7 @@ pub struct Metrics {
     pub current_inflight: IntGaugeVec,
     pub dropped_requests: IntCounterVec,
     pub storage_duration: HistogramVec,
+    pub longrunning: IntGaugeVec,
 }
 
 /// The labels of one served request.
@@ -84,6 +85,14 @@ impl Metrics {
             .buckets(STORAGE_BUCKETS.to_vec()),
             &["operation", "type"],
         )?;
+        let longrunning = IntGaugeVec::new(
+            Opts::new(
+                "apiserver_longrunning_requests",
+                "[STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.",
+            ),
+            &["verb", "group", "version", "resource", "subresource", "scope", "component"],
+        )?;
+        registry.register(Box::new(longrunning.clone()))?;
         registry.register(Box::new(request_total.clone()))?;
         registry.register(Box::new(request_duration.clone()))?;
         registry.register(Box::new(current_inflight.clone()))?;
@@ -99,6 +108,7 @@ impl Metrics {
             current_inflight,
             dropped_requests,
             storage_duration,
+            longrunning,
         }))
     }
 
@@ -130,6 +140,19 @@ impl Metrics {
                 "apiserver",
             ])
             .observe(seconds);
+    }
+
+    /// The gauge of open long-running requests with these labels.
+    pub fn longrunning_gauge(&self, l: &RequestLabels) -> prometheus::IntGauge {
+        self.longrunning.with_label_values(&[
+            &l.verb,
+            &l.group,
+            &l.version,
+            &l.resource,
+            &l.subresource,
+            &l.scope,
+            "apiserver",
+        ])
     }
 
     /// The Prometheus text exposition of every metric.

@@ -262,6 +262,32 @@ async fn version_health_and_metrics() {
         "no storage create timing in\n{}",
         m.body
     );
+    // A watch is counted, with its duration, when it ends.
+    let w = conn
+        .send(
+            "GET",
+            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+            None,
+        )
+        .await;
+    assert_eq!(w.status, 200);
+    let m = conn.send("GET", "/metrics", None).await;
+    assert!(
+        m.body
+            .lines()
+            .any(|l| l.starts_with("apiserver_request_total{")
+                && l.contains(r#"verb="WATCH""#)
+                && l.contains(r#"code="200""#)
+                && l.ends_with(" 1")),
+        "no WATCH counter in\n{}",
+        m.body
+    );
+    assert!(m
+        .body
+        .lines()
+        .any(|l| l.starts_with("apiserver_longrunning_requests{")
+            && l.contains(r#"verb="WATCH""#)
+            && l.ends_with(" 0")));
     // The response carries an audit id.
     assert!(version.headers.contains_key("audit-id"));
     t.server.shutdown().await;

@@ -161,7 +161,9 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
             .await
     });
     common::wait_for_metric_line(&t.server, &admin, |l| {
-        l.starts_with("apiserver_request_total{") && l.contains(r#"verb="WATCH""#)
+        l.starts_with("apiserver_longrunning_requests{")
+            && l.contains(r#"verb="WATCH""#)
+            && l.ends_with(" 1")
     })
     .await;
 

@@ -5,9 +5,14 @@
 
 use crate::body::{HttpResponse, Request};
 use crate::metrics::{Metrics, RequestLabels};
+use bytes::Bytes;
 use futures::future::BoxFuture;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::RequestInfo;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -129,15 +134,77 @@ where
         let fut = super::call_boxed(&mut self.inner, req);
         Box::pin(async move {
             let Ok(resp) = fut.await;
-            if let Some(info) = resp.extensions().get::<RequestInfo>() {
-                metrics.observe_request(
-                    &labels(&seen, info),
-                    resp.status().as_u16(),
-                    start.elapsed().as_secs_f64(),
-                );
+            let Some(info) = resp.extensions().get::<RequestInfo>() else {
+                return Ok(resp);
+            };
+            let labels = labels(&seen, info);
+            let code = resp.status().as_u16();
+            if !(info.is_long_running() && resp.status().is_success()) {
+                metrics.observe_request(&labels, code, start.elapsed().as_secs_f64());
+                return Ok(resp);
             }
-            Ok(resp)
+            // A watch is counted, with its whole duration, when its stream ends (as upstream,
+            // whose handler returns only then); meanwhile it shows in the long-running gauge.
+            let gauge = metrics.longrunning_gauge(&labels);
+            gauge.inc();
+            let done = Done {
+                metrics,
+                labels,
+                code,
+                start,
+                gauge,
+            };
+            Ok(resp.map(|body| {
+                ObservedBody {
+                    inner: body,
+                    _done: done,
+                }
+                .boxed_unsync()
+            }))
         })
+    }
+}
+
+/// Records a long-running request when dropped (its body finished or the client went away).
+struct Done {
+    metrics: Arc<Metrics>,
+    labels: RequestLabels,
+    code: u16,
+    start: Instant,
+    gauge: prometheus::IntGauge,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.gauge.dec();
+        self.metrics
+            .observe_request(&self.labels, self.code, self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// A response body that records its request when it is dropped.
+struct ObservedBody {
+    inner: ResponseBody,
+    _done: Done,
+}
+
+impl Body for ObservedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
