@@ -92,6 +92,7 @@ async fn always_deny_is_403_in_upstream_words() {
 async fn max_in_flight_answers_429_and_spares_masters() {
     let t = common::start_with(|c| {
         c.max_mutating_requests_inflight = 1;
+        c.max_requests_inflight = 1;
     })
     .await;
     let admin = common::admin_identity(&t);
@@ -121,6 +122,13 @@ async fn max_in_flight_answers_429_and_spares_masters() {
     assert_eq!(r.status, 429);
     assert_eq!(r.headers["retry-after"], "1");
     assert_eq!(r.body, "Too many requests, please try again later.\n");
+
+    // Health probes are exempt.
+    let r = common::connect(&t.server, None)
+        .await
+        .send("GET", "/readyz", None)
+        .await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
 
     // Reads have their own bucket.
     let r = common::connect(&t.server, None)

@@ -1,8 +1,8 @@
 //! Max-in-flight: at most `--max-requests-inflight` read-only and `--max-mutating-requests-inflight`
 //! mutating requests are served at once (0 = no limit). Beyond that, kube-apiserver's answer:
 //! 429 with `Retry-After: 1` and the plain-text body `Too many requests, please try again
-//! later.` Long-running requests (watches) are not counted, and `system:masters` is never
-//! turned away (it still takes a slot when one is free), as upstream.
+//! later.` Long-running requests (watches) and health probes are not counted, and
+//! `system:masters` is never turned away (it still takes a slot when one is free), as upstream.
 
 use crate::body::{text_error, HttpResponse, Request};
 use crate::metrics::{Metrics, MUTATING_KIND, READ_ONLY_KIND};
@@ -66,6 +66,15 @@ pub struct MaxInFlight<S> {
     limits: MaxInFlightLayer,
 }
 
+/// Health probes are never queued or refused (upstream's `probes` flow schema is exempt).
+fn is_probe(info: &RequestInfo) -> bool {
+    !info.is_resource_request
+        && matches!(
+            info.path.trim_start_matches('/').split('/').next(),
+            Some("healthz" | "livez" | "readyz")
+        )
+}
+
 /// A held slot; gives it back (and updates the gauge) however the request ends.
 struct Slot {
     _permit: OwnedSemaphorePermit,
@@ -94,7 +103,7 @@ where
     fn call(&mut self, req: Request) -> Self::Future {
         let (long_running, mutating) = match req.extensions().get::<RequestInfo>() {
             Some(info) => (
-                info.is_long_running(),
+                info.is_long_running() || is_probe(info),
                 !matches!(info.verb.as_str(), "get" | "list" | "watch"),
             ),
             None => (false, false),
