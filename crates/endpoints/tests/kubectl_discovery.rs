@@ -24,6 +24,10 @@ struct Docs {
     openapi: OpenApi,
     /// `METHOD target` of every request, in arrival order.
     log: std::sync::Mutex<Vec<String>>,
+    /// (content type, body) of every request with a body.
+    bodies: std::sync::Mutex<Vec<(String, String)>>,
+    /// Canned answers to GET of an object path.
+    objects: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// Answers one request: discovery, OpenAPI, `/version`, else a 404 Status.
@@ -34,6 +38,14 @@ fn answer(docs: &Docs, target: &str, headers: &HeaderMap) -> http::Response<Byte
     if path == "/version" {
         let body = r#"{"major":"1","minor":"33","gitVersion":"v1.33.0","platform":"linux/amd64"}"#;
         let mut r = http::Response::new(Bytes::from_static(body.as_bytes()));
+        r.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return r;
+    }
+    if let Some(obj) = docs.objects.lock().unwrap().get(path) {
+        let mut r = http::Response::new(Bytes::from(obj.clone()));
         r.headers_mut().insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -94,6 +106,26 @@ async fn serve(listener: tokio::net::TcpListener, docs: Arc<Docs>) {
                     }
                 }
             }
+            let header_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+            let length: usize = headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse().ok())
+                .unwrap_or(0);
+            while buf.len() < header_end + length {
+                match sock.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            if length > 0 {
+                let content_type = headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
+                let body = String::from_utf8_lossy(&buf[header_end.min(buf.len())..]).into_owned();
+                docs.bodies.lock().unwrap().push((content_type, body));
+            }
             let resp = answer(&docs, &target, &headers);
             let mut out = format!("HTTP/1.1 {}\r\n", resp.status());
             for (k, v) in resp.headers() {
@@ -125,6 +157,8 @@ async fn start(v2beta1: bool) -> (String, tempfile::TempDir, Arc<Docs>) {
         discovery: Discovery::new(&groups, &addr.to_string()).with_v2beta1(v2beta1),
         openapi: OpenApi::new(&groups, "v1.33.0"),
         log: std::sync::Mutex::new(Vec::new()),
+        bodies: std::sync::Mutex::new(Vec::new()),
+        objects: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     tokio::spawn(serve(listener, docs.clone()));
     (format!("http://{addr}"), dir, docs)
@@ -261,4 +295,51 @@ async fn kubectl_finds_server_side_field_validation() {
         .find(|l| l.starts_with("POST "))
         .unwrap_or_else(|| panic!("no POST in {log:?}"));
     assert!(post.contains("fieldValidation=Strict"), "{post}");
+}
+
+/// Strategic-merge patches for built-in kinds are computed with list merge keys. The v3
+/// documents do not advertise strategic merge (their schemas lack patch metadata), so kubectl
+/// takes the keys from its compiled-in types, as it does against kube-apiserver's metadata.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_apply_patches_with_merge_keys() {
+    if !have_kubectl() {
+        return;
+    }
+    let (server, dir, docs) = start(true).await;
+    let old = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"a","image":"a:1"},{"name":"b","image":"b:1"}]}}}}"#;
+    let mut live: serde_json::Value = serde_json::from_str(old).unwrap();
+    live["metadata"]["annotations"] =
+        serde_json::json!({ "kubectl.kubernetes.io/last-applied-configuration": old });
+    live["metadata"]["resourceVersion"] = serde_json::json!("5");
+    docs.objects.lock().unwrap().insert(
+        "/apis/apps/v1/namespaces/default/deployments/d".into(),
+        live.to_string(),
+    );
+    let manifest = dir.path().join("d.json");
+    std::fs::write(&manifest, old.replace("a:1", "a:2")).unwrap();
+    let cache = dir.path().join("cache");
+    let _ = kubectl(
+        33,
+        &server,
+        &cache,
+        &["apply", "-f", manifest.to_str().unwrap()],
+    )
+    .await;
+    let bodies = docs.bodies.lock().unwrap().clone();
+    let (content_type, patch) = bodies
+        .iter()
+        .find(|(_, b)| b.contains("a:2"))
+        .unwrap_or_else(|| panic!("no patch sent: {bodies:?}"));
+    assert_eq!(content_type, "application/strategic-merge-patch+json");
+    let patch: serde_json::Value = serde_json::from_str(patch).unwrap();
+    let pod_spec = &patch["spec"]["template"]["spec"];
+    assert_eq!(
+        pod_spec["$setElementOrder/containers"],
+        serde_json::json!([{"name": "a"}, {"name": "b"}])
+    );
+    assert_eq!(
+        pod_spec["containers"],
+        serde_json::json!([{"image": "a:2", "name": "a"}]),
+        "only the changed container, by merge key"
+    );
 }
