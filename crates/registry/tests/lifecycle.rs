@@ -746,3 +746,39 @@ async fn a_no_op_update_writes_nothing() {
         (d.resource_version(), 1)
     );
 }
+
+#[tokio::test]
+async fn scale_subresource() {
+    let r = registry().await;
+    let deps = r.storage("apps", "deployments", "");
+    let scale = r.storage("apps", "deployments", "scale");
+    create(
+        &deps,
+        "default",
+        json!({"metadata": {"name": "web"}, "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+    )
+    .await
+    .unwrap();
+    let s = get(&scale, "default", "web").await.unwrap();
+    assert_eq!((s.api_version(), s.kind()), ("autoscaling/v1", "Scale"));
+    assert_eq!(s.as_map()["spec"]["replicas"], 2);
+    assert_eq!(s.as_map()["status"]["selector"], "app=web");
+    let mut bigger = s.clone();
+    bigger.as_map_mut()["spec"]["replicas"] = json!(5);
+    let (bigger, _) = scale.decode(bigger, FieldValidation::Strict).unwrap();
+    let out = put(&scale, "default", bigger.clone()).await.unwrap().object;
+    assert_eq!(out.as_map()["spec"]["replicas"], 5);
+    let d = get(&deps, "default", "web").await.unwrap();
+    assert_eq!(
+        (d.as_map()["spec"]["replicas"].as_i64(), d.generation()),
+        (Some(5), 2)
+    );
+    // the old resourceVersion is stale now
+    let e = put(&scale, "default", bigger).await.unwrap_err();
+    assert_eq!(e.code, 409);
+    assert!(get(&scale, "default", "nope")
+        .await
+        .unwrap_err()
+        .is_not_found());
+}

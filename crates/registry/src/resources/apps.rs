@@ -1,6 +1,7 @@
 //! apps/v1: deployments, replicasets, statefulsets, daemonsets (each with `/status`).
 
 use crate::resources::core::push;
+use crate::resources::scale::ScaleStore;
 use crate::resources::workload::{
     default_template, validate_selector_immutable, validate_template,
 };
@@ -15,9 +16,14 @@ use std::sync::Arc;
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(DeploymentStrategy));
-    push(&mut s, ctx, Arc::new(ReplicaSetStrategy));
-    push(&mut s, ctx, Arc::new(StatefulSetStrategy));
+    for scalable in [
+        Arc::new(DeploymentStrategy) as Arc<dyn Strategy>,
+        Arc::new(ReplicaSetStrategy),
+        Arc::new(StatefulSetStrategy),
+    ] {
+        let store = push(&mut s, ctx, scalable);
+        s.push(Arc::new(ScaleStore::new(store)));
+    }
     push(&mut s, ctx, Arc::new(DaemonSetStrategy));
     vec![ApiGroupInfo {
         group: "apps".into(),

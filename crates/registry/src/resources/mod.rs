@@ -6,6 +6,7 @@ pub mod apps;
 pub mod batch;
 pub mod core;
 pub mod misc;
+pub mod scale;
 pub mod workload;
 
 use crate::rest::ResourceInfo;
