@@ -39,6 +39,15 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT"),
         _ = term.recv() => tracing::info!("received SIGTERM"),
     }
+    // A second signal stops at once, as kube-apiserver does.
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::warn!("received a second signal; exiting without draining");
+        std::process::exit(1);
+    });
 }
 
 fn main() -> std::process::ExitCode {
