@@ -112,6 +112,11 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether `deletecollection` is served (upstream serves it for all but namespaces).
+    fn allow_delete_collection(&self) -> bool {
+        true
+    }
+
     /// Labels accepted in `fieldSelector` besides `metadata.name` and `metadata.namespace`.
     fn field_labels(&self) -> &'static [&'static str] {
         &[]

@@ -148,6 +148,7 @@ async fn namespace_termination_and_finalize() {
         .await
         .unwrap();
 
+    assert!(nss.as_collection_deleter().is_none());
     let d = nss.as_graceful_deleter().unwrap();
     let res = d
         .delete(

@@ -183,7 +183,8 @@ impl rest::Storage for Store {
         (self.sub == Subresource::Main).then_some(self as &dyn rest::GracefulDeleter)
     }
     fn as_collection_deleter(&self) -> Option<&dyn rest::CollectionDeleter> {
-        (self.sub == Subresource::Main).then_some(self as &dyn rest::CollectionDeleter)
+        (self.sub == Subresource::Main && self.strategy.allow_delete_collection())
+            .then_some(self as &dyn rest::CollectionDeleter)
     }
     fn as_watcher(&self) -> Option<&dyn rest::Watcher> {
         (self.sub == Subresource::Main).then_some(self as &dyn rest::Watcher)

@@ -42,6 +42,9 @@ impl Strategy for NamespaceStrategy {
     fn has_status(&self) -> bool {
         true
     }
+    fn allow_delete_collection(&self) -> bool {
+        false
+    }
     fn defaults(&self, obj: &mut Object) {
         let name = obj.name().to_string();
         if !name.is_empty() {
