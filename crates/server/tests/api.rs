@@ -290,6 +290,7 @@ async fn version_health_and_metrics() {
             && l.ends_with(" 0")));
     // The response carries an audit id.
     assert!(version.headers.contains_key("audit-id"));
+    assert_eq!(version.headers["cache-control"], "no-cache, private");
     t.server.shutdown().await;
 }
 

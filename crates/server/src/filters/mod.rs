@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
+pub mod cache_control;
 pub mod compression;
 pub mod impersonation;
 pub mod max_in_flight;
@@ -66,6 +67,7 @@ where
     ServiceBuilder::new()
         .layer(panic::PanicRecoveryLayer) // 500 for this request only
         .layer(request_id::RequestIdLayer) // Audit-Id, tracing span, request log
+        .layer(cache_control::CacheControlLayer) // no-cache, private
         .layer(metrics::MetricsLayer::new(c.metrics.clone()))
         .layer(request_info::RequestInfoLayer) // the path is parsed once, here
         .layer(watch_termination::WatchTerminationLayer::new(c.shutdown)) // watches end at shutdown
