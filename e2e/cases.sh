@@ -154,7 +154,7 @@ Y
     k create -f "$bad_name"
   expect_fail "unknown field is 400 BadRequest" \
     'Error from server (BadRequest): error when creating' k create -f "$unknown"
-  expect_fail "unknown field message names the field" 'strict decoding error: unknown field "spec"' k create -f "$unknown"
+  expect_fail "unknown field message is upstream's" 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "spec"' k create -f "$unknown"
   expect_out "create --dry-run=server" '^configmap/dry created \(server dry run\)$' k create -f "$dry" --dry-run=server
   expect_fail "dry run stored nothing" 'configmaps "dry" not found' k get cm dry -n "$NS"
 

@@ -155,7 +155,7 @@ async fn field_validation_strict_and_warn() {
     assert_eq!(strict.json()["reason"], "BadRequest");
     assert_eq!(
         strict.json()["message"],
-        r#"strict decoding error: unknown field "foo""#
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "foo""#
     );
 
     let warn = s
@@ -352,7 +352,7 @@ async fn duplicate_fields_follow_field_validation() {
     assert_eq!(strict.status, StatusCode::BAD_REQUEST);
     assert_eq!(
         strict.json()["message"],
-        r#"strict decoding error: duplicate field "metadata.name""#
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "metadata.name""#
     );
     let warn = s
         .send(request(

@@ -33,7 +33,9 @@ where
         .collect();
     let mut warnings = Vec::new();
     match validation {
-        FieldValidation::Strict if !messages.is_empty() => return Err(strict_error(&messages)),
+        FieldValidation::Strict if !messages.is_empty() => {
+            return Err(strict_error(T::KIND, T::VERSION, &messages))
+        }
         FieldValidation::Warn => warnings = messages,
         _ => {}
     }
@@ -53,9 +55,14 @@ where
     }
 }
 
-/// 400 `strict decoding error: <m1>, <m2>`.
-pub fn strict_error(messages: &[String]) -> ApiError {
-    ApiError::bad_request(format!("{STRICT_PREFIX}{}", messages.join(", ")))
+/// 400 `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: <m1>, <m2>`,
+/// as upstream's handler wraps a strict decoding error (`transformDecodeError`).
+pub fn strict_error(kind: &str, version: &str, messages: &[String]) -> ApiError {
+    cannot_handle(
+        kind,
+        version,
+        &format!("{STRICT_PREFIX}{}", messages.join(", ")),
+    )
 }
 
 /// Upstream's message for a body that does not fit the type.
@@ -147,14 +154,22 @@ pub fn decode_bytes_with(
 ) -> Result<(Object, Vec<String>), ApiError> {
     let (obj, dups) = parse_json_with_duplicates(body)?;
     match (validation, decode(obj, validation)) {
-        (FieldValidation::Strict, Err(e))
-            if !dups.is_empty() && e.message.starts_with(STRICT_PREFIX) =>
+        (FieldValidation::Strict, Err(mut e))
+            if !dups.is_empty() && e.message.contains(STRICT_PREFIX) =>
         {
-            let mut all = vec![e.message[STRICT_PREFIX.len()..].to_string()];
-            all.extend(dups);
-            Err(strict_error(&all))
+            // One message lists unknown fields, then duplicates, as upstream's decoder does.
+            e.message = format!("{}, {}", e.message, dups.join(", "));
+            Err(e)
         }
-        (FieldValidation::Strict, Ok(_)) if !dups.is_empty() => Err(strict_error(&dups)),
+        (FieldValidation::Strict, Ok((o, _))) if !dups.is_empty() => {
+            let version = o
+                .api_version()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            Err(strict_error(o.kind(), &version, &dups))
+        }
         (FieldValidation::Warn, Ok((o, mut w))) => {
             w.extend(dups);
             Ok((o, w))
@@ -261,7 +276,7 @@ mod tests {
         assert_eq!(err.code, 400);
         assert_eq!(
             err.message,
-            r#"strict decoding error: unknown field "spec.foo", unknown field "spec.containers[0].bar""#
+            r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo", unknown field "spec.containers[0].bar""#
         );
         let (clean, warnings) = decode::<Pod>(body.clone(), FieldValidation::Warn).unwrap();
         assert_eq!(warnings.len(), 2);

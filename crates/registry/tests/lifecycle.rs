@@ -553,7 +553,7 @@ async fn strict_decoding_errors() {
     assert_eq!((e.code, e.reason), (400, StatusReason::BadRequest));
     assert_eq!(
         e.message,
-        r#"strict decoding error: unknown field "metadata.foo", unknown field "bar""#
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "metadata.foo", unknown field "bar""#
     );
     let (o, w) = cms
         .decode(obj(body.clone()), FieldValidation::Warn)
@@ -574,7 +574,7 @@ async fn strict_decoding_errors() {
     let e = cms.decode_bytes(raw, FieldValidation::Strict).unwrap_err();
     assert_eq!(
         e.message,
-        r#"strict decoding error: unknown field "bar", duplicate field "metadata.name""#
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bar", duplicate field "metadata.name""#
     );
     let e = cms
         .decode(
