@@ -6,9 +6,6 @@
 //! OpenAPI v2/v3. It reads `RequestInfo` and `UserInfo` from request extensions, put there by
 //! the server's filters; it never parses TLS or authenticates.
 
-// `ApiError` is the one error every handler returns; it is large but only on the error path.
-#![allow(clippy::result_large_err)]
-
 pub mod discovery;
 pub mod openapi;
 

@@ -228,7 +228,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: StatusReason,
     pub message: String,
-    pub details: Option<StatusDetails>,
+    /// Boxed: most errors carry none, and a small `ApiError` keeps `Result`s small.
+    pub details: Option<Box<StatusDetails>>,
 }
 
 impl fmt::Display for ApiError {
@@ -239,13 +240,17 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-fn resource_details(gr: &GroupResource, name: &str) -> Option<StatusDetails> {
-    Some(StatusDetails {
+fn resource_details(gr: &GroupResource, name: &str) -> Option<Box<StatusDetails>> {
+    boxed(StatusDetails {
         name: name.to_string(),
         group: gr.group.clone(),
         kind: gr.resource.clone(),
         ..Default::default()
     })
+}
+
+fn boxed(details: StatusDetails) -> Option<Box<StatusDetails>> {
+    Some(Box::new(details))
 }
 
 impl ApiError {
@@ -259,7 +264,7 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, details: StatusDetails) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -318,7 +323,7 @@ impl ApiError {
             code: 422,
             reason: StatusReason::Invalid,
             message: format!("{} {name:?} is invalid: {aggregate}", gvk.group_kind()),
-            details: Some(StatusDetails {
+            details: boxed(StatusDetails {
                 name: name.into(),
                 group: gvk.group.clone(),
                 kind: gvk.kind.clone(),
@@ -364,7 +369,7 @@ impl ApiError {
                 "{action} is not supported on resources of kind {:?}",
                 gr.to_string()
             ),
-            details: Some(StatusDetails {
+            details: boxed(StatusDetails {
                 group: gr.group.clone(),
                 kind: gr.resource.clone(),
                 ..Default::default()
@@ -427,7 +432,7 @@ impl ApiError {
             code: 500,
             reason: StatusReason::ServerTimeout,
             message: format!("The {operation} operation against {gr} could not be completed at this time, please try again."),
-            details: Some(StatusDetails {
+            details: boxed(StatusDetails {
                 name: operation.into(),
                 group: gr.group.clone(),
                 kind: gr.resource.clone(),
@@ -454,7 +459,7 @@ impl ApiError {
             code: 500,
             reason: StatusReason::InternalError,
             message: format!("Internal error occurred: {message}"),
-            details: Some(StatusDetails {
+            details: boxed(StatusDetails {
                 causes: vec![StatusCause {
                     reason: String::new(),
                     message,

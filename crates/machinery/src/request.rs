@@ -76,12 +76,12 @@ impl RequestInfo {
             }
             info.verb = parts.remove(0);
         }
-        if parts[0] == "namespaces" {
-            if parts.len() > 1 {
-                info.namespace = parts[1].clone();
-                if parts.len() > 2 && parts[2] != "status" && parts[2] != "finalize" {
-                    parts.drain(..2);
-                }
+        // `/namespaces/<ns>/<resource>...` addresses a resource inside the namespace; the
+        // namespace's own subresources (`status`, `finalize`) keep `namespaces` as the resource.
+        if parts[0] == "namespaces" && parts.len() > 1 {
+            info.namespace = parts[1].clone();
+            if parts.len() > 2 && parts[2] != "status" && parts[2] != "finalize" {
+                parts.drain(..2);
             }
         }
         if parts.len() >= 3 {

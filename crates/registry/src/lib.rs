@@ -5,10 +5,6 @@
 //! driven by a per-resource `Strategy`, and the built-in resources under `resources/` (one
 //! module per API group). It turns storage errors into API errors; it never speaks HTTP.
 
-// `ApiError` (machinery) is returned by value everywhere in the API path; boxing it is the
-// machinery's decision, not something to work around per function here.
-#![allow(clippy::result_large_err)]
-
 pub mod allocator;
 mod bootstrap;
 pub mod codec;

@@ -3,7 +3,7 @@
 //! the admission plugin can take it over; the Store calls it only when it is given one.
 
 use async_trait::async_trait;
-use kapi_machinery::error::{StatusCause, StatusDetails};
+use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource};
 use kapi_storage::{DynStorage, GetOptions};
 use serde_json::Value;
@@ -42,7 +42,7 @@ pub fn namespace_terminating(namespace: &str, gr: &GroupResource, name: &str) ->
             "unable to create new content in namespace {namespace} because it is being terminated"
         ),
     );
-    let details = e.details.get_or_insert_with(StatusDetails::default);
+    let details = e.details.get_or_insert_with(Default::default);
     details.causes.push(StatusCause {
         reason: "NamespaceTerminating".into(),
         message: format!("namespace {namespace} is being terminated"),

@@ -45,7 +45,7 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
                     StatusReason::Invalid,
                     "the server rejected our request due to an error in our request",
                 );
-                err.details = Some(kapi_machinery::error::StatusDetails {
+                err = err.with_details(kapi_machinery::error::StatusDetails {
                     causes: vec![StatusCause {
                         reason: "UnexpectedServerResponse".into(),
                         message: e.to_string(),
