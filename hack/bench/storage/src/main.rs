@@ -176,6 +176,29 @@ async fn raw_puts(
     .await
 }
 
+/// Raw creates the way this crate writes them: a transaction guarded on `create_revision == 0`.
+async fn raw_txn_creates(
+    client: &etcd_client::Client,
+    prefix: &str,
+    n: usize,
+    conc: usize,
+) -> Result<f64> {
+    use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+    let value = Arc::new(object("cm-0").to_vec());
+    let (c, p) = (client.clone(), prefix.to_string());
+    run(n, conc, move |i| {
+        let (mut kv, key, value) = (c.kv_client(), format!("{p}cm-{i}"), value.to_vec());
+        async move {
+            let txn = Txn::new()
+                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(key, value, None)]);
+            anyhow::ensure!(kv.txn(txn).await?.succeeded(), "key existed");
+            Ok(())
+        }
+    })
+    .await
+}
+
 async fn raw_gets(
     client: &etcd_client::Client,
     prefix: &str,
@@ -253,8 +276,10 @@ async fn main() -> Result<()> {
             })
             .await?,
         );
-        let (mut ours, mut theirs) = (0f64, 0f64);
+        let (mut ours, mut theirs, mut txns) = (0f64, 0f64, 0f64);
         for round in 0..ROUNDS {
+            let p = format!("/rawtxn-c{conc}/configmaps/bench-r{round}/");
+            txns = txns.max(raw_txn_creates(&raw, &p, n, conc).await?);
             ours =
                 ours.max(creates(&etcd, &format!("/configmaps/bench-r{round}/"), n, conc).await?);
             theirs = theirs.max(
@@ -285,6 +310,13 @@ async fn main() -> Result<()> {
             gets: g,
             list: None,
         });
+        rows.push(Row {
+            backend: "raw etcd-client guarded txn",
+            conc,
+            creates: txns,
+            gets: f64::NAN,
+            list: None,
+        });
         eprintln!("etcd c={conc} done");
     }
 
@@ -297,9 +329,14 @@ async fn main() -> Result<()> {
         let list = r.list.map_or("—".to_string(), |d| {
             format!("{:.1} ms", d.as_secs_f64() * 1000.0)
         });
+        let gets = if r.gets.is_nan() {
+            "—".to_string()
+        } else {
+            format!("{:.0}", r.gets)
+        };
         println!(
-            "| {} | {} | {:.0} | {:.0} | {} |",
-            r.backend, r.conc, r.creates, r.gets, list
+            "| {} | {} | {:.0} | {} | {} |",
+            r.backend, r.conc, r.creates, gets, list
         );
     }
     for &conc in &args.concurrency {
@@ -308,7 +345,7 @@ async fn main() -> Result<()> {
                 .find(|r| r.conc == conc && r.backend.starts_with(b))
                 .map(|r| r.creates)
         };
-        if let (Some(ours), Some(raw)) = (find("etcd via"), find("raw")) {
+        if let (Some(ours), Some(raw)) = (find("etcd via"), find("raw etcd-client put")) {
             println!(
                 "\netcd creates through kapi-storage at concurrency {conc}: {:.0}% of raw puts",
                 ours / raw * 100.0
