@@ -281,3 +281,59 @@ async fn slow_requests_get_upstreams_504_and_watches_do_not() {
     let outcome = tokio::time::timeout(Duration::from_secs(600), watch).await;
     assert!(outcome.is_err(), "the watch was cut short");
 }
+
+#[tokio::test]
+async fn impersonation_changes_the_user_after_checking_it() {
+    // The inner service answers with the user it sees.
+    let inner = tower::service_fn(|req: Request| async move {
+        let user = req
+            .extensions()
+            .get::<kapi_machinery::UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        let body =
+            serde_json::json!({"name": user.name, "groups": user.groups, "extra": user.extra});
+        Ok::<_, Infallible>(http::Response::new(full(body.to_string())))
+    });
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    let svc = chain(inner, Duration::from_secs(60), shutdown);
+    let req = http::Request::builder()
+        .uri("/api/v1/namespaces")
+        .header("Impersonate-User", "bob")
+        .header("Impersonate-Group", "devs")
+        .header("Impersonate-Extra-Scopes", "view")
+        .body(full(Bytes::new()))
+        .unwrap();
+    let resp = svc.oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let seen: serde_json::Value =
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(seen["name"], "bob");
+    assert_eq!(
+        seen["groups"],
+        serde_json::json!(["devs", "system:authenticated"])
+    );
+    assert_eq!(seen["extra"]["scopes"], serde_json::json!(["view"]));
+}
+
+#[tokio::test]
+async fn impersonation_denied_is_403_in_upstream_words() {
+    let t =
+        common::start_with(|c| c.authorization_modes = vec![AuthorizationMode::AlwaysDeny]).await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let r = conn
+        .send_with(
+            "GET",
+            "/api/v1/namespaces",
+            &[("impersonate-user", "bob")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        r#"users "bob" is forbidden: User "kubernetes-admin" cannot impersonate resource "users" in API group "" at the cluster scope: Everything is forbidden."#
+    );
+    t.server.shutdown().await;
+}
