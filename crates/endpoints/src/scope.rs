@@ -128,6 +128,9 @@ impl RequestScope {
             name,
             user: self.user.clone(),
             dry_run,
+            options: None,
+            reinvocation: Default::default(),
+            annotations: Default::default(),
         }
     }
 

@@ -1,0 +1,202 @@
+//! The namespace plugins. NamespaceLifecycle: no new objects in a namespace that does not
+//! exist (404 `namespaces "x" not found`) or is terminating (403), and `default`,
+//! `kube-system`, `kube-public` cannot be deleted. NamespaceExists: the namespace must exist.
+//! NamespaceAutoProvision: a create in a missing namespace creates it first.
+
+use crate::objects::ObjectStore;
+use crate::registry::{AdmissionError, Plugins};
+use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use async_trait::async_trait;
+use kapi_machinery::error::StatusCause;
+use kapi_machinery::{ApiError, GroupResource, Object};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub const LIFECYCLE: &str = "NamespaceLifecycle";
+pub const EXISTS: &str = "NamespaceExists";
+pub const AUTO_PROVISION: &str = "NamespaceAutoProvision";
+
+/// Namespaces that may never be deleted.
+pub const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
+
+pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
+    plugins.register(
+        LIFECYCLE,
+        Arc::new(|_, ctx| {
+            Ok(Arc::new(NamespaceLifecycle {
+                objects: ctx.objects(LIFECYCLE)?,
+            }))
+        }),
+    )?;
+    plugins.register(
+        EXISTS,
+        Arc::new(|_, ctx| {
+            Ok(Arc::new(NamespaceExists {
+                objects: ctx.objects(EXISTS)?,
+            }))
+        }),
+    )?;
+    plugins.register(
+        AUTO_PROVISION,
+        Arc::new(|_, ctx| {
+            Ok(Arc::new(NamespaceAutoProvision {
+                objects: ctx.objects(AUTO_PROVISION)?,
+            }))
+        }),
+    )
+}
+
+fn namespaces() -> GroupResource {
+    GroupResource::new("", "namespaces")
+}
+
+fn is_namespace(a: &Attributes) -> bool {
+    a.resource.group.is_empty() && a.resource.resource == "namespaces"
+}
+
+async fn get_namespace(objects: &dyn ObjectStore, name: &str) -> Result<Option<Object>, ApiError> {
+    objects.get(&namespaces(), "", name).await
+}
+
+/// 403 with upstream's `NamespaceTerminating` cause.
+fn terminating(a: &Attributes) -> ApiError {
+    let ns = &a.namespace;
+    let mut e = a.forbidden(format!(
+        "unable to create new content in namespace {ns} because it is being terminated"
+    ));
+    e.details
+        .get_or_insert_with(Default::default)
+        .causes
+        .push(StatusCause {
+            reason: "NamespaceTerminating".into(),
+            message: format!("namespace {ns} is being terminated"),
+            field: "metadata.namespace".into(),
+        });
+    e
+}
+
+pub struct NamespaceLifecycle {
+    objects: Arc<dyn ObjectStore>,
+}
+
+impl Interface for NamespaceLifecycle {
+    fn handles(&self, op: Operation) -> bool {
+        matches!(
+            op,
+            Operation::Create | Operation::Update | Operation::Delete
+        )
+    }
+    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl ValidationInterface for NamespaceLifecycle {
+    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+        if is_namespace(a) {
+            if a.operation == Operation::Delete && IMMORTAL.contains(&a.name.as_str()) {
+                return Err(a.forbidden("this namespace may not be deleted"));
+            }
+            return Ok(());
+        }
+        // Deleting what is left in a namespace is always allowed; cluster-scoped objects have
+        // no namespace to check.
+        if a.operation == Operation::Delete || a.namespace.is_empty() {
+            return Ok(());
+        }
+        let Some(ns) = get_namespace(self.objects.as_ref(), &a.namespace).await? else {
+            return Err(ApiError::not_found(&namespaces(), &a.namespace));
+        };
+        if a.operation == Operation::Create {
+            let phase = ns
+                .get("status")
+                .and_then(|s| s.get("phase"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if phase == "Terminating" || ns.deletion_timestamp().is_some() {
+                return Err(terminating(a));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct NamespaceExists {
+    objects: Arc<dyn ObjectStore>,
+}
+
+impl Interface for NamespaceExists {
+    fn handles(&self, op: Operation) -> bool {
+        matches!(
+            op,
+            Operation::Create | Operation::Update | Operation::Delete
+        )
+    }
+    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl ValidationInterface for NamespaceExists {
+    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+        if a.namespace.is_empty() || is_namespace(a) {
+            return Ok(());
+        }
+        match get_namespace(self.objects.as_ref(), &a.namespace).await? {
+            Some(_) => Ok(()),
+            None => Err(ApiError::not_found(&namespaces(), &a.namespace)),
+        }
+    }
+}
+
+pub struct NamespaceAutoProvision {
+    objects: Arc<dyn ObjectStore>,
+}
+
+impl Interface for NamespaceAutoProvision {
+    fn handles(&self, op: Operation) -> bool {
+        op == Operation::Create
+    }
+    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl MutationInterface for NamespaceAutoProvision {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
+        // A dry run must not leave a namespace behind.
+        if a.namespace.is_empty() || is_namespace(a) || a.dry_run {
+            return Ok(());
+        }
+        if get_namespace(self.objects.as_ref(), &a.namespace)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let ns = Object::from_value(json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": a.namespace,
+                "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                "labels": {"kubernetes.io/metadata.name": a.namespace},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }))?;
+        match self.objects.create(&namespaces(), ns).await {
+            // Another request created it first: that is what we wanted.
+            Err(e) if e.code == 409 => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "namespace_tests.rs"]
+mod tests;
