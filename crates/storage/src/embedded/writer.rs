@@ -165,6 +165,11 @@ impl Writer {
             // Nothing of the batch is durable: undo the in-memory revisions and fail every op.
             self.current = start_rev;
             self.compacted = start_compacted;
+            // Resynchronise with the file in case something else wrote to it.
+            if let Ok((current, compacted)) = db::revisions(&self.conn) {
+                self.current = current.max(start_rev);
+                self.compacted = compacted.max(start_compacted);
+            }
             tracing::error!(error = %e, "embedded storage: commit failed");
             for (reply, _) in results {
                 let _ = reply.send(Err(Error::Unavailable(format!("commit failed: {e}"))));

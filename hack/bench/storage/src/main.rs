@@ -30,6 +30,11 @@ struct Args {
     /// An etcd to use instead of starting one.
     #[arg(long)]
     etcd: Option<String>,
+    /// Rounds of etcd creates, alternating between this crate, raw puts and raw guarded
+    /// transactions so that load from elsewhere on the machine hits all alike; the best round
+    /// of each is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Where the embedded store and the started etcd keep their data (default: a temp dir).
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
@@ -216,10 +221,6 @@ async fn raw_gets(
     .await
 }
 
-/// Rounds of etcd creates, alternating between this crate and raw puts so that load from
-/// elsewhere on the machine hits both alike; the best round of each is reported.
-const ROUNDS: usize = 3;
-
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -277,7 +278,7 @@ async fn main() -> Result<()> {
             .await?,
         );
         let (mut ours, mut theirs, mut txns) = (0f64, 0f64, 0f64);
-        for round in 0..ROUNDS {
+        for round in 0..args.rounds {
             let p = format!("/rawtxn-c{conc}/configmaps/bench-r{round}/");
             txns = txns.max(raw_txn_creates(&raw, &p, n, conc).await?);
             ours =
@@ -339,16 +340,22 @@ async fn main() -> Result<()> {
             r.backend, r.conc, r.creates, gets, list
         );
     }
+    println!();
     for &conc in &args.concurrency {
         let find = |b: &str| {
             rows.iter()
                 .find(|r| r.conc == conc && r.backend.starts_with(b))
                 .map(|r| r.creates)
         };
-        if let (Some(ours), Some(raw)) = (find("etcd via"), find("raw etcd-client put")) {
+        if let (Some(ours), Some(raw), Some(txn)) = (
+            find("etcd via"),
+            find("raw etcd-client put"),
+            find("raw etcd-client guarded"),
+        ) {
             println!(
-                "\netcd creates through kapi-storage at concurrency {conc}: {:.0}% of raw puts",
-                ours / raw * 100.0
+                "etcd creates through kapi-storage at concurrency {conc}: {:.0}% of raw puts, {:.0}% of raw guarded transactions",
+                ours / raw * 100.0,
+                ours / txn * 100.0
             );
         }
     }
