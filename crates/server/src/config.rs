@@ -73,6 +73,8 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     pub enable_admission_plugins: Vec<String>,
     pub disable_admission_plugins: Vec<String>,
+    /// `--admission-control-config-file`: an `AdmissionConfiguration` (YAML or JSON).
+    pub admission_control_config_file: Option<PathBuf>,
     pub watch_cache: bool,
     /// Where the admin kubeconfig is written.
     pub kubeconfig_path: PathBuf,
@@ -107,6 +109,7 @@ impl ServerConfig {
             anonymous_auth: true,
             enable_admission_plugins: Vec::new(),
             disable_admission_plugins: Vec::new(),
+            admission_control_config_file: None,
             watch_cache: true,
             kubeconfig_path: data_dir.join("admin.kubeconfig"),
             shutdown_timeout: Duration::from_secs(60),

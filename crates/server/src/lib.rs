@@ -10,6 +10,7 @@
 //! It does not parse flags (that is `kapi-apiserver`) and does not route API requests (that is
 //! `kapi-endpoints`).
 
+mod admission;
 mod api;
 pub mod body;
 pub mod config;
@@ -148,6 +149,21 @@ fn authorizer(modes: &[AuthorizationMode]) -> Arc<dyn Authorizer> {
     Arc::new(Union(list))
 }
 
+/// Whether the handler serves a request's (group, version, resource), for metric labels.
+fn known_resource(handler: kapi_endpoints::ApiServerHandler) -> filters::metrics::KnownResource {
+    Arc::new(move |info: &kapi_machinery::RequestInfo| {
+        handler.groups().iter().any(|g| {
+            g.group == info.api_group
+                && g.versions.iter().any(|v| {
+                    v.version == info.api_version
+                        && v.storages
+                            .iter()
+                            .any(|s| s.info().resource == info.resource)
+                })
+        })
+    })
+}
+
 /// Starts a server: certificates, storage, registry, bootstrap objects, listener, kubeconfig.
 /// Returns once it accepts connections.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
@@ -177,13 +193,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let groups = kapi_registry::build(registry_config).await?;
     kapi_registry::bootstrap(&groups).await?;
 
-    for name in &config.enable_admission_plugins {
-        tracing::warn!(
-            plugin = name,
-            "admission plugin is not available in this build; ignoring it"
-        );
-    }
-    let admission = Arc::new(kapi_admission::Chain::default());
+    let admission = Arc::new(admission::build_chain(
+        &config,
+        storage.clone(),
+        &metrics,
+    )?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
         ..Default::default()
@@ -202,6 +216,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         api,
         filters::ChainConfig {
             metrics: metrics.clone(),
+            known_resource: Some(known_resource(handler.clone())),
             request_timeout: config.request_timeout,
             authenticators,
             anonymous_auth: config.anonymous_auth,

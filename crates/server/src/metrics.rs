@@ -155,6 +155,11 @@ impl Metrics {
         ])
     }
 
+    /// The registry, for metrics other crates define (admission).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> Vec<u8> {
         let mut buf = Vec::new();

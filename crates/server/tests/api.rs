@@ -262,6 +262,19 @@ async fn version_health_and_metrics() {
         "no storage create timing in\n{}",
         m.body
     );
+    // A made-up resource is counted without its name.
+    let r = conn
+        .send("GET", "/api/v1/namespaces/default/madeupthings", None)
+        .await;
+    assert_eq!(r.status, 404);
+    let m = conn.send("GET", "/metrics", None).await;
+    assert!(!m.body.contains("madeupthings"));
+    assert!(m
+        .body
+        .lines()
+        .any(|l| l.starts_with("apiserver_request_total{")
+            && l.contains(r#"code="404""#)
+            && l.contains(r#"resource="""#)));
     // A watch is counted, with its duration, when it ends.
     let w = conn
         .send(

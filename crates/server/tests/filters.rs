@@ -193,6 +193,7 @@ where
         inner,
         ChainConfig {
             metrics: kapi_server::metrics::Metrics::new().unwrap(),
+            known_resource: None,
             request_timeout,
             authenticators: Vec::new(),
             anonymous_auth: true,

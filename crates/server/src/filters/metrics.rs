@@ -21,11 +21,16 @@ use tower::{Layer, Service};
 #[derive(Clone)]
 pub struct MetricsLayer {
     metrics: Arc<Metrics>,
+    known: Option<KnownResource>,
 }
 
+/// Whether a request addresses an installed resource. A 404 for anything else is counted
+/// without its resource labels, so that made-up paths cannot grow the metrics without bound.
+pub type KnownResource = Arc<dyn Fn(&RequestInfo) -> bool + Send + Sync>;
+
 impl MetricsLayer {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
-        Self { metrics }
+    pub fn new(metrics: Arc<Metrics>, known: Option<KnownResource>) -> Self {
+        Self { metrics, known }
     }
 }
 
@@ -35,6 +40,7 @@ impl<S> Layer<S> for MetricsLayer {
         MetricsFilter {
             inner,
             metrics: self.metrics.clone(),
+            known: self.known.clone(),
         }
     }
 }
@@ -43,6 +49,7 @@ impl<S> Layer<S> for MetricsLayer {
 pub struct MetricsFilter<S> {
     inner: S,
     metrics: Arc<Metrics>,
+    known: Option<KnownResource>,
 }
 
 /// What the labels need from the request, taken before it moves on.
@@ -130,6 +137,7 @@ where
                 .any(|(k, v)| k == "dryRun" && !v.is_empty()),
         };
         let metrics = self.metrics.clone();
+        let known = self.known.clone();
         let start = Instant::now();
         let fut = super::call_boxed(&mut self.inner, req);
         Box::pin(async move {
@@ -137,7 +145,17 @@ where
             let Some(info) = resp.extensions().get::<RequestInfo>() else {
                 return Ok(resp);
             };
-            let labels = labels(&seen, info);
+            let mut labels = labels(&seen, info);
+            if resp.status() == http::StatusCode::NOT_FOUND
+                && info.is_resource_request
+                && known.as_ref().is_some_and(|k| !k(info))
+            {
+                labels = RequestLabels {
+                    verb: labels.verb,
+                    dry_run: labels.dry_run,
+                    ..Default::default()
+                };
+            }
             let code = resp.status().as_u16();
             if !(info.is_long_running() && resp.status().is_success()) {
                 metrics.observe_request(&labels, code, start.elapsed().as_secs_f64());

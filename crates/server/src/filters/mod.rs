@@ -32,6 +32,8 @@ use tower::{Service, ServiceBuilder};
 /// What the filters need.
 pub struct ChainConfig {
     pub metrics: Arc<Metrics>,
+    /// Which resources are installed (for metric labels); `None` trusts every path.
+    pub known_resource: Option<metrics::KnownResource>,
     pub request_timeout: Duration,
     pub authenticators: Vec<Box<dyn Authenticator>>,
     pub anonymous_auth: bool,
@@ -68,7 +70,10 @@ where
         .layer(panic::PanicRecoveryLayer) // 500 for this request only
         .layer(request_id::RequestIdLayer) // Audit-Id, tracing span, request log
         .layer(cache_control::CacheControlLayer) // no-cache, private
-        .layer(metrics::MetricsLayer::new(c.metrics.clone()))
+        .layer(metrics::MetricsLayer::new(
+            c.metrics.clone(),
+            c.known_resource,
+        ))
         .layer(request_info::RequestInfoLayer) // the path is parsed once, here
         .layer(watch_termination::WatchTerminationLayer::new(c.shutdown)) // watches end at shutdown
         .layer(timeout::TimeoutLayer::new(c.request_timeout)) // 504; skips long-running requests

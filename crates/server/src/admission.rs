@@ -1,0 +1,54 @@
+//! Builds the admission chain from `--enable-admission-plugins`,
+//! `--disable-admission-plugins` and `--admission-control-config-file`, with the admission
+//! histograms registered at `/metrics`, and logs the loaded plugins in order.
+
+use crate::config::ServerConfig;
+use crate::metrics::Metrics;
+use crate::ServerError;
+use kapi_admission::config::PluginConfigs;
+use kapi_admission::metrics::AdmissionMetrics;
+use kapi_admission::order::enabled_plugin_names;
+use kapi_admission::{plugins, AdmissionError, Chain, PluginContext, Plugins};
+use kapi_storage::DynStorage;
+
+fn err(e: AdmissionError) -> ServerError {
+    ServerError::Config(e.to_string())
+}
+
+/// The chain the server runs; start-up fails naming the plugin or file at fault.
+pub fn build_chain(
+    config: &ServerConfig,
+    storage: DynStorage,
+    metrics: &Metrics,
+) -> Result<Chain, ServerError> {
+    let mut registry = Plugins::new();
+    plugins::register_all(&mut registry).map_err(err)?;
+    let default_on = plugins::kapi_default_on(&registry);
+    let names = enabled_plugin_names(
+        &config.enable_admission_plugins,
+        &config.disable_admission_plugins,
+        &default_on,
+    )
+    .map_err(|e| err(e.into()))?;
+    let configs = match &config.admission_control_config_file {
+        Some(path) => PluginConfigs::load(path).map_err(err)?,
+        None => PluginConfigs::default(),
+    };
+    let ctx = PluginContext {
+        objects: Some(kapi_registry::admission_objects::StorageObjects::new(storage)),
+    };
+    let chain = Chain::build(&registry, &names, &configs, &ctx)
+        .map_err(err)?
+        .with_metrics(AdmissionMetrics::new(metrics.registry()).map_err(|e| err(e.into()))?);
+    tracing::info!(
+        "Loaded {} mutating admission controller(s) successfully in the following order: {}.",
+        chain.mutating_names().len(),
+        chain.mutating_names().join(",")
+    );
+    tracing::info!(
+        "Loaded {} validating admission controller(s) successfully in the following order: {}.",
+        chain.validating_names().len(),
+        chain.validating_names().join(",")
+    );
+    Ok(chain)
+}
