@@ -94,6 +94,10 @@ pub struct Options {
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
 
+    /// File with admission control configuration (an AdmissionConfiguration).
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
+
     /// Serve LIST and WATCH from an in-memory cache per resource.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
@@ -221,6 +225,7 @@ impl Options {
             .filter(|s| !s.is_empty())
             .cloned()
             .collect();
+        config.admission_control_config_file = self.admission_control_config_file.clone();
         config.watch_cache = self.watch_cache;
 
         let servers: Vec<String> = self

@@ -5,6 +5,7 @@
 //! driven by a per-resource `Strategy`, and the built-in resources under `resources/` (one
 //! module per API group). It turns storage errors into API errors; it never speaks HTTP.
 
+pub mod admission_objects;
 pub mod allocator;
 mod bootstrap;
 pub mod codec;

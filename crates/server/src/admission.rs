@@ -35,7 +35,9 @@ pub fn build_chain(
         None => PluginConfigs::default(),
     };
     let ctx = PluginContext {
-        objects: Some(kapi_registry::admission_objects::StorageObjects::new(storage)),
+        objects: Some(kapi_registry::admission_objects::StorageObjects::new(
+            storage,
+        )),
     };
     let chain = Chain::build(&registry, &names, &configs, &ctx)
         .map_err(err)?

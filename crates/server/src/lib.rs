@@ -193,11 +193,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let groups = kapi_registry::build(registry_config).await?;
     kapi_registry::bootstrap(&groups).await?;
 
-    let admission = Arc::new(admission::build_chain(
-        &config,
-        storage.clone(),
-        &metrics,
-    )?);
+    let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
         ..Default::default()

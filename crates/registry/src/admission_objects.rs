@@ -1,0 +1,97 @@
+//! The registry's implementation of admission's `ObjectStore`: admission plugins read
+//! namespaces, limit ranges, quotas and service accounts (and write quota status and
+//! auto-provisioned namespaces) straight from storage, by `/<resource>/<namespace>/<name>`.
+
+use async_trait::async_trait;
+use kapi_admission::objects::ObjectStore;
+use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
+use kapi_storage::{DynStorage, Error, GetOptions};
+use std::sync::Arc;
+
+/// Objects read and written through the storage backend.
+pub struct StorageObjects {
+    storage: DynStorage,
+}
+
+impl StorageObjects {
+    pub fn new(storage: DynStorage) -> Arc<Self> {
+        Arc::new(Self { storage })
+    }
+}
+
+fn key(gr: &GroupResource, namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        format!("/{}/{name}", gr.resource)
+    } else {
+        format!("/{}/{namespace}/{name}", gr.resource)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for StorageObjects {
+    async fn get(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object>, ApiError> {
+        self.storage
+            .get(
+                &key(gr, namespace, name),
+                &GetOptions {
+                    resource_version: None,
+                    ignore_not_found: true,
+                },
+            )
+            .await
+            .map_err(|e| e.into_api_error(gr, name, "get"))
+    }
+
+    async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError> {
+        let prefix = if namespace.is_empty() {
+            format!("/{}/", gr.resource)
+        } else {
+            format!("/{}/{namespace}/", gr.resource)
+        };
+        Ok(self
+            .storage
+            .list(&prefix, &ListOptions::default())
+            .await
+            .map_err(|e| e.into_api_error(gr, "", "list"))?
+            .items)
+    }
+
+    async fn create(&self, gr: &GroupResource, obj: Object) -> Result<Object, ApiError> {
+        let name = obj.name().to_string();
+        let k = key(gr, obj.namespace(), &name);
+        self.storage
+            .create(&k, obj, None)
+            .await
+            .map_err(|e| e.into_api_error(gr, &name, "create"))
+    }
+
+    async fn update(&self, gr: &GroupResource, obj: Object) -> Result<Object, ApiError> {
+        let name = obj.name().to_string();
+        let k = key(gr, obj.namespace(), &name);
+        let expected = obj.resource_version().to_string();
+        let conflict_key = k.clone();
+        let mut try_update = move |current: Option<Object>| {
+            let obj = obj.clone();
+            let expected = expected.clone();
+            let k = conflict_key.clone();
+            Box::pin(async move {
+                match current {
+                    Some(cur) if cur.resource_version() == expected => Ok(obj),
+                    _ => Err(Error::Conflict {
+                        key: k,
+                        message: "the object has been modified".into(),
+                    }),
+                }
+            }) as futures::future::BoxFuture<'_, kapi_storage::Result<Object>>
+        };
+        self.storage
+            .guaranteed_update(&k, None, false, &mut try_update)
+            .await
+            .map_err(|e| e.into_api_error(gr, &name, "update"))
+    }
+}
