@@ -13,6 +13,8 @@ cd "$ROOT"
 . "$ROOT/e2e/lib.sh"
 # shellcheck source=e2e/cases.sh
 . "$ROOT/e2e/cases.sh"
+# shellcheck source=e2e/patch.sh
+. "$ROOT/e2e/patch.sh"
 
 if [ -z "${KAPI_BIN:-}" ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
@@ -72,6 +74,7 @@ for backend in $BACKENDS; do
     LABEL="$backend/$(basename "$kc")"
     echo "--- $LABEL (namespace $NS)"
     run_cases
+    run_patch_cases
   done
 done
 summary

@@ -16,6 +16,7 @@ pub mod installer;
 pub mod negotiation;
 mod nonresource;
 pub mod params;
+pub mod patch;
 pub mod responses;
 pub mod router;
 pub mod scope;

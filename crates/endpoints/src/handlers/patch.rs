@@ -1,12 +1,15 @@
-//! PATCH of one named object with `application/json-patch+json` (RFC 6902) or
-//! `application/merge-patch+json` (RFC 7386). The patch is applied inside the storage's
+//! PATCH of one named object with `application/json-patch+json` (RFC 6902),
+//! `application/merge-patch+json` (RFC 7386) or `application/strategic-merge-patch+json`
+//! (built-in kinds only, as upstream). The patch is applied inside the storage's
 //! compare-and-swap loop, so a conflict retry re-applies it to the fresh object.
-//! Strategic merge and server-side apply are answered with 415 for now.
+//! Server-side apply is answered with 415 for now.
 
 use super::capability;
 use crate::body::read_limited;
 use crate::negotiation::{negotiate_patch, PatchType};
 use crate::params::write_options;
+use crate::patch::meta::PatchSchema;
+use crate::patch::strategic;
 use crate::scope::{admit_with, RequestScope};
 use crate::transform::Payload;
 use crate::{RequestBody, ResponseBody};
@@ -23,9 +26,48 @@ use std::sync::{Arc, Mutex};
 enum PatchDoc {
     Json(json_patch::Patch),
     Merge(Value),
+    Strategic(serde_json::Map<String, Value>, PatchSchema),
 }
 
-fn parse_patch(kind: PatchType, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
+const STRATEGIC: &str = "application/strategic-merge-patch+json";
+
+/// Patch types accepted for built-in kinds.
+const BUILTIN_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    STRATEGIC,
+];
+
+fn media_type(content_type: Option<&str>) -> String {
+    content_type
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Parses the body per its content type. Strategic merge needs the kind's upstream patch
+/// metadata: kinds without it (custom resources) get 415, as upstream.
+fn parse_patch(scope: &RequestScope, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
+    let media = media_type(scope.content_type());
+    if media == STRATEGIC {
+        let Some(schema) = PatchSchema::for_storage(scope.storage.as_ref()) else {
+            return Err(ApiError::unsupported_media_type(
+                &media,
+                &BUILTIN_PATCH_TYPES[..2],
+            ));
+        };
+        let map = serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        return Ok(PatchDoc::Strategic(map, schema));
+    }
+    let kind = negotiate_patch(scope.content_type()).map_err(|_| {
+        let builtin = PatchSchema::for_storage(scope.storage.as_ref()).is_some();
+        let n = if builtin { 3 } else { 2 };
+        ApiError::unsupported_media_type(&media, &BUILTIN_PATCH_TYPES[..n])
+    })?;
     match kind {
         PatchType::Json => serde_json::from_slice::<json_patch::Patch>(bytes).map(PatchDoc::Json),
         PatchType::Merge => serde_json::from_slice::<Value>(bytes).map(PatchDoc::Merge),
@@ -57,6 +99,17 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
             })?;
         }
         PatchDoc::Merge(p) => json_patch::merge(&mut value, p),
+        PatchDoc::Strategic(p, schema) => {
+            let Value::Object(current) = value else {
+                return Err(ApiError::bad_request("the current object is not a map"));
+            };
+            let merged = strategic::apply(current, p.clone(), schema).map_err(|e| match e {
+                strategic::Error::BadRequest(m) => ApiError::bad_request(m),
+                // Upstream answers these with a generic 422 carrying the message.
+                strategic::Error::Unprocessable(m) => ApiError::new(422, StatusReason::Invalid, m),
+            })?;
+            value = Value::Object(merged);
+        }
     }
     match value {
         Value::Object(m) => Ok(Object::from(m)),
@@ -73,8 +126,7 @@ pub async fn patch(
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, "PatchOptions")?;
-    let kind = negotiate_patch(scope.content_type())?;
-    let doc = parse_patch(kind, &bytes)?;
+    let doc = parse_patch(scope, &bytes)?;
 
     let warnings: Arc<Mutex<Vec<String>>> = Arc::default();
     let storage = scope.storage.clone();

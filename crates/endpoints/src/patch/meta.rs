@@ -1,0 +1,164 @@
+//! The per-field patch metadata of built-in types and the schema walk that finds, for a field
+//! of an object, the metadata and the type of its value. The markers come from `meta.json`
+//! (generated from upstream's Go doc comments as kept by the k8s-pb crate); which type a
+//! field holds comes from the kind's schemars schema (the same one the OpenAPI documents use).
+
+use kapi_registry::rest::Storage;
+use schemars::generate::SchemaSettings;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Upstream's markers on one field.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldMeta {
+    /// `merge`, `replace`, `retainKeys` or `merge,retainKeys`.
+    #[serde(default)]
+    pub patch_strategy: Option<String>,
+    #[serde(default)]
+    pub patch_merge_key: Option<String>,
+    /// `atomic`, `set` or `map`.
+    #[serde(default)]
+    pub list_type: Option<String>,
+    #[serde(default)]
+    pub list_map_keys: Vec<String>,
+    /// `atomic` or `granular`.
+    #[serde(default)]
+    pub map_type: Option<String>,
+}
+
+impl FieldMeta {
+    /// The strategy without `retainKeys` (which only affects how the patch was computed).
+    pub fn strategy(&self) -> Option<&str> {
+        self.patch_strategy
+            .as_deref()
+            .and_then(|s| s.split(',').find(|p| *p != "retainKeys"))
+    }
+}
+
+type Table = HashMap<String, HashMap<String, FieldMeta>>;
+
+/// Definition name → JSON field name → markers.
+pub fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| serde_json::from_str(include_str!("meta.json")).unwrap_or_default())
+}
+
+/// The markers of `field` of definition `definition`, if upstream has any.
+pub fn field_meta(definition: &str, field: &str) -> Option<&'static FieldMeta> {
+    table().get(definition)?.get(field)
+}
+
+/// A position in a kind's schema: the definition whose fields are being merged, if known.
+#[derive(Clone, Debug)]
+pub struct PatchSchema {
+    defs: Arc<Map<String, Value>>,
+    name: Option<String>,
+}
+
+/// What a field of the current type holds.
+pub struct Lookup {
+    /// The schema of the field's value (for a list: of its items).
+    pub schema: PatchSchema,
+    pub meta: FieldMeta,
+}
+
+impl PatchSchema {
+    /// A schema that knows nothing: every list is replaced, every map merged (merge patch
+    /// semantics), which is what upstream does for fields it has no metadata for.
+    pub fn empty() -> Self {
+        Self {
+            defs: Arc::default(),
+            name: None,
+        }
+    }
+
+    /// The schema of a storage's kind, when it is a built-in (upstream) type; `None` for
+    /// kinds without a schema or with one of their own (custom resources), which upstream
+    /// does not strategically merge.
+    pub fn for_storage(storage: &dyn Storage) -> Option<Self> {
+        static CACHE: OnceLock<Mutex<HashMap<String, Arc<Map<String, Value>>>>> = OnceLock::new();
+        let mut generator = SchemaSettings::draft07()
+            .with(|s| {
+                s.meta_schema = None;
+                s.definitions_path = "/definitions".into();
+            })
+            .into_generator();
+        let root = storage.openapi_schema(&mut generator)?;
+        let name = ref_name(root.as_value())?;
+        if !name.starts_with("io.k8s.") {
+            return None;
+        }
+        let cache = CACHE.get_or_init(Mutex::default);
+        let defs = match cache.lock() {
+            Ok(mut c) => c
+                .entry(name.clone())
+                .or_insert_with(|| Arc::new(generator.take_definitions(true)))
+                .clone(),
+            Err(_) => Arc::new(generator.take_definitions(true)),
+        };
+        Some(Self {
+            defs,
+            name: Some(name),
+        })
+    }
+
+    /// A schema rooted at the named definition, over the given definitions (for tests and
+    /// for callers that built the definitions themselves).
+    pub fn with_definitions(defs: Map<String, Value>, name: &str) -> Self {
+        Self {
+            defs: Arc::new(defs),
+            name: Some(name.to_string()),
+        }
+    }
+
+    /// The definition name at this position.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+
+    fn at(&self, name: Option<String>) -> Self {
+        Self {
+            defs: self.defs.clone(),
+            name,
+        }
+    }
+
+    /// Looks up field `field`: for a map or struct value, its type; for a list, its items'.
+    pub fn lookup(&self, field: &str) -> Lookup {
+        let meta = self
+            .name
+            .as_deref()
+            .and_then(|n| field_meta(n, field))
+            .cloned()
+            .unwrap_or_default();
+        let property = self
+            .name
+            .as_deref()
+            .and_then(|n| self.defs.get(n))
+            .and_then(|d| d.get("properties"))
+            .and_then(|p| p.get(field));
+        let target = property.and_then(|p| {
+            ref_name(p)
+                .or_else(|| p.get("items").and_then(ref_name))
+                .or_else(|| p.get("additionalProperties").and_then(ref_name))
+        });
+        Lookup {
+            schema: self.at(target),
+            meta,
+        }
+    }
+}
+
+/// The definition a schema refers to (`$ref`, or a lone `allOf` entry).
+fn ref_name(schema: &Value) -> Option<String> {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return r.rsplit('/').next().map(str::to_string);
+    }
+    match schema.get("allOf").and_then(Value::as_array) {
+        Some(all) if all.len() == 1 => ref_name(&all[0]),
+        _ => None,
+    }
+}
