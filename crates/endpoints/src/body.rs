@@ -32,6 +32,7 @@ pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError
         InputFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         }),
+        InputFormat::Protobuf => crate::protobuf::decode_object(bytes).map(Value::from),
         InputFormat::Yaml => {
             let text = std::str::from_utf8(bytes).map_err(|e| {
                 ApiError::bad_request(format!("error converting YAML to JSON: {e}"))
@@ -80,6 +81,8 @@ pub fn decode_for(
     }
     match format {
         InputFormat::Json => storage.decode_bytes(bytes, validation),
-        InputFormat::Yaml => storage.decode(decode_object(bytes, format)?, validation),
+        InputFormat::Yaml | InputFormat::Protobuf => {
+            storage.decode(decode_object(bytes, format)?, validation)
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod negotiation;
 mod nonresource;
 pub mod params;
 pub mod patch;
+pub mod protobuf;
 pub mod responses;
 pub mod router;
 pub mod scope;

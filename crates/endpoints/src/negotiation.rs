@@ -3,13 +3,20 @@
 //!
 //! kapi serves JSON and YAML, and on resource endpoints the `meta.k8s.io` transforms
 //! `as=Table`, `as=PartialObjectMetadata` and `as=PartialObjectMetadataList` (v1 and v1beta1).
-//! Protobuf is not served: an Accept listing protobuf first falls through to the next entry,
+//! Protobuf is served for built-in kinds (`negotiate_output_for`/`negotiate_input_for` with
+//! `protobuf`); elsewhere an Accept listing protobuf first falls through to the next entry,
 //! as upstream does for any media type it cannot produce.
 
 use kapi_machinery::ApiError;
 
 /// The media types kapi can write and read (for 406/415 messages).
 pub const SUPPORTED_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
+/// The media types of kinds with a protobuf form.
+pub const SUPPORTED_MEDIA_TYPES_PROTOBUF: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 /// The only encoding of watch streams.
 pub const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json"];
 /// The patch content types kapi applies today.
@@ -23,6 +30,7 @@ pub const SUPPORTED_PATCH_TYPES: &[&str] = &[
 pub enum Encoding {
     Json,
     Yaml,
+    Protobuf,
 }
 
 impl Encoding {
@@ -30,6 +38,7 @@ impl Encoding {
         match self {
             Encoding::Json => "application/json",
             Encoding::Yaml => "application/yaml",
+            Encoding::Protobuf => crate::protobuf::MEDIA_TYPE,
         }
     }
 }
@@ -133,10 +142,11 @@ fn parse_accept(header: &str) -> Vec<MediaRange> {
     out
 }
 
-fn match_encoding(m: &MediaRange, stream: bool) -> Option<Encoding> {
+fn match_encoding(m: &MediaRange, stream: bool, protobuf: bool) -> Option<Encoding> {
     match (m.kind.as_str(), m.subtype.as_str()) {
         ("*", "*") | ("application", "*") | ("application", "json") => Some(Encoding::Json),
         ("application", "yaml") if !stream => Some(Encoding::Yaml),
+        ("application", "vnd.kubernetes.protobuf") if protobuf => Some(Encoding::Protobuf),
         _ => None,
     }
 }
@@ -165,12 +175,22 @@ pub fn negotiate_output(
     allow_transform: bool,
     stream: bool,
 ) -> Result<OutputMediaType, ApiError> {
+    negotiate_output_for(accept, allow_transform, stream, false)
+}
+
+/// [`negotiate_output`] for a kind that has a protobuf form when `protobuf` (transforms stay JSON).
+pub fn negotiate_output_for(
+    accept: Option<&str>,
+    allow_transform: bool,
+    stream: bool,
+    protobuf: bool,
+) -> Result<OutputMediaType, ApiError> {
     let header = accept.unwrap_or("").trim();
     if header.is_empty() {
         return Ok(OutputMediaType::default());
     }
     for m in parse_accept(header) {
-        let Some(encoding) = match_encoding(&m, stream) else {
+        let Some(encoding) = match_encoding(&m, stream, protobuf) else {
             continue;
         };
         let mut out = OutputMediaType {
@@ -194,7 +214,9 @@ pub fn negotiate_output(
         }
         if let Some(kind) = as_kind {
             match transform_of(kind, group, version) {
-                Some(t) if allow_transform => out.transform = Some(t),
+                Some(t) if allow_transform && encoding != Encoding::Protobuf => {
+                    out.transform = Some(t)
+                }
                 _ => acceptable = false,
             }
         }
@@ -214,6 +236,7 @@ pub fn negotiate_output(
 pub enum InputFormat {
     Json,
     Yaml,
+    Protobuf,
 }
 
 /// The media type of a `Content-Type` value, without parameters, lowercased.
@@ -229,12 +252,25 @@ pub fn media_type_of(content_type: Option<&str>) -> String {
 /// The format of a create/update body; 415 for anything kapi cannot read (an absent
 /// Content-Type is `application/octet-stream` upstream, so it is refused too).
 pub fn negotiate_input(content_type: Option<&str>) -> Result<InputFormat, ApiError> {
+    negotiate_input_for(content_type, false)
+}
+
+/// [`negotiate_input`] for a kind that has a protobuf form when `protobuf`.
+pub fn negotiate_input_for(
+    content_type: Option<&str>,
+    protobuf: bool,
+) -> Result<InputFormat, ApiError> {
     match media_type_of(content_type).as_str() {
         "application/json" => Ok(InputFormat::Json),
         "application/yaml" => Ok(InputFormat::Yaml),
+        crate::protobuf::MEDIA_TYPE if protobuf => Ok(InputFormat::Protobuf),
         other => Err(ApiError::unsupported_media_type(
             other,
-            SUPPORTED_MEDIA_TYPES,
+            if protobuf {
+                SUPPORTED_MEDIA_TYPES_PROTOBUF
+            } else {
+                SUPPORTED_MEDIA_TYPES
+            },
         )),
     }
 }

@@ -47,6 +47,7 @@ pub fn encode(value: &Value, encoding: Encoding, pretty: bool) -> Result<Vec<u8>
         Encoding::Yaml => serde_saphyr::to_string(value)
             .map(String::into_bytes)
             .map_err(ApiError::internal),
+        Encoding::Protobuf => crate::protobuf::encode(value).map_err(ApiError::internal),
     }
 }
 
@@ -76,7 +77,7 @@ pub fn error_response(
     accept: Option<&str>,
     pretty: bool,
 ) -> Response<ResponseBody> {
-    let media = negotiation::negotiate_output(accept, false, false).unwrap_or_default();
+    let media = negotiation::negotiate_output_for(accept, false, false, true).unwrap_or_default();
     let status = status_of(err);
     let body = encode(&status, media.encoding, pretty || media.pretty)
         .unwrap_or_else(|_| status.to_string().into_bytes());

@@ -84,7 +84,12 @@ impl RequestScope {
     }
 
     fn encode_payload(&self, payload: Payload) -> Result<(&'static str, Vec<u8>), ApiError> {
-        let media = negotiation::negotiate_output(self.accept(), true, false)?;
+        let media = negotiation::negotiate_output_for(
+            self.accept(),
+            true,
+            false,
+            crate::protobuf::serves(self),
+        )?;
         let include = match media.transform {
             Some(negotiation::Transform::Table(_)) => transform::table_options(&self.query)?,
             _ => Default::default(),

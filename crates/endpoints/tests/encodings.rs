@@ -140,7 +140,7 @@ async fn partial_object_metadata() {
 }
 
 #[tokio::test]
-async fn protobuf_accept_falls_back_to_json() {
+async fn protobuf_accept_answers_protobuf_for_built_ins() {
     let s = server().await;
     let r = s
         .send(request(
@@ -157,5 +157,10 @@ async fn protobuf_accept_falls_back_to_json() {
         ))
         .await;
     assert_eq!(r.status, StatusCode::CREATED);
-    assert_eq!(r.header("content-type"), "application/json");
+    assert_eq!(
+        r.header("content-type"),
+        "application/vnd.kubernetes.protobuf"
+    );
+    let obj = kapi_endpoints::protobuf::decode(&r.bytes).unwrap();
+    assert_eq!(obj["metadata"]["name"], "pb");
 }

@@ -90,15 +90,15 @@ async fn unreadable_body_is_415_or_400() {
         .send(request(
             Method::POST,
             CMS,
-            &[("content-type", "application/vnd.kubernetes.protobuf")],
-            Bytes::from_static(b"k8s\0"),
+            &[("content-type", "application/cbor")],
+            Bytes::from_static(b"\xa0"),
         ))
         .await;
     assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(r.json()["reason"], "UnsupportedMediaType");
     assert_eq!(
         r.json()["message"],
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
     let r = s
         .send(request(

@@ -3,7 +3,7 @@
 
 use super::{capability, ensure_name, ensure_namespace};
 use crate::body::{decode_for, read_limited};
-use crate::negotiation::negotiate_input;
+use crate::negotiation::negotiate_input_for;
 use crate::params::write_options;
 use crate::scope::{admit_with, RequestScope};
 use crate::transform::Payload;
@@ -21,7 +21,7 @@ pub async fn update(
     let updater = capability(scope, scope.storage.as_updater(), "update")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, "UpdateOptions")?;
-    let format = negotiate_input(scope.content_type())?;
+    let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
     let (mut obj, mut warnings) = decode_for(
         scope.storage.as_ref(),
         &bytes,
