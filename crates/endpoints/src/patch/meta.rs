@@ -40,6 +40,9 @@ impl FieldMeta {
 
 type Table = HashMap<String, HashMap<String, FieldMeta>>;
 
+/// A kind's root definition name → the definitions its schema needs.
+type DefsCache = HashMap<String, Arc<Map<String, Value>>>;
+
 /// Definition name → JSON field name → markers.
 pub fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
@@ -79,7 +82,7 @@ impl PatchSchema {
     /// kinds without a schema or with one of their own (custom resources), which upstream
     /// does not strategically merge.
     pub fn for_storage(storage: &dyn Storage) -> Option<Self> {
-        static CACHE: OnceLock<Mutex<HashMap<String, Arc<Map<String, Value>>>>> = OnceLock::new();
+        static CACHE: OnceLock<Mutex<DefsCache>> = OnceLock::new();
         let mut generator = SchemaSettings::draft07()
             .with(|s| {
                 s.meta_schema = None;
