@@ -22,6 +22,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod pki;
 mod serve;
+pub use serve::RemoteAddr;
 pub mod storage_metrics;
 pub mod tls;
 pub mod version;

@@ -89,6 +89,7 @@ pub async fn serve<S>(
                 .map(|c| c.iter().map(|d| d.clone().into_owned()).collect())
                 .unwrap_or_default();
             let hyper_service = ConnService {
+                remote: RemoteAddr(peer),
                 inner: service,
                 peer: PeerCertificates(Arc::new(chain)),
                 verdict: X509Verdict::default(),
@@ -106,10 +107,15 @@ pub async fn serve<S>(
     }
 }
 
+/// The client's address, in every request's extensions.
+#[derive(Clone, Copy, Debug)]
+pub struct RemoteAddr(pub std::net::SocketAddr);
+
 /// One connection's service: attaches the connection's client certificates to each request
 /// and hands it to the filter chain.
 #[derive(Clone)]
 struct ConnService {
+    remote: RemoteAddr,
     inner: BoxCloneSyncService<Request, HttpResponse, Infallible>,
     peer: PeerCertificates,
     verdict: X509Verdict,
@@ -123,6 +129,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnServi
     fn call(&self, req: http::Request<hyper::body::Incoming>) -> Self::Future {
         let mut req = req.map(request_body);
         req.extensions_mut().insert(self.peer.clone());
+        req.extensions_mut().insert(self.remote);
         req.extensions_mut().insert(self.verdict.clone());
         Box::pin(self.inner.clone().oneshot(req))
     }

@@ -15,6 +15,14 @@ use tracing::Instrument;
 #[derive(Clone, Debug)]
 pub struct AuditId(pub HeaderValue);
 
+/// The request's fields for its log line.
+struct RequestLog {
+    method: http::Method,
+    uri: http::Uri,
+    user_agent: Option<HeaderValue>,
+    src_ip: Option<std::net::IpAddr>,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RequestIdLayer;
 
@@ -54,22 +62,28 @@ where
                     .unwrap_or(HeaderValue::from_static(""))
             });
         req.extensions_mut().insert(AuditId(id.clone()));
-        let method = req.method().clone();
-        let uri = req.uri().clone();
-        let user_agent = req
-            .headers()
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string();
-        let span = tracing::debug_span!("request", audit_id = id.to_str().unwrap_or_default(), %method, path = uri.path());
+        // What the request log line needs, captured only when it will be written.
+        let logged = tracing::enabled!(tracing::Level::DEBUG).then(|| RequestLog {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            user_agent: req.headers().get(http::header::USER_AGENT).cloned(),
+            src_ip: req
+                .extensions()
+                .get::<crate::RemoteAddr>()
+                .map(|a| a.0.ip()),
+        });
+        let span = tracing::debug_span!("request", audit_id = id.to_str().unwrap_or_default(), method = %req.method(), path = req.uri().path());
         let start = Instant::now();
         let fut = super::call_boxed(&mut self.inner, req);
         Box::pin(
             async move {
                 let Ok(mut resp) = fut.await;
                 resp.headers_mut().insert("audit-id", id);
-                tracing::debug!(verb = %method, uri = %uri, latency = ?start.elapsed(), user_agent, resp = resp.status().as_u16(), "HTTP");
+                if let Some(l) = logged {
+                    let user_agent = l.user_agent.as_ref().and_then(|v| v.to_str().ok()).unwrap_or_default();
+                    tracing::debug!(verb = %l.method, uri = %l.uri, latency = ?start.elapsed(), user_agent,
+                        src_ip = ?l.src_ip, resp = resp.status().as_u16(), "HTTP");
+                }
                 Ok(resp)
             }
             .instrument(span),
