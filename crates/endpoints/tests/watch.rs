@@ -162,7 +162,7 @@ async fn initial_events_end_with_a_bookmark_when_asked() {
     let s = server().await;
     s.post_json(CMS, &configmap("ie", &[])).await;
     let uri = format!(
-        "{CMS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&timeoutSeconds=30"
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=30"
     );
     let resp = s
         .handler
