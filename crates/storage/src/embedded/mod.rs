@@ -48,8 +48,9 @@ impl Default for EmbeddedConfig {
     }
 }
 
-/// How many idle read connections are kept.
-const READ_POOL: usize = 4;
+/// How many reads run at once (each on its own connection, kept open for reuse). More would
+/// only queue on two or four cores and churn connections.
+const READ_POOL: usize = 8;
 /// Capacity of the change broadcast; a watcher further behind replays from the log.
 const EVENT_BUFFER: usize = 4096;
 
@@ -57,6 +58,7 @@ pub(crate) struct Inner {
     path: PathBuf,
     writer: std::sync::mpsc::Sender<WriteCmd>,
     readers: Mutex<Vec<Connection>>,
+    read_slots: tokio::sync::Semaphore,
     revs: Arc<Revisions>,
     events: broadcast::Sender<Arc<Change>>,
     config: EmbeddedConfig,
@@ -94,6 +96,7 @@ impl EmbeddedStorage {
             path,
             writer: tx,
             readers: Mutex::new(Vec::new()),
+            read_slots: tokio::sync::Semaphore::new(READ_POOL),
             revs,
             events,
             config,
@@ -139,6 +142,11 @@ impl Inner {
         self: &Arc<Self>,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        let _slot = self
+            .read_slots
+            .acquire()
+            .await
+            .map_err(|_| Error::Unavailable("the embedded storage is closed".into()))?;
         let inner = self.clone();
         tokio::task::spawn_blocking(move || {
             let pooled = inner
