@@ -111,3 +111,55 @@ async fn etcd_restart_recovers() {
         "the watch resumed by itself"
     );
 }
+
+/// On an etcd whose progress notifications cannot be trusted, a quiet resource's cache can
+/// never prove it is current; list-then-watch must still work (answered by etcd), not time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_cached_quiet_prefix_list_then_watch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    let backend = Arc::new(
+        EtcdStorage::connect(config(&etcd, "/registry"))
+            .await
+            .unwrap(),
+    ) as DynStorage;
+    let cache = Cacher::new(backend.clone(), PREFIX);
+    let first = cache
+        .create(&key("ns", "quiet"), pod("ns", "quiet", &[]), None)
+        .await
+        .unwrap();
+    // Writes elsewhere move the global revision past anything this prefix's watch sees.
+    for i in 0..5 {
+        backend
+            .create(
+                &format!("/other/ns/o{i}"),
+                pod("ns", &format!("o{i}"), &[]),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let list = cache
+        .list(PREFIX, &kapi_machinery::ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert!(list.revision > rv(&first));
+    let mut w = cache
+        .watch(
+            PREFIX,
+            WatchOptions {
+                from_revision: Some(list.revision),
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let next = cache
+        .create(&key("ns", "next"), pod("ns", "next", &[]), None)
+        .await
+        .unwrap();
+    let ev = next_change(&mut w).await;
+    assert_eq!((ev.event_type, ev.revision), (EventType::Added, rv(&next)));
+}

@@ -13,7 +13,7 @@
 
 mod state;
 
-use crate::error::{too_large_resource_version, Error, Result};
+use crate::error::{Error, Result};
 use crate::interface::{
     DynStorage, Event, GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn,
     WatchOptions, WatchStream,
@@ -51,6 +51,9 @@ impl Default for CacherConfig {
         }
     }
 }
+
+/// How long a read waits for a cache that cannot learn its progress from the backend.
+const NO_PROGRESS_WAIT: Duration = Duration::from_millis(100);
 
 struct Shared {
     backend: DynStorage,
@@ -129,17 +132,14 @@ impl Shared {
     async fn wait_for(&self, revision: Revision) -> bool {
         let mut rx = self.revision.subscribe();
         let behind = *rx.borrow() < revision;
-        if behind {
-            // A quiet prefix sees no events: ask the backend watch to report its progress.
-            if let Err(e) = self.backend.request_progress().await {
-                tracing::trace!(error = %e, "watch cache: no progress from the backend");
-            }
+        let mut timeout = self.config.freshness_timeout;
+        // A quiet prefix sees no events: ask the backend watch to report its progress. If it
+        // cannot, only changes in flight can still arrive, so do not wait long: the caller then
+        // asks the backend, which is never behind.
+        if behind && self.backend.request_progress().await.is_err() {
+            timeout = timeout.min(NO_PROGRESS_WAIT);
         }
-        let reached = tokio::time::timeout(
-            self.config.freshness_timeout,
-            rx.wait_for(|r| *r >= revision.max(1)),
-        )
-        .await;
+        let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision.max(1))).await;
         matches!(reached, Ok(Ok(_)))
     }
 
@@ -263,11 +263,9 @@ impl Storage for Cacher {
             return self.shared.backend.get(key, opts).await;
         };
         if !self.shared.wait_for(min).await {
-            if min == 0 {
-                // Not loaded yet (e.g. the backend was down at start): the backend answers.
-                return self.shared.backend.get(key, opts).await;
-            }
-            return Err(too_large_resource_version(min, self.revision()));
+            // Not there yet (or not loaded): the backend answers, and says "too large" itself
+            // if the revision really is in the future.
+            return self.shared.backend.get(key, opts).await;
         }
         match self.shared.lock().store.get(key) {
             Some(o) => Ok(Some((**o).clone())),
@@ -287,14 +285,9 @@ impl Storage for Cacher {
                 return self.shared.backend.list(prefix, opts).await;
             }
         } else if !self.shared.wait_for(min.unwrap_or(1)).await {
-            if min.is_none() {
-                // Not loaded yet (e.g. the backend was down at start): the backend answers.
-                return self.shared.backend.list(prefix, opts).await;
-            }
-            return Err(too_large_resource_version(
-                min.unwrap_or(1),
-                self.revision(),
-            ));
+            // Not there yet (or not loaded): the backend answers, and says "too large" itself
+            // if the revision really is in the future.
+            return self.shared.backend.list(prefix, opts).await;
         }
         let st = self.shared.lock();
         Ok(ListResult {
@@ -340,7 +333,8 @@ impl Storage for Cacher {
             },
         };
         if !self.shared.wait_for(from).await {
-            return Err(too_large_resource_version(from, self.revision()));
+            // The backend can serve any uncompacted revision (and refuses future ones).
+            return self.shared.backend.watch(key, opts).await;
         }
         let mut st = self.shared.lock();
         if from < st.window_start {
