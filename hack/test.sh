@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test kapi has: formatting and lints, the unit and integration tests of every crate
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
-# server tests with the kube crate), then the end-to-end kubectl suite (e2e/run.sh) against
-# both backends. Installs what it needs (etcd, protoc) first. Exits non-zero on any failure.
+# server tests with the kube crate), then the end-to-end kubectl suites (e2e/run.sh against
+# both backends, e2e/admission.sh). Installs what it needs (etcd, protoc) first. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +30,6 @@ cargo test --workspace --locked --no-fail-fast
 step "e2e (kubectl against kapi on etcd and on the embedded store)"
 cargo build --locked -p kapi-apiserver
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh
+
+step "e2e admission (kapi restarted with admission flags, on etcd)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
