@@ -74,6 +74,22 @@ pub fn too_large_resource_version(requested: i64, current: i64) -> Error {
     Error::Api(Box::new(e))
 }
 
+/// Checks `preconditions` (if any) against the current object at `key`; a mismatch is the
+/// `Conflict` every backend reports for it.
+pub fn check_preconditions(
+    preconditions: Option<&kapi_machinery::Preconditions>,
+    key: &str,
+    current: &kapi_machinery::Object,
+) -> Result<()> {
+    match preconditions {
+        Some(p) => p.check(current).map_err(|message| Error::Conflict {
+            key: key.into(),
+            message,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Upstream's message for a list/watch at a compacted revision.
 pub fn too_old_message(requested: i64, compacted: i64) -> String {
     format!("too old resource version: {requested} ({compacted})")

@@ -338,12 +338,7 @@ impl Storage for EmbeddedStorage {
                     Err(e) => return Err(e),
                 }
             };
-            if let Some(p) = preconditions {
-                p.check(&cur).map_err(|message| Error::Conflict {
-                    key: key.into(),
-                    message,
-                })?;
-            }
+            crate::error::check_preconditions(preconditions, key, &cur)?;
             let object = strip_revision(try_update(Some(cur.clone())).await?);
             let value = encode_for_storage(&object);
             if value == stored {
@@ -376,12 +371,7 @@ impl Storage for EmbeddedStorage {
             let Some((cur, rev, _)) = current else {
                 return Err(Error::NotFound { key: key.into() });
             };
-            if let Some(p) = preconditions {
-                p.check(&cur).map_err(|message| Error::Conflict {
-                    key: key.into(),
-                    message,
-                })?;
-            }
+            crate::error::check_preconditions(preconditions, key, &cur)?;
             validate(&cur).await?;
             match write(
                 &self.inner,

@@ -478,12 +478,7 @@ impl Storage for EtcdStorage {
                 }
             };
             let cur = decode_kv(self, &kv)?;
-            if let Some(p) = preconditions {
-                p.check(&cur).map_err(|message| Error::Conflict {
-                    key: key.into(),
-                    message,
-                })?;
-            }
+            crate::error::check_preconditions(preconditions, key, &cur)?;
             let object = strip_revision(try_update(Some(cur.clone())).await?);
             let value = encode_for_storage(&object);
             if value == kv.value() {
@@ -514,12 +509,7 @@ impl Storage for EtcdStorage {
                 return Err(Error::NotFound { key: key.into() });
             };
             let cur = decode_kv(self, &kv)?;
-            if let Some(p) = preconditions {
-                p.check(&cur).map_err(|message| Error::Conflict {
-                    key: key.into(),
-                    message,
-                })?;
-            }
+            crate::error::check_preconditions(preconditions, key, &cur)?;
             validate(&cur).await?;
             let txn = Txn::new()
                 .when([Compare::mod_revision(
