@@ -1,0 +1,1 @@
+//! Authentication: recognising the user behind a request.

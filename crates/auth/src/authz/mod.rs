@@ -1,0 +1,1 @@
+//! Authorization: deciding whether a user may perform a request.
