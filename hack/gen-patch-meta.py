@@ -3,6 +3,8 @@
 (+patchStrategy, +patchMergeKey, +listType, +listMapKey, +mapType) of every field of every
 built-in type, read from the upstream Go doc comments that the k8s-pb crate keeps on its
 generated types. JSON field names come from the k8s-openapi crate's serde code.
+A type's own `+structType=atomic` (or `+mapType=atomic`) is written under the field name "."
+as `mapType`, which is how upstream's OpenAPI publishes it (`x-kubernetes-map-type`).
 
 Usage: hack/gen-patch-meta.py <k8s-pb src dir> <k8s-openapi src/v1_XX dir> > meta.json
 """
@@ -73,9 +75,14 @@ def markers(pb_dir, names):
             m = re.match(r"pub struct (\w+) \{", s)
             if m:
                 struct = m.group(1)
+                for d in docs:
+                    t = re.match(r"\+(structType|mapType)=(\S+)$", d)
+                    if t and (pkg, struct) in names:
+                        out.setdefault(f"{pkg}.{struct}", {})["."] = {"mapType": t.group(2)}
                 docs = []
                 continue
-            m = re.match(r"pub (r#)?(\w+): ", s)
+            # Long field types put the type on the next line: `pub node_selector:`.
+            m = re.match(r"pub (r#)?(\w+):", s)
             if m and struct:
                 tags = {}
                 for d in docs:
