@@ -8,6 +8,7 @@
 //! metrics ([`metrics`]) and the built-in plugins ([`plugins`]). Other objects are read through
 //! [`objects::ObjectStore`], which the registry implements, so no dependency points up.
 
+pub mod audit;
 pub mod chain;
 pub mod config;
 pub mod metrics;

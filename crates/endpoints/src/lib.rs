@@ -152,7 +152,13 @@ impl ApiServerHandler {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         match self.resolve(&table, info, user, query, parts.headers, pretty) {
-            Ok((scope, verb)) => handlers::serve(scope, verb, body).await,
+            Ok((mut scope, verb)) => {
+                scope.audit = parts
+                    .extensions
+                    .get::<kapi_admission::audit::AuditSink>()
+                    .cloned();
+                handlers::serve(scope, verb, body).await
+            }
             Err(e) => responses::error_response(&e, accept.as_deref(), pretty),
         }
     }
@@ -217,6 +223,7 @@ impl ApiServerHandler {
             query,
             headers,
             pretty,
+            audit: None,
         };
         Ok((scope, verb))
     }

@@ -8,6 +8,7 @@ use crate::transform::{self, DefaultTableConvertor, Payload};
 use crate::{HandlerConfig, ResponseBody};
 use http::header::ACCEPT;
 use http::{HeaderMap, Response, StatusCode};
+use kapi_admission::audit::AuditSink;
 use kapi_admission::{Attributes, Chain, Operation};
 use kapi_machinery::{
     ApiError, GroupResource, GroupVersionResource, Object, RequestInfo, UserInfo,
@@ -30,6 +31,8 @@ pub struct RequestScope {
     pub query: String,
     pub headers: HeaderMap,
     pub pretty: bool,
+    /// The request's audit sink, when the request is audited.
+    pub audit: Option<AuditSink>,
 }
 
 impl RequestScope {
@@ -57,7 +60,26 @@ impl RequestScope {
 
     /// The error as a Status response.
     pub fn error(&self, err: &ApiError) -> Response<ResponseBody> {
+        if let Some(audit) = &self.audit {
+            audit.log_response_status(&responses::status_of(err));
+        }
         error_response(err, self.accept(), self.pretty)
+    }
+
+    /// Records the decoded request object for the audit event.
+    pub fn audit_request_object(&self, obj: &Object) {
+        if let Some(audit) = &self.audit {
+            audit.log_request_object(obj);
+        }
+    }
+
+    /// Records a request body as sent (patches, delete options) for the audit event.
+    pub fn audit_request_body(&self, body: &[u8]) {
+        if let Some(audit) = self.audit.as_ref().filter(|a| a.wants_request_object()) {
+            if !body.iter().all(u8::is_ascii_whitespace) {
+                audit.log_request_body(body);
+            }
+        }
     }
 
     /// The table convertor of the resource, or upstream's default table.
@@ -101,6 +123,9 @@ impl RequestScope {
             self.table_convertor(),
             include,
         )?;
+        if let Some(audit) = &self.audit {
+            audit.log_response_object(&value);
+        }
         let bytes = encode(&value, media.encoding, self.pretty || media.pretty)?;
         Ok((media.encoding.content_type(), bytes))
     }
@@ -135,7 +160,12 @@ impl RequestScope {
             dry_run,
             options: None,
             reinvocation: Default::default(),
-            annotations: Default::default(),
+            // Plugins' audit annotations land in the request's audit event.
+            annotations: self
+                .audit
+                .as_ref()
+                .map(|a| a.annotations().clone())
+                .unwrap_or_default(),
         }
     }
 

@@ -34,6 +34,7 @@ pub async fn create(
     if !scope.name.is_empty() && obj.name().is_empty() {
         obj.set_name(&scope.name);
     }
+    scope.audit_request_object(&obj);
     let obj = scope
         .admit(Operation::Create, obj, None, opts.dry_run)
         .await?;

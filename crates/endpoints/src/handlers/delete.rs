@@ -23,6 +23,7 @@ pub async fn delete(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let deleter = capability(scope, scope.storage.as_graceful_deleter(), "delete")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
+    scope.audit_request_body(&bytes);
     let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
     admit_delete(scope, opts.dry_run).await?;
     let validate = scope.validate_create_fn(Operation::Delete, opts.dry_run);
@@ -53,6 +54,7 @@ pub async fn delete_collection(
         "deletecollection",
     )?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
+    scope.audit_request_body(&bytes);
     let list_opts = ListOptions::from_query(&scope.query)?;
     let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
     admit_delete(scope, opts.dry_run).await?;

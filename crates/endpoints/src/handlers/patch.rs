@@ -125,6 +125,7 @@ pub async fn patch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
+    scope.audit_request_body(&bytes);
     let opts = write_options(&scope.query, "PatchOptions")?;
     let doc = parse_patch(scope, &bytes)?;
 

@@ -30,6 +30,7 @@ pub async fn update(
     )?;
     ensure_name(scope, &mut obj)?;
     ensure_namespace(scope, &mut obj)?;
+    scope.audit_request_object(&obj);
 
     // Mutating admission runs inside the storage's compare-and-swap loop, against the object
     // current at each attempt (upstream's `DefaultUpdatedObjectInfo` transformers).
