@@ -5,3 +5,4 @@
 
 pub mod authn;
 pub mod authz;
+pub mod token;
