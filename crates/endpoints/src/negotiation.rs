@@ -17,8 +17,11 @@ pub const SUPPORTED_MEDIA_TYPES_PROTOBUF: &[&str] = &[
     "application/yaml",
     "application/vnd.kubernetes.protobuf",
 ];
-/// The only encoding of watch streams.
+/// The encoding of watch streams of kinds without a protobuf form.
 pub const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json"];
+/// The encodings of watch streams of kinds with a protobuf form.
+pub const SUPPORTED_STREAM_MEDIA_TYPES_PROTOBUF: &[&str] =
+    &["application/json", "application/vnd.kubernetes.protobuf"];
 /// The patch content types kapi applies today.
 pub const SUPPORTED_PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
@@ -169,7 +172,7 @@ fn transform_of(as_kind: &str, group: &str, version: &str) -> Option<Transform> 
 }
 
 /// Picks the response encoding for `accept` (absent or empty means JSON). `allow_transform` is
-/// true on resource endpoints; `stream` for watches (JSON only). 406 when nothing fits.
+/// true on resource endpoints; `stream` for watches (no YAML). 406 when nothing fits.
 pub fn negotiate_output(
     accept: Option<&str>,
     allow_transform: bool,
@@ -224,10 +227,10 @@ pub fn negotiate_output_for(
             return Ok(out);
         }
     }
-    Err(ApiError::not_acceptable(if stream {
-        SUPPORTED_STREAM_MEDIA_TYPES
-    } else {
-        SUPPORTED_MEDIA_TYPES
+    Err(ApiError::not_acceptable(match (stream, protobuf) {
+        (true, true) => SUPPORTED_STREAM_MEDIA_TYPES_PROTOBUF,
+        (true, false) => SUPPORTED_STREAM_MEDIA_TYPES,
+        _ => SUPPORTED_MEDIA_TYPES,
     }))
 }
 
@@ -326,6 +329,41 @@ mod tests {
         assert_eq!(
             e.message,
             "only the following media types are accepted: application/json, application/yaml"
+        );
+    }
+
+    #[test]
+    fn protobuf_streams_for_kinds_with_a_form() {
+        let kubectl = Some("application/vnd.kubernetes.protobuf, application/json");
+        let m = negotiate_output_for(kubectl, true, true, true).unwrap();
+        assert_eq!(m.encoding, Encoding::Protobuf);
+        let m = negotiate_output_for(
+            Some("application/vnd.kubernetes.protobuf;stream=watch"),
+            true,
+            true,
+            true,
+        )
+        .unwrap();
+        assert_eq!(m.encoding, Encoding::Protobuf);
+        // Custom resources: the JSON entry.
+        let m = negotiate_output_for(kubectl, true, true, false).unwrap();
+        assert_eq!(m.encoding, Encoding::Json);
+        let e = negotiate_output_for(Some("application/yaml"), true, true, true).unwrap_err();
+        assert_eq!(
+            e.message,
+            "only the following media types are accepted: application/json, application/vnd.kubernetes.protobuf"
+        );
+        // A Table watch stays JSON even when protobuf is listed first.
+        let m = negotiate_output_for(
+            Some("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,application/json;as=Table;g=meta.k8s.io;v=v1"),
+            true,
+            true,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            (m.encoding, m.transform),
+            (Encoding::Json, Some(Transform::Table(MetaVersion::V1)))
         );
     }
 

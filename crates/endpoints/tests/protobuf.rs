@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use http::{Method, StatusCode};
 use kapi_endpoints::protobuf;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const KUBECTL_ACCEPT: &str = "application/vnd.kubernetes.protobuf,application/json";
@@ -76,4 +76,154 @@ async fn garbage_is_a_bad_request_status_in_protobuf() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.json()["reason"], "BadRequest");
+}
+
+/// Reads protobuf watch frames (4-byte big-endian length, bare `metav1.WatchEvent`) until `n`
+/// arrived or the stream ended; each is (type, decoded object). The per-frame guard only keeps
+/// a broken stream from hanging the test.
+async fn watch_frames(body: &mut kapi_endpoints::ResponseBody, n: usize) -> Vec<(String, Value)> {
+    use http_body_util::BodyExt;
+    use prost::Message;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let frame =
+            match tokio::time::timeout(std::time::Duration::from_secs(30), body.frame()).await {
+                Ok(Some(Ok(f))) => f,
+                Ok(_) => break,
+                Err(_) => panic!("watch stream stalled after {} frames", out.len()),
+            };
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+        }
+        while buf.len() >= 4 {
+            let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            if buf.len() < 4 + len {
+                break;
+            }
+            let msg: Vec<u8> = buf.drain(..4 + len).skip(4).collect();
+            let ev = k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent::decode(msg.as_slice())
+                .expect("frame is a WatchEvent");
+            let raw = ev
+                .object
+                .and_then(|o| o.raw)
+                .expect("event carries an object");
+            out.push((
+                ev.r#type.unwrap_or_default(),
+                protobuf::decode(&raw).expect("object is enveloped protobuf"),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn protobuf_watch_streams_frames() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("w-1", &[])).await;
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&timeoutSeconds=30"),
+            &[("accept", KUBECTL_ACCEPT)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut body = resp.into_body();
+    let first = watch_frames(&mut body, 1).await;
+    assert_eq!(first[0].0, "ADDED");
+    assert_eq!(first[0].1["kind"], "ConfigMap");
+    assert_eq!(first[0].1["metadata"]["name"], "w-1");
+    let mut changed = configmap("w-1", &[("k", "v")]);
+    changed["metadata"]["namespace"] = json!("default");
+    s.put_json(&format!("{CMS}/w-1"), &changed).await;
+    s.delete(&format!("{CMS}/w-1")).await;
+    let more = watch_frames(&mut body, 2).await;
+    assert_eq!(more[0].0, "MODIFIED");
+    assert_eq!(more[0].1["data"], json!({"k": "v"}));
+    assert_eq!(more[1].0, "DELETED");
+    assert_eq!(more[1].1["metadata"]["name"], "w-1");
+}
+
+#[tokio::test]
+async fn protobuf_watch_bookmark_and_error_events() {
+    let s = server_with(|mut c| {
+        c.watch_cache = false;
+        c
+    })
+    .await;
+    s.post_json(CMS, &configmap("b-1", &[])).await;
+    let uri = format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=30"
+    );
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &uri,
+            &[("accept", KUBECTL_ACCEPT)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    let mut body = resp.into_body();
+    let frames = watch_frames(&mut body, 2).await;
+    assert_eq!(frames[0].0, "ADDED");
+    assert_eq!(frames[1].0, "BOOKMARK");
+    assert_eq!(frames[1].1["kind"], "ConfigMap");
+    assert_eq!(
+        frames[1].1["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    drop(body);
+
+    let current = s.storage.current_revision().await.unwrap();
+    s.post_json(CMS, &configmap("b-2", &[])).await;
+    s.storage.compact(current + 1).await.unwrap();
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&resourceVersion=1"),
+            &[("accept", KUBECTL_ACCEPT)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut body = resp.into_body();
+    let frames = watch_frames(&mut body, 2).await;
+    assert_eq!(frames.len(), 1, "the stream ends after the error");
+    assert_eq!(frames[0].0, "ERROR");
+    let st = &frames[0].1;
+    assert_eq!(
+        (st["kind"].as_str(), st["apiVersion"].as_str()),
+        (Some("Status"), Some("v1"))
+    );
+    assert_eq!(st["code"], 410);
+    assert_eq!(st["reason"], "Expired");
+}
+
+#[tokio::test]
+async fn protobuf_watch_of_a_table_stays_json() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("t-1", &[])).await;
+    let accept = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&timeoutSeconds=30"),
+            &[("accept", accept)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let mut body = resp.into_body();
+    let lines = watch_lines(&mut body, 1).await;
+    assert_eq!(lines[0]["object"]["kind"], "Table");
 }

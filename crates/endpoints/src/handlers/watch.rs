@@ -1,4 +1,6 @@
-//! WATCH: a chunked HTTP 200 stream of `{"type":...,"object":...}` lines.
+//! WATCH: a chunked HTTP 200 stream of `{"type":...,"object":...}` lines, or for a client
+//! that accepts protobuf and a built-in kind, length-prefixed `metav1.WatchEvent` frames
+//! (`application/vnd.kubernetes.protobuf;stream=watch`).
 //!
 //! With `resourceVersion` unset or `"0"` the stream starts with synthetic ADDED events for the
 //! objects that exist (as upstream), then follows changes from the list's revision. A
@@ -8,7 +10,7 @@
 
 use super::capability;
 use crate::encoded::{self, FormatKey};
-use crate::negotiation::{self, Transform};
+use crate::negotiation::{self, Encoding, Transform};
 use crate::responses::{status_of, STREAM_CONTENT_TYPE};
 use crate::scope::RequestScope;
 use crate::transform::{self, IncludeObject, TableContext};
@@ -36,6 +38,8 @@ struct Encoder {
     include: IncludeObject,
     /// Only the first Table event carries column definitions.
     headers: bool,
+    /// JSON lines or protobuf frames.
+    encoding: Encoding,
 }
 
 impl Encoder {
@@ -69,6 +73,12 @@ impl Encoder {
     }
 
     fn encode(&mut self, event: &WatchEvent) -> Bytes {
+        if self.encoding == Encoding::Protobuf {
+            // Frames are not shared through the encoded-event cache, whose key knows JSON forms
+            // only; a frame is one object encoding, as cheap as a JSON line.
+            let value = self.object_value(event.event_type, &event.object, false);
+            return frame(event.event_type, &value);
+        }
         let headers = self.headers;
         self.headers = false;
         let key = FormatKey {
@@ -91,8 +101,25 @@ fn line(event_type: EventType, object: Value) -> Bytes {
     Bytes::from(out)
 }
 
-fn error_line(err: &ApiError) -> Bytes {
-    line(EventType::Error, status_of(err))
+/// One protobuf frame; an object that cannot be encoded becomes an ERROR event with a 500
+/// Status so the client sees why the stream ends.
+fn frame(event_type: EventType, object: &Value) -> Bytes {
+    match crate::protobuf::encode_watch_frame(event_type.as_str(), object) {
+        Ok(b) => Bytes::from(b),
+        Err(e) => {
+            let status = status_of(&ApiError::internal(e));
+            crate::protobuf::encode_watch_frame(EventType::Error.as_str(), &status)
+                .map(Bytes::from)
+                .unwrap_or_default()
+        }
+    }
+}
+
+fn error_event(err: &ApiError, encoding: Encoding) -> Bytes {
+    match encoding {
+        Encoding::Protobuf => frame(EventType::Error, &status_of(err)),
+        _ => line(EventType::Error, status_of(err)),
+    }
 }
 
 /// The watch timeout: `timeoutSeconds`, else random in [min, 2*min].
@@ -108,7 +135,12 @@ fn timeout_of(opts: &ListOptions, min: Duration) -> Duration {
 
 pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiError> {
     let watcher = capability(scope, scope.storage.as_watcher(), "watch")?;
-    let media = negotiation::negotiate_output(scope.accept(), true, true)?;
+    let media = negotiation::negotiate_output_for(
+        scope.accept(),
+        true,
+        true,
+        crate::protobuf::serves(scope),
+    )?;
     let include = match media.transform {
         Some(Transform::Table(_)) => transform::table_options(&scope.query)?,
         _ => IncludeObject::default(),
@@ -176,6 +208,7 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         transform: media.transform,
         include,
         headers: true,
+        encoding: media.encoding,
     };
     let all = stream::iter(initial.into_iter().map(Ok)).chain(events);
     let deadline = tokio::time::sleep(timeout);
@@ -187,7 +220,7 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
                 Ok(ev) => Some(encoder.encode(&ev)),
                 Err(e) => {
                     *ended = true;
-                    Some(error_line(&e))
+                    Some(error_event(&e, media.encoding))
                 }
             }
         };
@@ -197,8 +230,12 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         .boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
+    let content_type = match media.encoding {
+        Encoding::Protobuf => crate::protobuf::STREAM_CONTENT_TYPE,
+        _ => STREAM_CONTENT_TYPE,
+    };
     resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(STREAM_CONTENT_TYPE));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     Ok(resp)
 }
 
