@@ -160,6 +160,7 @@ impl Definitions {
             self.generator.take_definitions(false).into_iter().collect();
         out.extend(std::mem::take(&mut self.extra));
         for (name, schema) in out.iter_mut() {
+            crate::patch::meta::annotate_definition(name, schema);
             rewrite_refs(schema, style);
             if let (Some(gvks), Some(obj)) = (self.gvks.remove(name), schema.as_object_mut()) {
                 let mut gvks = gvks;

@@ -446,6 +446,28 @@ fn v3_schemas_carry_names_descriptions_and_gvks() {
             .is_string()
     );
     assert!(schemas["io.k8s.api.core.v1.PodSpec"].is_object());
+    // Upstream's merge and list markers, as `kubectl apply` and `diff` read them.
+    let containers = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+    assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+    assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+    assert_eq!(containers["x-kubernetes-list-type"], "map");
+    assert_eq!(containers["x-kubernetes-list-map-keys"], json!(["name"]));
+    let volumes = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["volumes"];
+    assert_eq!(volumes["x-kubernetes-patch-strategy"], "merge,retainKeys");
+    assert_eq!(
+        schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["nodeSelector"]
+            ["x-kubernetes-map-type"],
+        "atomic"
+    );
+    assert_eq!(
+        schemas["io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"]["x-kubernetes-map-type"],
+        "atomic"
+    );
+    let ports = &schemas["io.k8s.api.core.v1.Container"]["properties"]["ports"];
+    assert_eq!(
+        ports["x-kubernetes-list-map-keys"],
+        json!(["containerPort", "protocol"])
+    );
     assert!(
         schemas.get("io.k8s.api.apps.v1.Deployment").is_none(),
         "another group's kinds stay out"
@@ -502,6 +524,15 @@ fn v2_is_one_swagger_document() {
     assert!(
         defs["io.k8s.api.apps.v1.Deployment"].is_object()
             && defs["io.k8s.api.core.v1.ConfigMap"].is_object()
+    );
+    let finalizers =
+        &defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]["finalizers"];
+    assert_eq!(finalizers["x-kubernetes-list-type"], "set");
+    assert_eq!(finalizers["x-kubernetes-patch-strategy"], "merge");
+    assert_eq!(
+        defs["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["strategy"]
+            ["x-kubernetes-patch-strategy"],
+        "retainKeys"
     );
     // Swagger 2 keeps the description beside the $ref, as upstream writes it.
     assert_eq!(

@@ -117,6 +117,11 @@ impl PatchSchema {
         }
     }
 
+    /// Every definition the kind's schema refers to, by name.
+    pub fn definitions(&self) -> &Arc<Map<String, Value>> {
+        &self.defs
+    }
+
     /// The definition name at this position.
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
@@ -156,12 +161,72 @@ impl PatchSchema {
 }
 
 /// The definition a schema refers to (`$ref`, or a lone `allOf` entry).
-fn ref_name(schema: &Value) -> Option<String> {
+pub fn ref_name(schema: &Value) -> Option<String> {
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
         return r.rsplit('/').next().map(str::to_string);
     }
     match schema.get("allOf").and_then(Value::as_array) {
         Some(all) if all.len() == 1 => ref_name(&all[0]),
         _ => None,
+    }
+}
+
+/// Adds upstream's merge and list markers to definition `name` as kube-apiserver publishes
+/// them: `x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`,
+/// `x-kubernetes-list-type`, `x-kubernetes-list-map-keys` and `x-kubernetes-map-type` on each
+/// property, and the type's own `x-kubernetes-map-type` (upstream's `+structType`).
+pub fn annotate_definition(name: &str, schema: &mut Value) {
+    let Some(fields) = table().get(name) else {
+        return;
+    };
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(map_type) = fields.get(".").and_then(|m| m.map_type.as_ref()) {
+        obj.insert(
+            "x-kubernetes-map-type".into(),
+            Value::String(map_type.clone()),
+        );
+    }
+    let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (field, meta) in fields {
+        let Some(prop) = props.get_mut(field).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                prop.insert(key.into(), v);
+            }
+        };
+        put(
+            "x-kubernetes-list-map-keys",
+            (!meta.list_map_keys.is_empty()).then(|| {
+                Value::Array(
+                    meta.list_map_keys
+                        .iter()
+                        .cloned()
+                        .map(Value::String)
+                        .collect(),
+                )
+            }),
+        );
+        put(
+            "x-kubernetes-list-type",
+            meta.list_type.clone().map(Value::String),
+        );
+        put(
+            "x-kubernetes-map-type",
+            meta.map_type.clone().map(Value::String),
+        );
+        put(
+            "x-kubernetes-patch-merge-key",
+            meta.patch_merge_key.clone().map(Value::String),
+        );
+        put(
+            "x-kubernetes-patch-strategy",
+            meta.patch_strategy.clone().map(Value::String),
+        );
     }
 }
