@@ -80,6 +80,8 @@ pub struct ServerConfig {
     pub kubeconfig_path: PathBuf,
     /// How long shutdown waits for in-flight requests before closing connections.
     pub shutdown_timeout: Duration,
+    /// The `--audit-*` flags; auditing is off by default.
+    pub audit: crate::audit::AuditOptions,
 }
 
 impl ServerConfig {
@@ -113,6 +115,7 @@ impl ServerConfig {
             watch_cache: true,
             kubeconfig_path: data_dir.join("admin.kubeconfig"),
             shutdown_timeout: Duration::from_secs(60),
+            audit: Default::default(),
             data_dir,
         }
     }

@@ -12,6 +12,7 @@
 
 mod admission;
 mod api;
+pub mod audit;
 pub mod body;
 pub mod config;
 pub mod duration;
@@ -221,6 +222,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             max_requests_inflight: config.max_requests_inflight,
             max_mutating_requests_inflight: config.max_mutating_requests_inflight,
             shutdown: shutdown_rx,
+            auditor: audit::Auditor::from_options(&config.audit)?,
         },
     );
     let tls_config = tls::server_config(&pki, &checker)?;

@@ -201,6 +201,7 @@ where
             max_requests_inflight: 0,
             max_mutating_requests_inflight: 0,
             shutdown,
+            auditor: None,
         },
     )
 }

@@ -42,6 +42,8 @@ pub struct ChainConfig {
     pub max_mutating_requests_inflight: usize,
     /// Becomes true when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
+    /// The policy and log of `--audit-*`; `None` audits nothing.
+    pub auditor: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// Every filter a request passes through, outermost first (kube-apiserver's order). A new
@@ -78,14 +80,16 @@ where
         .layer(watch_termination::WatchTerminationLayer::new(c.shutdown)) // watches end at shutdown
         .layer(timeout::TimeoutLayer::new(c.request_timeout)) // 504; skips long-running requests
         .layer(AuthenticationLayer::new(c.authenticators, c.anonymous_auth)) // 401
-        .layer(audit::AuditLayer)
+        .layer(audit::AuditLayer::new(c.auditor))
         .layer(impersonation::ImpersonationLayer::new(c.authorizer.clone()))
         .layer(max_in_flight::MaxInFlightLayer::new(
             c.max_requests_inflight,
             c.max_mutating_requests_inflight,
             c.metrics,
         )) // 429; skips watches
-        .layer(AuthorizationLayer::new(c.authorizer)) // 403
+        .layer(AuthorizationLayer::new(audit::record_decisions(
+            c.authorizer,
+        ))) // 403
         .map_response(
             |r: http::Response<
                 tower_http::compression::CompressionBody<kapi_endpoints::ResponseBody>,
