@@ -110,8 +110,12 @@ impl AuditSink {
         }
     }
 
-    /// The object the response carries (after any transform, as upstream logs it).
+    /// The object the response carries (after any transform, as upstream logs it); a Status
+    /// is also the event's `responseStatus`, at every level.
     pub fn log_response_object(&self, value: &Value) {
+        if value.get("kind").and_then(Value::as_str) == Some("Status") {
+            self.log_response_status(value);
+        }
         if !self.0.response_objects {
             return;
         }
