@@ -58,8 +58,20 @@ async fn discovery_lists_every_storage_with_its_verbs() {
         [
             "apps",
             "events.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "autoscaling",
             "batch",
+            "certificates.k8s.io",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "storage.k8s.io",
+            "admissionregistration.k8s.io",
+            "scheduling.k8s.io",
             "coordination.k8s.io",
+            "apiextensions.k8s.io",
+            "node.k8s.io",
             "discovery.k8s.io",
         ]
         .iter()

@@ -1,4 +1,5 @@
-//! Start-up objects: the system namespaces and the `kubernetes` service.
+//! Start-up objects: the system namespaces, the `kubernetes` service and the system priority
+//! classes.
 
 use crate::rest::{
     validate_nothing, ApiGroupInfo, Context, FieldValidation, Storage, WriteOptions,
@@ -52,8 +53,8 @@ async fn ensure(
     }
 }
 
-/// Creates `default`, `kube-system`, `kube-public`, `kube-node-lease` and the `kubernetes`
-/// service (ClusterIP `.1`, port 443) when missing.
+/// Creates `default`, `kube-system`, `kube-public`, `kube-node-lease`, the `kubernetes`
+/// service (ClusterIP `.1`, port 443) and the system priority classes when missing.
 pub async fn bootstrap(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
     let namespaces = find(groups, "", "namespaces")
         .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
@@ -80,5 +81,24 @@ pub async fn bootstrap(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
             "spec": {"type": "ClusterIP", "clusterIP": ip, "sessionAffinity": "None",
                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}}),
     )
-    .await
+    .await?;
+    bootstrap_priority_classes(groups).await
+}
+
+/// Upstream's scheduling post-start hook: `system-node-critical` and `system-cluster-critical`
+/// when missing (an existing class of that name is left as it is).
+async fn bootstrap_priority_classes(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
+    use crate::resources::scheduling::{system_priority_class, GROUP, SYSTEM_PRIORITY_CLASSES};
+    let Some(classes) = find(groups, GROUP, "priorityclasses") else {
+        return Ok(());
+    };
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        ensure(
+            &classes,
+            &Context::default(),
+            system_priority_class(name, *value, description),
+        )
+        .await?;
+    }
+    Ok(())
 }

@@ -89,5 +89,11 @@ pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, Ap
     groups.extend(resources::apps::groups(&ctx));
     groups.extend(resources::batch::groups(&ctx));
     groups.extend(resources::misc::groups(&ctx));
+    groups.extend(resources::rbac::groups(&ctx));
+    groups.extend(resources::scheduling::groups(&ctx));
+    groups.extend(resources::policy::groups(&ctx));
+    groups.extend(resources::networking::groups(&ctx));
+    groups.extend(resources::storage::groups(&ctx));
+    groups.extend(resources::node::groups(&ctx));
     Ok(groups)
 }

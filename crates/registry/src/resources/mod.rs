@@ -5,8 +5,15 @@
 pub mod apps;
 pub mod batch;
 pub mod core;
+pub mod group_util;
 pub mod misc;
+pub mod networking;
+pub mod node;
+pub mod policy;
+pub mod rbac;
 pub mod scale;
+pub mod scheduling;
+pub mod storage;
 pub mod workload;
 
 use crate::rest::ResourceInfo;

@@ -1,0 +1,425 @@
+//! storage.k8s.io/v1: storageclasses, csidrivers, csinodes, volumeattachments (with
+//! `/status`), with upstream's defaults and validation (`pkg/apis/storage/validation`).
+
+use crate::resources::core::push;
+use crate::resources::group_util::{decode_filled, immutable, immutable_struct};
+use crate::resources::{at, default_in, info, str_at};
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::strategy::Strategy;
+use crate::BuildContext;
+use k8s_openapi::api::storage::v1 as st;
+use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
+use kapi_machinery::{ApiError, FieldError, Object};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub const GROUP: &str = "storage.k8s.io";
+
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+    for strategy in [
+        Arc::new(StorageClassStrategy) as Arc<dyn Strategy>,
+        Arc::new(CsiDriverStrategy),
+        Arc::new(CsiNodeStrategy),
+        Arc::new(VolumeAttachmentStrategy),
+    ] {
+        push(&mut s, ctx, strategy);
+    }
+    vec![ApiGroupInfo {
+        group: GROUP.into(),
+        preferred_version: "v1".into(),
+        versions: vec![ApiVersionInfo {
+            version: "v1".into(),
+            storages: s,
+        }],
+    }]
+}
+
+/// decode (filling Go's zero values for the given required fields), schema and canonical
+/// form of a `k8s-openapi` type.
+macro_rules! typed_filled {
+    ($t:ty, $zeros:expr) => {
+        fn decode(
+            &self,
+            body: Object,
+            validation: FieldValidation,
+        ) -> Result<(Object, Vec<String>), ApiError> {
+            let (mut obj, warnings) = decode_filled::<$t>(body, validation, $zeros)?;
+            self.defaults(&mut obj);
+            Ok((obj, warnings))
+        }
+        fn openapi_schema(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Option<schemars::Schema> {
+            Some(generator.subschema_for::<$t>())
+        }
+        fn canonicalize(&self, obj: Object) -> Object {
+            crate::codec::canonicalize::<$t>(obj)
+        }
+    };
+}
+pub(crate) use typed_filled;
+
+const RECLAIM_POLICIES: &[&str] = &["Delete", "Retain"];
+const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
+const MAX_PARAMETERS: usize = 512;
+const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
+
+pub struct StorageClassStrategy;
+impl Strategy for StorageClassStrategy {
+    typed_filled!(st::StorageClass, &[(&["provisioner"], json!(""))]);
+    fn info(&self) -> ResourceInfo {
+        info(
+            GROUP,
+            "v1",
+            "storageclasses",
+            "StorageClass",
+            false,
+            &["sc"],
+            &[],
+        )
+    }
+    fn defaults(&self, obj: &mut Object) {
+        crate::resources::default_at(obj, &[], "reclaimPolicy", json!("Delete"));
+        crate::resources::default_at(obj, &[], "volumeBindingMode", json!("Immediate"));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let provisioner = str_at(obj, &["provisioner"]);
+        if provisioner.is_empty() {
+            errs.push(FieldError::required("provisioner", ""));
+        } else {
+            for msg in is_qualified_name(&provisioner.to_lowercase()) {
+                errs.push(FieldError::invalid("provisioner", provisioner, msg));
+            }
+        }
+        if let Some(params) = at(obj, &["parameters"]).and_then(Value::as_object) {
+            if params.len() > MAX_PARAMETERS {
+                errs.push(FieldError::too_long(
+                    "parameters",
+                    format!("may not have more than {MAX_PARAMETERS} items"),
+                ));
+            } else {
+                let mut size = 0;
+                for (k, v) in params {
+                    if k.is_empty() {
+                        errs.push(FieldError::invalid(
+                            "parameters",
+                            "",
+                            "field can not be empty.",
+                        ));
+                    }
+                    size += k.len() + v.as_str().map_or(0, str::len);
+                }
+                if size > MAX_PARAMETERS_SIZE {
+                    errs.push(FieldError::too_long(
+                        "parameters",
+                        format!("may not be more than {MAX_PARAMETERS_SIZE} bytes"),
+                    ));
+                }
+            }
+        }
+        let reclaim = str_at(obj, &["reclaimPolicy"]);
+        if !reclaim.is_empty() && !RECLAIM_POLICIES.contains(&reclaim) {
+            errs.push(FieldError::not_supported(
+                "reclaimPolicy",
+                reclaim,
+                RECLAIM_POLICIES,
+            ));
+        }
+        match at(obj, &["volumeBindingMode"]).and_then(Value::as_str) {
+            None => errs.push(FieldError::required("volumeBindingMode", "")),
+            Some(m) if !BINDING_MODES.contains(&m) => errs.push(FieldError::not_supported(
+                "volumeBindingMode",
+                m,
+                BINDING_MODES,
+            )),
+            Some(_) => {}
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        let params = |o: &Object| {
+            at(o, &["parameters"])
+                .filter(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+                .cloned()
+        };
+        if params(new) != params(old) {
+            errs.push(FieldError::forbidden(
+                "parameters",
+                "updates to parameters are forbidden.",
+            ));
+        }
+        if str_at(new, &["provisioner"]) != str_at(old, &["provisioner"]) {
+            errs.push(FieldError::forbidden(
+                "provisioner",
+                "updates to provisioner are forbidden.",
+            ));
+        }
+        if str_at(new, &["reclaimPolicy"]) != str_at(old, &["reclaimPolicy"]) {
+            errs.push(FieldError::forbidden(
+                "reclaimPolicy",
+                "updates to reclaimPolicy are forbidden.",
+            ));
+        }
+        immutable(
+            &mut errs,
+            new,
+            old,
+            &["volumeBindingMode"],
+            "volumeBindingMode",
+        );
+        errs
+    }
+}
+
+const FS_GROUP_POLICIES: &[&str] = &["File", "None", "ReadWriteOnceWithFSType"];
+const LIFECYCLE_MODES: &[&str] = &["Ephemeral", "Persistent"];
+
+pub struct CsiDriverStrategy;
+impl Strategy for CsiDriverStrategy {
+    typed_filled!(st::CSIDriver, &[(&["spec"], json!({}))]);
+    fn info(&self) -> ResourceInfo {
+        info(GROUP, "v1", "csidrivers", "CSIDriver", false, &[], &[])
+    }
+    fn defaults(&self, obj: &mut Object) {
+        let spec = crate::resources::obj_mut(obj, &["spec"]);
+        default_in(spec, "attachRequired", json!(true));
+        default_in(spec, "podInfoOnMount", json!(false));
+        default_in(spec, "storageCapacity", json!(false));
+        default_in(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+        if spec
+            .get("volumeLifecycleModes")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        {
+            spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+        }
+        default_in(spec, "requiresRepublish", json!(false));
+        default_in(spec, "seLinuxMount", json!(false));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if obj.name().len() > 63 {
+            errs.push(FieldError::too_long(
+                "metadata.name",
+                "may not be more than 63 bytes",
+            ));
+        }
+        if let Some(p) = at(obj, &["spec", "fsGroupPolicy"]).and_then(Value::as_str) {
+            if !FS_GROUP_POLICIES.contains(&p) {
+                errs.push(FieldError::not_supported(
+                    "spec.fsGroupPolicy",
+                    p,
+                    FS_GROUP_POLICIES,
+                ));
+            }
+        }
+        for (i, m) in at(obj, &["spec", "volumeLifecycleModes"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .enumerate()
+        {
+            if !LIFECYCLE_MODES.contains(&m) {
+                errs.push(FieldError::not_supported(
+                    format!("spec.volumeLifecycleModes[{i}]"),
+                    m,
+                    LIFECYCLE_MODES,
+                ));
+            }
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        // upstream's field path really says "attachedRequired"
+        immutable(
+            &mut errs,
+            new,
+            old,
+            &["spec", "attachRequired"],
+            "spec.attachedRequired",
+        );
+        immutable_struct(
+            &mut errs,
+            new,
+            old,
+            &["spec", "volumeLifecycleModes"],
+            "spec.volumeLifecycleModes",
+        );
+        errs
+    }
+}
+
+pub struct CsiNodeStrategy;
+impl Strategy for CsiNodeStrategy {
+    typed_filled!(
+        st::CSINode,
+        &[(&["spec"], json!({})), (&["spec", "drivers"], json!([]))]
+    );
+    fn info(&self) -> ResourceInfo {
+        info(GROUP, "v1", "csinodes", "CSINode", false, &[], &[])
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, d) in at(obj, &["spec", "drivers"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let p = format!("spec.drivers[{i}]");
+            let name = d.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name.is_empty() {
+                errs.push(FieldError::required(format!("{p}.name"), ""));
+            } else {
+                for msg in is_dns1123_subdomain(&name.to_lowercase()) {
+                    errs.push(FieldError::invalid(format!("{p}.name"), name, msg));
+                }
+                if !seen.insert(name.to_string()) {
+                    errs.push(FieldError::duplicate(format!("{p}.name"), name));
+                }
+            }
+            if d.get("nodeID")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                errs.push(FieldError::required(format!("{p}.nodeID"), ""));
+            }
+        }
+        errs
+    }
+}
+
+pub struct VolumeAttachmentStrategy;
+impl Strategy for VolumeAttachmentStrategy {
+    typed_filled!(
+        st::VolumeAttachment,
+        &[
+            (&["spec"], json!({})),
+            (&["spec", "attacher"], json!("")),
+            (&["spec", "nodeName"], json!("")),
+            (&["spec", "source"], json!({})),
+        ]
+    );
+    fn info(&self) -> ResourceInfo {
+        info(
+            GROUP,
+            "v1",
+            "volumeattachments",
+            "VolumeAttachment",
+            false,
+            &[],
+            &[],
+        )
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        crate::resources::set_status(obj, None);
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if str_at(obj, &["spec", "attacher"]).is_empty() {
+            errs.push(FieldError::required("spec.attacher", ""));
+        }
+        let source = at(obj, &["spec", "source"]).cloned().unwrap_or(json!({}));
+        let inline = source.get("inlineVolumeSpec").filter(|v| !v.is_null());
+        let pv = source.get("persistentVolumeName").and_then(Value::as_str);
+        const ONE: &str = "must specify exactly one of inlineVolumeSpec and persistentVolumeName";
+        match (inline, pv) {
+            (None, None) => errs.push(FieldError::required("spec.source", ONE)),
+            (Some(_), Some(_)) => errs.push(FieldError::forbidden("spec.source", ONE)),
+            (None, Some("")) => errs.push(FieldError::required(
+                "spec.source.persistentVolumeName",
+                "must specify non empty persistentVolumeName",
+            )),
+            _ => {}
+        }
+        let node = str_at(obj, &["spec", "nodeName"]);
+        for msg in is_dns1123_subdomain(node) {
+            errs.push(FieldError::invalid("spec.nodeName", node, msg));
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        immutable_struct(&mut errs, new, old, &["spec"], "spec");
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(s: &dyn Strategy, v: Value) -> Object {
+        s.decode(Object::from_value(v).unwrap(), FieldValidation::Strict)
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn storage_class_defaults_and_immutability() {
+        let sc = decoded(
+            &StorageClassStrategy,
+            json!({"metadata": {"name": "fast"}, "provisioner": "example.com/fast", "parameters": {"a": "b"}}),
+        );
+        assert_eq!(sc.get("reclaimPolicy"), Some(&json!("Delete")));
+        assert_eq!(sc.get("volumeBindingMode"), Some(&json!("Immediate")));
+        assert!(StorageClassStrategy.validate(&sc).is_empty());
+        let mut changed = sc.clone();
+        changed.insert("parameters", json!({"a": "c"}));
+        changed.insert("provisioner", json!("example.com/slow"));
+        let errs: Vec<String> = StorageClassStrategy
+            .validate_update(&changed, &sc)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            [
+                "parameters: Forbidden: updates to parameters are forbidden.",
+                "provisioner: Forbidden: updates to provisioner are forbidden.",
+            ]
+        );
+        let none = decoded(&StorageClassStrategy, json!({"metadata": {"name": "x"}}));
+        assert_eq!(
+            StorageClassStrategy.validate(&none)[0].to_string(),
+            "provisioner: Required value"
+        );
+    }
+
+    #[test]
+    fn csi_driver_defaults() {
+        let d = decoded(
+            &CsiDriverStrategy,
+            json!({"metadata": {"name": "csi.example.com"}}),
+        );
+        assert_eq!(
+            d.get("spec"),
+            Some(
+                &json!({"attachRequired": true, "fsGroupPolicy": "ReadWriteOnceWithFSType", "podInfoOnMount": false,
+                "requiresRepublish": false, "seLinuxMount": false, "storageCapacity": false, "volumeLifecycleModes": ["Persistent"]})
+            )
+        );
+    }
+
+    #[test]
+    fn volume_attachment_source() {
+        let va = decoded(
+            &VolumeAttachmentStrategy,
+            json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "n1", "source": {}}}),
+        );
+        assert_eq!(
+            VolumeAttachmentStrategy.validate(&va)[0].to_string(),
+            "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+        );
+    }
+}
