@@ -292,13 +292,16 @@ impl EtcdStorage {
     }
 
     /// Puts `value` at `key` if its `mod_revision` is still `expected` (0 = absent). On a lost
-    /// race, returns the key's newest state for the next attempt.
+    /// race, returns the key's newest state for the next attempt when `read_back` is set (a
+    /// plain create only needs to know that it lost, so it sends kube-apiserver's
+    /// compare-and-put without the extra read).
     async fn put_if(
         &self,
         key: &str,
         expected: Revision,
         value: Vec<u8>,
         lease: i64,
+        read_back: bool,
     ) -> Result<std::result::Result<Revision, Option<KeyValue>>> {
         let full = self.full(key);
         let guard = if expected == 0 {
@@ -307,10 +310,14 @@ impl EtcdStorage {
             Compare::mod_revision(full.clone(), CompareOp::Equal, expected)
         };
         let put_opts = (lease != 0).then(|| PutOptions::new().with_lease(lease));
-        let txn = Txn::new()
-            .when([guard])
-            .and_then([TxnOp::put(full.clone(), value, put_opts)])
-            .or_else([TxnOp::get(full, None)]);
+        let mut txn = Txn::new().when([guard]);
+        if read_back {
+            txn = txn
+                .and_then([TxnOp::put(full.clone(), value, put_opts)])
+                .or_else([TxnOp::get(full, None)]);
+        } else {
+            txn = txn.and_then([TxnOp::put(full, value, put_opts)]);
+        }
         let mut kv = self.kv();
         let resp = self.call_plain("txn", kv.txn(txn)).await?;
         if resp.succeeded() {
@@ -431,7 +438,7 @@ impl Storage for EtcdStorage {
             None => 0,
         };
         match self
-            .put_if(key, 0, encode_for_storage(&object), lease)
+            .put_if(key, 0, encode_for_storage(&object), lease, false)
             .await?
         {
             Ok(revision) => Ok(with_revision(object, revision)),
@@ -469,7 +476,10 @@ impl Storage for EtcdStorage {
                     return Err(Error::NotFound { key: key.into() });
                 }
                 let object = strip_revision(try_update(None).await?);
-                match self.put_if(key, 0, encode_for_storage(&object), 0).await? {
+                match self
+                    .put_if(key, 0, encode_for_storage(&object), 0, true)
+                    .await?
+                {
                     Ok(revision) => return Ok(with_revision(object, revision)),
                     Err(newer) => {
                         current = newer;
@@ -486,7 +496,7 @@ impl Storage for EtcdStorage {
                 return Ok(cur);
             }
             match self
-                .put_if(key, kv.mod_revision(), value, kv.lease())
+                .put_if(key, kv.mod_revision(), value, kv.lease(), true)
                 .await?
             {
                 Ok(revision) => return Ok(with_revision(object, revision)),

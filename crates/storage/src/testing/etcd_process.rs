@@ -41,6 +41,11 @@ impl EtcdProcess {
         format!("http://127.0.0.1:{}", self.client_port)
     }
 
+    /// The etcd process's id while it runs (benchmarks read its CPU time from `/proc`).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     fn spawn(&mut self) {
         std::fs::create_dir_all(&self.data_dir).expect("creating the etcd data dir");
         let log_path = self.data_dir.with_extension("log");

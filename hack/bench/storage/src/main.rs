@@ -1,12 +1,20 @@
 //! Storage benchmark: creates/s, gets/s and full-list latency for N objects at several
 //! concurrencies, for the embedded backend, etcd through `kapi-storage`, and raw `etcd-client`
-//! puts and gets at the same concurrency (the ceiling). Prints a Markdown table.
+//! puts and gets at the same concurrency (the ceiling). Prints Markdown tables.
+//!
+//! etcd creates are measured in several rounds, alternating between this crate, raw puts and
+//! raw guarded transactions, and reported as median and range, with the CPU time etcd and this
+//! process spent per create (so a gap can be placed on one side of the connection).
 //!
 //! `cargo run --release -p kapi-bench-storage -- [--objects 10000] [--concurrency 1,16,64]
-//! [--etcd http://127.0.0.1:2379]`; without `--etcd` it starts its own etcd on free ports.
+//! [--rounds 5] [--etcd http://127.0.0.1:2379 --etcd-pid <pid>]`; without `--etcd` it starts
+//! its own etcd on free ports.
+
+mod creates;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use creates::{Raw, Sample, Writer};
 use kapi_machinery::{ListOptions, Object};
 use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
 use kapi_storage::etcd::{EtcdConfig, EtcdStorage};
@@ -30,10 +38,11 @@ struct Args {
     /// An etcd to use instead of starting one.
     #[arg(long)]
     etcd: Option<String>,
-    /// Rounds of etcd creates, alternating between this crate, raw puts and raw guarded
-    /// transactions so that load from elsewhere on the machine hits all alike; the best round
-    /// of each is reported.
-    #[arg(long, default_value_t = 3)]
+    /// The pid of the etcd given with `--etcd`, to report its CPU time per create.
+    #[arg(long)]
+    etcd_pid: Option<u32>,
+    /// Rounds of etcd creates; each round runs every writer once, in a rotating order.
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// Where the embedded store and the started etcd keep their data (default: a temp dir).
     #[arg(long)]
@@ -41,7 +50,7 @@ struct Args {
 }
 
 /// A ConfigMap-sized object (~600 bytes of JSON).
-fn object(name: &str) -> Object {
+pub(crate) fn object(name: &str) -> Object {
     let data: serde_json::Map<String, serde_json::Value> = (0..8)
         .map(|i| {
             (
@@ -61,7 +70,7 @@ fn object(name: &str) -> Object {
 }
 
 /// Runs `op(i)` for i in 0..n on `conc` workers; returns operations per second.
-async fn run<F, Fut>(n: usize, conc: usize, op: F) -> Result<f64>
+pub(crate) async fn run<F, Fut>(n: usize, conc: usize, op: F) -> Result<f64>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<()>> + Send,
@@ -86,6 +95,16 @@ where
         w.await??;
     }
     Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Objects built before the clock starts (building them is the caller's cost, not storage's),
+/// each taken exactly once.
+pub(crate) fn prebuilt(n: usize) -> Arc<Vec<std::sync::Mutex<Option<Object>>>> {
+    Arc::new(
+        (0..n)
+            .map(|i| std::sync::Mutex::new(Some(object(&format!("cm-{i}")))))
+            .collect(),
+    )
 }
 
 /// `conc` full lists at once; returns the mean latency.
@@ -116,39 +135,6 @@ async fn list_latency(
     Ok(total / u32::try_from(conc).unwrap_or(1))
 }
 
-struct Row {
-    backend: &'static str,
-    conc: usize,
-    creates: f64,
-    gets: f64,
-    list: Option<Duration>,
-}
-
-/// Objects built before the clock starts (building them is the caller's cost, not storage's),
-/// each taken exactly once.
-fn prebuilt(n: usize) -> Arc<Vec<std::sync::Mutex<Option<Object>>>> {
-    Arc::new(
-        (0..n)
-            .map(|i| std::sync::Mutex::new(Some(object(&format!("cm-{i}")))))
-            .collect(),
-    )
-}
-
-async fn creates(s: &DynStorage, prefix: &str, n: usize, conc: usize) -> Result<f64> {
-    let objects = prebuilt(n);
-    let (s, p) = (s.clone(), prefix.to_string());
-    run(n, conc, move |i| {
-        let (s, key) = (s.clone(), format!("{p}cm-{i}"));
-        let obj = objects[i].lock().ok().and_then(|mut o| o.take());
-        async move {
-            s.create(&key, obj.context("object already used")?, None)
-                .await?;
-            Ok(())
-        }
-    })
-    .await
-}
-
 async fn gets(s: &DynStorage, prefix: &str, n: usize, conc: usize) -> Result<f64> {
     let (s, p) = (s.clone(), prefix.to_string());
     run(n, conc, move |i| {
@@ -157,47 +143,6 @@ async fn gets(s: &DynStorage, prefix: &str, n: usize, conc: usize) -> Result<f64
             s.get(&key, &GetOptions::default())
                 .await?
                 .context("missing object")?;
-            Ok(())
-        }
-    })
-    .await
-}
-
-async fn raw_puts(
-    client: &etcd_client::Client,
-    prefix: &str,
-    n: usize,
-    conc: usize,
-) -> Result<f64> {
-    let value = Arc::new(object("cm-0").to_vec());
-    let (c, p) = (client.clone(), prefix.to_string());
-    run(n, conc, move |i| {
-        let (mut kv, key, value) = (c.kv_client(), format!("{p}cm-{i}"), value.to_vec());
-        async move {
-            kv.put(key, value, None).await?;
-            Ok(())
-        }
-    })
-    .await
-}
-
-/// Raw creates the way this crate writes them: a transaction guarded on `create_revision == 0`.
-async fn raw_txn_creates(
-    client: &etcd_client::Client,
-    prefix: &str,
-    n: usize,
-    conc: usize,
-) -> Result<f64> {
-    use etcd_client::{Compare, CompareOp, Txn, TxnOp};
-    let value = Arc::new(object("cm-0").to_vec());
-    let (c, p) = (client.clone(), prefix.to_string());
-    run(n, conc, move |i| {
-        let (mut kv, key, value) = (c.kv_client(), format!("{p}cm-{i}"), value.to_vec());
-        async move {
-            let txn = Txn::new()
-                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(key, value, None)]);
-            anyhow::ensure!(kv.txn(txn).await?.succeeded(), "key existed");
             Ok(())
         }
     })
@@ -221,6 +166,50 @@ async fn raw_gets(
     .await
 }
 
+/// A row of the main table; `creates` is the median for etcd rows.
+struct Row {
+    backend: String,
+    conc: usize,
+    creates: f64,
+    gets: Option<f64>,
+    list: Option<Duration>,
+}
+
+/// Every round's samples of one concurrency.
+struct Rounds {
+    conc: usize,
+    rounds: Vec<Vec<(Writer, Sample)>>,
+}
+
+impl Rounds {
+    fn of(&self, w: Writer) -> impl Iterator<Item = &Sample> + '_ {
+        self.rounds
+            .iter()
+            .flat_map(move |r| r.iter().filter(move |(x, _)| *x == w).map(|(_, s)| s))
+    }
+
+    fn median_rate(&self, w: Writer) -> f64 {
+        creates::spread(self.of(w).map(|s| s.rate).collect()).map_or(f64::NAN, |s| s.0)
+    }
+
+    /// The crate's rate over `other`'s, round by round (one round's runs share its load).
+    fn ratios(&self, other: Writer) -> Vec<f64> {
+        self.rounds
+            .iter()
+            .filter_map(|r| {
+                let get = |w| r.iter().find(|(x, _)| *x == w).map(|(_, s)| s.rate);
+                Some(get(Writer::Crate)? / get(other)? * 100.0)
+            })
+            .collect()
+    }
+}
+
+fn fmt_spread(v: Vec<f64>, unit: &str, digits: usize) -> String {
+    creates::spread(v).map_or("—".into(), |(m, lo, hi)| {
+        format!("{m:.digits$}{unit} ({lo:.digits$}–{hi:.digits$})")
+    })
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -230,13 +219,13 @@ async fn main() -> Result<()> {
         .clone()
         .unwrap_or_else(|| tmp.path().to_path_buf());
     let mut _etcd = None;
-    let endpoint = match &args.etcd {
-        Some(e) => e.clone(),
+    let (endpoint, etcd_pid) = match &args.etcd {
+        Some(e) => (e.clone(), args.etcd_pid),
         None => {
             let p = EtcdProcess::start(&data.join("etcd"));
-            let url = p.client_url();
+            let started = (p.client_url(), p.pid());
             _etcd = Some(p);
-            url
+            started
         }
     };
     let etcd_cfg = EtcdConfig {
@@ -244,9 +233,10 @@ async fn main() -> Result<()> {
         compaction_interval: None,
         ..Default::default()
     };
-    let raw = etcd_client::Client::connect([endpoint.as_str()], None).await?;
+    let raw = Raw::connect(&endpoint).await?;
 
     let mut rows = Vec::new();
+    let mut all_rounds = Vec::new();
     for &conc in &args.concurrency {
         let n = args.objects;
         let dir = data.join(format!("embedded-c{conc}"));
@@ -258,14 +248,14 @@ async fn main() -> Result<()> {
             },
         )?);
         let prefix = format!("/configmaps/bench-c{conc}/");
-        let c = creates(&embedded, &prefix, n, conc).await?;
+        let c = creates::crate_creates(&embedded, &prefix, n, conc).await?;
         let g = gets(&embedded, &prefix, n, conc).await?;
         let l = list_latency(&embedded, &prefix, conc, n).await?;
         rows.push(Row {
-            backend: "embedded (SQLite)",
+            backend: "embedded (SQLite)".into(),
             conc,
             creates: c,
-            gets: g,
+            gets: Some(g),
             list: Some(l),
         });
         eprintln!("embedded c={conc} done");
@@ -277,52 +267,40 @@ async fn main() -> Result<()> {
             })
             .await?,
         );
-        let (mut ours, mut theirs, mut txns) = (0f64, 0f64, 0f64);
-        for round in 0..args.rounds {
-            let p = format!("/rawtxn-c{conc}/configmaps/bench-r{round}/");
-            txns = txns.max(raw_txn_creates(&raw, &p, n, conc).await?);
-            ours =
-                ours.max(creates(&etcd, &format!("/configmaps/bench-r{round}/"), n, conc).await?);
-            theirs = theirs.max(
-                raw_puts(
-                    &raw,
-                    &format!("/raw-c{conc}/configmaps/bench-r{round}/"),
-                    n,
-                    conc,
-                )
-                .await?,
-            );
+        let mut rounds = Rounds {
+            conc,
+            rounds: Vec::new(),
+        };
+        for r in 0..args.rounds.max(1) {
+            rounds
+                .rounds
+                .push(creates::round(&etcd, &raw, etcd_pid, n, conc, r).await?);
+            eprintln!("etcd c={conc} round {r} done");
         }
-        let prefix = "/configmaps/bench-r0/";
-        let g = gets(&etcd, prefix, n, conc).await?;
-        let l = list_latency(&etcd, prefix, conc, n).await?;
-        rows.push(Row {
-            backend: "etcd via kapi-storage",
-            conc,
-            creates: ours,
-            gets: g,
-            list: Some(l),
-        });
-        let g = raw_gets(&raw, &format!("/raw-c{conc}/configmaps/bench-r0/"), n, conc).await?;
-        rows.push(Row {
-            backend: "raw etcd-client put/get",
-            conc,
-            creates: theirs,
-            gets: g,
-            list: None,
-        });
-        rows.push(Row {
-            backend: "raw etcd-client guarded txn",
-            conc,
-            creates: txns,
-            gets: f64::NAN,
-            list: None,
-        });
-        eprintln!("etcd c={conc} done");
+        let prefix = creates::prefix(Writer::Crate, conc, 0);
+        let g = gets(&etcd, &prefix, n, conc).await?;
+        let l = list_latency(&etcd, &prefix, conc, n).await?;
+        let raw_prefix = creates::prefix(Writer::RawPut, conc, 0);
+        let raw_g = raw_gets(&raw.client, &raw_prefix, n, conc).await?;
+        for w in Writer::ALL {
+            rows.push(Row {
+                backend: w.label(),
+                conc,
+                creates: rounds.median_rate(w),
+                gets: match w {
+                    Writer::Crate => Some(g),
+                    Writer::RawPut => Some(raw_g),
+                    _ => None,
+                },
+                list: (w == Writer::Crate).then_some(l),
+            });
+        }
+        all_rounds.push(rounds);
     }
 
+    let rounds = args.rounds.max(1);
     println!(
-        "| backend | concurrency | creates/s | gets/s | full list of {} (mean latency) |",
+        "| backend | concurrency | creates/s (etcd: median of {rounds}) | gets/s | full list of {} (mean latency) |",
         args.objects
     );
     println!("|---|---:|---:|---:|---:|");
@@ -330,34 +308,48 @@ async fn main() -> Result<()> {
         let list = r.list.map_or("—".to_string(), |d| {
             format!("{:.1} ms", d.as_secs_f64() * 1000.0)
         });
-        let gets = if r.gets.is_nan() {
-            "—".to_string()
-        } else {
-            format!("{:.0}", r.gets)
-        };
+        let gets = r.gets.map_or("—".to_string(), |g| format!("{g:.0}"));
         println!(
             "| {} | {} | {:.0} | {} | {} |",
             r.backend, r.conc, r.creates, gets, list
         );
     }
+
     println!();
-    for &conc in &args.concurrency {
-        let find = |b: &str| {
-            rows.iter()
-                .find(|r| r.conc == conc && r.backend.starts_with(b))
-                .map(|r| r.creates)
-        };
-        if let (Some(ours), Some(raw), Some(txn)) = (
-            find("etcd via"),
-            find("raw etcd-client put"),
-            find("raw etcd-client guarded"),
-        ) {
+    println!("etcd creates over {rounds} rounds: median (min–max), and CPU time per create");
+    println!();
+    println!("| writer | concurrency | creates/s | etcd CPU µs/create | client CPU µs/create |");
+    println!("|---|---:|---:|---:|---:|");
+    for rs in &all_rounds {
+        for w in Writer::ALL {
+            let samples: Vec<&Sample> = rs.of(w).collect();
             println!(
-                "etcd creates through kapi-storage at concurrency {conc}: {:.0}% of raw puts, {:.0}% of raw guarded transactions",
-                ours / raw * 100.0,
-                ours / txn * 100.0
+                "| {} | {} | {} | {} | {} |",
+                w.label(),
+                rs.conc,
+                fmt_spread(samples.iter().map(|s| s.rate).collect(), "", 0),
+                fmt_spread(samples.iter().filter_map(|s| s.etcd_us).collect(), "", 0),
+                fmt_spread(samples.iter().filter_map(|s| s.client_us).collect(), "", 0),
             );
         }
+    }
+
+    println!();
+    println!("etcd creates through kapi-storage relative to the raw writers, per round: median (min–max)");
+    println!();
+    println!(
+        "| concurrency | vs raw puts | vs raw guarded txn | vs raw guarded txn, {} connections |",
+        creates::CONNECTIONS
+    );
+    println!("|---:|---:|---:|---:|");
+    for rs in &all_rounds {
+        println!(
+            "| {} | {} | {} | {} |",
+            rs.conc,
+            fmt_spread(rs.ratios(Writer::RawPut), "%", 0),
+            fmt_spread(rs.ratios(Writer::RawTxn), "%", 0),
+            fmt_spread(rs.ratios(Writer::RawTxnConnections), "%", 0),
+        );
     }
     Ok(())
 }
