@@ -167,7 +167,7 @@ Y
 {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"page-$i","namespace":"$NS"}}
 Y
   done
-  if run_cmd k get cm -n "$NS" --chunk-size=2 -o name && [ "$(grep -c '^configmap/' <<<"$OUT")" -eq 7 ]; then
+  if run_cmd k get cm -n "$NS" --chunk-size=2 -o name && [ "$(grep -c '^configmap/\(cm\|page-\)' <<<"$OUT")" -eq 7 ]; then
     pass "--chunk-size=2 lists every object"; else fail "--chunk-size=2 lists every object"; fi
   expect_out "-A shows namespace column" "^$NS +cm1 +2 +" k get cm -A
   expect_out "-A header" '^NAMESPACE +NAME +DATA +AGE$' k get cm -A

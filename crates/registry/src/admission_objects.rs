@@ -19,11 +19,23 @@ impl StorageObjects {
     }
 }
 
+/// The first key segment of a resource: upstream keeps a few under historical prefixes (as
+/// their strategies' `key_prefix` do); every other resource, whatever its group, under its
+/// plural name, so plugins can read any served resource by name.
+fn prefix(gr: &GroupResource) -> &str {
+    match (gr.group.as_str(), gr.resource.as_str()) {
+        ("", "services") => "services/specs",
+        ("", "endpoints") => "services/endpoints",
+        ("", "nodes") => "minions",
+        _ => &gr.resource,
+    }
+}
+
 fn key(gr: &GroupResource, namespace: &str, name: &str) -> String {
     if namespace.is_empty() {
-        format!("/{}/{name}", gr.resource)
+        format!("/{}/{name}", prefix(gr))
     } else {
-        format!("/{}/{namespace}/{name}", gr.resource)
+        format!("/{}/{namespace}/{name}", prefix(gr))
     }
 }
 
@@ -49,9 +61,9 @@ impl ObjectStore for StorageObjects {
 
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError> {
         let prefix = if namespace.is_empty() {
-            format!("/{}/", gr.resource)
+            format!("/{}/", prefix(gr))
         } else {
-            format!("/{}/{namespace}/", gr.resource)
+            format!("/{}/{namespace}/", prefix(gr))
         };
         Ok(self
             .storage

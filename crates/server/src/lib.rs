@@ -14,6 +14,7 @@ mod admission;
 mod api;
 pub mod audit;
 pub mod body;
+pub mod controllers;
 pub mod config;
 pub mod duration;
 mod error;
@@ -194,6 +195,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.watch_cache = config.watch_cache;
     let groups = kapi_registry::build(registry_config).await?;
     kapi_registry::bootstrap(&groups).await?;
+    // Namespaces get their default ServiceAccount and kube-root-ca.crt, as upstream's
+    // controller manager gives them.
+    let controllers = controllers::start(&groups, storage.clone(), pki.ca_pem.clone())?;
 
     let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
     let handler_config = kapi_endpoints::HandlerConfig {
@@ -250,6 +254,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let drain = config.shutdown_timeout;
     let task = tokio::spawn(async move {
+        // The controllers live (and stop) with the server.
+        let _controllers = controllers;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
             let _ = stop_rx.await;

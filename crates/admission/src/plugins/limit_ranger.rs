@@ -1,6 +1,8 @@
 //! LimitRanger: applies `default` (limits) and `defaultRequest` (requests) of the namespace's
 //! LimitRange `Container` items to containers that lack them, on pod create, and enforces
-//! `min`/`max` per Container and per Pod, with upstream's wording.
+//! `min`, `max` and `maxLimitRequestRatio` per Container and per Pod (pod creates), and `min`/`max`
+//! of the storage request per PersistentVolumeClaim (claim creates and updates), with
+//! upstream's wording.
 
 use super::quantity;
 use crate::objects::ObjectStore;
@@ -146,7 +148,8 @@ impl MutationInterface for LimitRanger {
     }
 }
 
-/// min/max checks of one set of requests and limits against a LimitRange item.
+/// min, max and ratio checks of one set of requests and limits against a LimitRange item, as
+/// upstream's `minConstraint`, `maxConstraint` and `limitRequestRatioConstraint` word them.
 fn check(
     item: &Map<String, Value>,
     kind: &str,
@@ -154,79 +157,175 @@ fn check(
     limits: &Map<String, Value>,
     errs: &mut Vec<String>,
 ) {
-    let text = |v: &Value| {
-        v.as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| v.to_string())
+    let entries = |key: &str| {
+        item.get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
     };
-    if let Some(min) = item.get("min").and_then(Value::as_object) {
-        for (res, m) in min {
-            match requests.get(res) {
-                None => errs.push(format!(
-                    "minimum {res} usage per {kind} is {}.  No request is specified",
-                    text(m)
-                )),
-                Some(r) if quantity::of(r) < quantity::of(m) => errs.push(format!(
-                    "minimum {res} usage per {kind} is {}, but request is {}",
-                    text(m),
-                    text(r)
-                )),
-                _ => {}
-            }
-        }
-    }
-    if let Some(max) = item.get("max").and_then(Value::as_object) {
-        for (res, m) in max {
-            match limits.get(res) {
-                None => errs.push(format!(
-                    "maximum {res} usage per {kind} is {}.  No limit is specified",
-                    text(m)
-                )),
-                Some(l) if quantity::of(l) > quantity::of(m) => errs.push(format!(
-                    "maximum {res} usage per {kind} is {}, but limit is {}",
-                    text(m),
+    for (res, m) in entries("min") {
+        let (req, lim) = (requests.get(&res), limits.get(&res));
+        let e = text(&m);
+        match req {
+            None => errs.push(format!(
+                "minimum {res} usage per {kind} is {e}.  No request is specified"
+            )),
+            Some(r) if quantity::of(r) < quantity::of(&m) => errs.push(format!(
+                "minimum {res} usage per {kind} is {e}, but request is {}",
+                text(r)
+            )),
+            _ => match lim {
+                Some(l) if quantity::of(l) < quantity::of(&m) => errs.push(format!(
+                    "minimum {res} usage per {kind} is {e}, but limit is {}",
                     text(l)
                 )),
                 _ => {}
+            },
+        }
+    }
+    for (res, m) in entries("max") {
+        let (req, lim) = (requests.get(&res), limits.get(&res));
+        let e = text(&m);
+        match lim {
+            None => errs.push(format!(
+                "maximum {res} usage per {kind} is {e}.  No limit is specified"
+            )),
+            Some(l) if quantity::of(l) > quantity::of(&m) => errs.push(format!(
+                "maximum {res} usage per {kind} is {e}, but limit is {}",
+                text(l)
+            )),
+            _ => match req {
+                Some(r) if quantity::of(r) > quantity::of(&m) => errs.push(format!(
+                    "maximum {res} usage per {kind} is {e}, but request is {}",
+                    text(r)
+                )),
+                _ => {}
+            },
+        }
+    }
+    for (res, m) in entries("maxLimitRequestRatio") {
+        let e = text(&m);
+        let req = requests.get(&res).and_then(quantity::of).unwrap_or(0.0);
+        let lim = limits.get(&res).and_then(quantity::of).unwrap_or(0.0);
+        if req == 0.0 {
+            errs.push(format!("{res} max limit to request ratio per {kind} is {e}, but no request is specified or request is 0"));
+        } else if lim == 0.0 {
+            errs.push(format!("{res} max limit to request ratio per {kind} is {e}, but no limit is specified or limit is 0"));
+        } else {
+            let ratio = lim / req;
+            if ratio > quantity::of(&m).unwrap_or(f64::MAX) {
+                errs.push(format!("{res} max limit to request ratio per {kind} is {e}, but provided ratio is {ratio:.6}"));
             }
         }
     }
 }
 
-fn sum(pod: &Object, kind: &str) -> Map<String, Value> {
-    let mut totals: std::collections::BTreeMap<String, f64> = Default::default();
-    for (field, list) in super::pod_containers(pod) {
-        if field == "spec.ephemeralContainers" {
-            continue;
+/// A PersistentVolumeClaim's storage request against `min` and `max` (requests only).
+fn check_claim(item: &Map<String, Value>, requests: &Map<String, Value>, errs: &mut Vec<String>) {
+    let kind = "PersistentVolumeClaim";
+    for (res, m) in item
+        .get("min")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let e = text(m);
+        match requests.get(res) {
+            None => errs.push(format!(
+                "minimum {res} usage per {kind} is {e}.  No request is specified"
+            )),
+            Some(r) if quantity::of(r) < quantity::of(m) => errs.push(format!(
+                "minimum {res} usage per {kind} is {e}, but request is {}",
+                text(r)
+            )),
+            _ => {}
         }
+    }
+    for (res, m) in item
+        .get("max")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let e = text(m);
+        match requests.get(res) {
+            None => errs.push(format!(
+                "maximum {res} usage per {kind} is {e}.  No request is specified"
+            )),
+            Some(r) if quantity::of(r) > quantity::of(m) => errs.push(format!(
+                "maximum {res} usage per {kind} is {e}, but request is {}",
+                text(r)
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// The pod's effective requests or limits: the larger of the containers' sum and each init
+/// container's own, per resource, as upstream's `PodRequests`/`PodLimits`.
+fn pod_totals(pod: &Object, kind: &str) -> Map<String, Value> {
+    let mut sum: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut init_max: std::collections::BTreeMap<String, f64> = Default::default();
+    // Sums print in the form of the first quantity seen (binary stays binary).
+    let mut sample: std::collections::BTreeMap<String, String> = Default::default();
+    for (field, list) in super::pod_containers(pod) {
         for c in list {
             for (k, v) in resources_of(c, kind).into_iter().flatten() {
-                *totals.entry(k.clone()).or_default() += quantity::of(v).unwrap_or(0.0);
+                let q = quantity::of(v).unwrap_or(0.0);
+                sample.entry(k.clone()).or_insert_with(|| text(v));
+                match field {
+                    "spec.containers" => *sum.entry(k.clone()).or_default() += q,
+                    "spec.initContainers" => {
+                        let e = init_max.entry(k.clone()).or_default();
+                        *e = e.max(q);
+                    }
+                    _ => {}
+                }
             }
         }
     }
-    totals
-        .into_iter()
-        .map(|(k, v)| (k, Value::from(v)))
+    for (k, v) in init_max {
+        let e = sum.entry(k).or_default();
+        *e = e.max(v);
+    }
+    sum.into_iter()
+        .map(|(k, v)| {
+            let like = sample.get(&k).map(String::as_str).unwrap_or("");
+            let text = quantity::format_like(v, like);
+            (k, Value::from(text))
+        })
         .collect()
+}
+
+fn text(v: &Value) -> String {
+    super::util::text(v)
 }
 
 #[async_trait]
 impl ValidationInterface for LimitRanger {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        if !is_pod_create(a) {
+        let claim = a.resource.group.is_empty()
+            && a.resource.resource == "persistentvolumeclaims"
+            && a.subresource.is_empty()
+            && matches!(a.operation, Operation::Create | Operation::Update);
+        if !is_pod_create(a) && !claim {
             return Ok(());
         }
-        let Some(pod) = a.object.as_ref() else {
+        let Some(obj) = a.object.as_ref() else {
             return Ok(());
         };
         let items = self.items(&a.namespace).await?;
         let empty = Map::new();
         let mut errs = Vec::new();
         for item in &items {
-            match item.get("type").and_then(Value::as_str) {
-                Some("Container") => {
-                    for (_, list) in super::pod_containers(pod) {
+            match (claim, item.get("type").and_then(Value::as_str)) {
+                (false, Some("Container")) => {
+                    for (field, list) in super::pod_containers(obj) {
+                        if field == "spec.ephemeralContainers" {
+                            continue;
+                        }
                         for c in list {
                             check(
                                 item,
@@ -238,13 +337,20 @@ impl ValidationInterface for LimitRanger {
                         }
                     }
                 }
-                Some("Pod") => check(
+                (false, Some("Pod")) => check(
                     item,
                     "Pod",
-                    &sum(pod, "requests"),
-                    &sum(pod, "limits"),
+                    &pod_totals(obj, "requests"),
+                    &pod_totals(obj, "limits"),
                     &mut errs,
                 ),
+                (true, Some("PersistentVolumeClaim")) => {
+                    let requests = obj
+                        .get("spec")
+                        .and_then(|s| s.get("resources")?.get("requests")?.as_object())
+                        .unwrap_or(&empty);
+                    check_claim(item, requests, &mut errs);
+                }
                 _ => {}
             }
         }

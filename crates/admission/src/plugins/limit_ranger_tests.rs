@@ -68,3 +68,83 @@ async fn min_and_max_are_enforced_with_upstream_wording() {
         e.message
     );
 }
+
+fn ranged(limits: serde_json::Value) -> LimitRanger {
+    let m = Arc::new(MemoryObjects::default());
+    m.put(
+        "limitranges",
+        json!({"metadata": {"name": "lr", "namespace": "d"}, "spec": {"limits": limits}}),
+    );
+    LimitRanger { objects: m }
+}
+
+#[tokio::test]
+async fn ratio_is_enforced_with_upstream_wording() {
+    let lr = ranged(json!([{"type": "Container", "maxLimitRequestRatio": {"cpu": "2"}}]));
+    let a = pod(
+        json!([{"name": "c", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "250m"}}}]),
+    );
+    let e = lr.validate(&a).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        r#"pods "p" is forbidden: cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000"#
+    );
+    let a = pod(json!([{"name": "c", "resources": {"limits": {"cpu": "1"}}}]));
+    let e = lr.validate(&a).await.unwrap_err();
+    assert!(e.message.ends_with("cpu max limit to request ratio per Container is 2, but no request is specified or request is 0"), "{}", e.message);
+    let a = pod(
+        json!([{"name": "c", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "500m"}}}]),
+    );
+    lr.validate(&a).await.unwrap();
+}
+
+#[tokio::test]
+async fn pod_limits_take_init_containers_into_account() {
+    let lr = ranged(json!([{"type": "Pod", "max": {"memory": "1Gi"}}]));
+    let mut a = pod(
+        json!([{"name": "a", "resources": {"limits": {"memory": "512Mi"}}},
+        {"name": "b", "resources": {"limits": {"memory": "256Mi"}}}]),
+    );
+    lr.validate(&a).await.unwrap();
+    a.object.as_mut().unwrap().get_mut("spec").unwrap()["initContainers"] =
+        json!([{"name": "i", "resources": {"limits": {"memory": "2Gi"}}}]);
+    let e = lr.validate(&a).await.unwrap_err();
+    assert!(
+        e.message
+            .contains("maximum memory usage per Pod is 1Gi, but limit is 2Gi"),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test]
+async fn claims_are_held_to_storage_min_and_max() {
+    let lr = ranged(
+        json!([{"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}}]),
+    );
+    let claim = |size: &str| {
+        let mut a = Attributes::new(
+            Operation::Create,
+            GroupVersionKind::new("", "v1", "PersistentVolumeClaim"),
+            GroupVersionResource::new("", "v1", "persistentvolumeclaims"),
+            "d",
+            "c",
+        );
+        a.object = Some(
+            Object::from_value(json!({"metadata": {"name": "c"},
+            "spec": {"resources": {"requests": {"storage": size}}}}))
+            .unwrap(),
+        );
+        a
+    };
+    lr.validate(&claim("5Gi")).await.unwrap();
+    let e = lr.validate(&claim("20Gi")).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        r#"persistentvolumeclaims "c" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 20Gi"#
+    );
+    let e = lr.validate(&claim("500Mi")).await.unwrap_err();
+    assert!(e
+        .message
+        .ends_with("minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"));
+}

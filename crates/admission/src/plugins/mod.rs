@@ -4,10 +4,18 @@
 
 pub mod always;
 pub mod always_pull_images;
+pub mod classes;
 pub mod limit_ranger;
 pub mod namespace;
+pub mod priority;
 pub mod quantity;
 pub mod resource_quota;
+pub mod restrictions;
+pub mod runtime_class;
+pub mod service_account;
+pub mod storage;
+pub mod tolerations;
+pub mod util;
 
 use crate::order::{ALL_ORDERED_PLUGINS, UPSTREAM_DEFAULT_ON};
 use crate::registry::{AdmissionError, Plugins};
@@ -21,6 +29,13 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     namespace::register(plugins)?;
     limit_ranger::register(plugins)?;
     resource_quota::register(plugins)?;
+    service_account::register(plugins)?;
+    tolerations::register(plugins)?;
+    storage::register(plugins)?;
+    classes::register(plugins)?;
+    priority::register(plugins)?;
+    runtime_class::register(plugins)?;
+    restrictions::register(plugins)?;
     for name in ALL_ORDERED_PLUGINS {
         if !plugins.is_registered(name) {
             plugins.register_unsupported(name, unsupported_reason(name))?;

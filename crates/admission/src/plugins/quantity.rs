@@ -1,4 +1,5 @@
-//! Just enough of `resource.Quantity` to compare values: parses `100m`, `1Gi`, `2e3`, `1.5`.
+//! Just enough of `resource.Quantity` to compare and add values: parses `100m`, `1Gi`, `2e3`,
+//! `1.5`, and prints sums in canonical form (`500m`, `2k`, `256Mi`) as upstream does.
 
 /// The value of a quantity string, or `None` if it is not one.
 pub fn parse(s: &str) -> Option<f64> {
@@ -40,6 +41,63 @@ pub fn of(v: &serde_json::Value) -> Option<f64> {
     }
 }
 
+/// `v` in canonical decimal form: the largest SI suffix that keeps an integer (`1500m` is
+/// `1500m`, `2000` is `2k`, `0.5` is `500m`).
+pub fn format(v: f64) -> String {
+    format_as(v, false)
+}
+
+/// `v` in the form of `sample`: binary suffixes when `sample` uses one (`Mi`, `Gi`, ...).
+pub fn format_like(v: f64, sample: &str) -> String {
+    format_as(v, sample.trim().ends_with('i'))
+}
+
+fn format_as(v: f64, binary: bool) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let is_int = |x: f64| (x - x.round()).abs() < 1e-9 * x.abs().max(1.0);
+    if is_int(v) {
+        let n = v.round();
+        if binary {
+            for (suffix, pow) in [
+                ("Ei", 6),
+                ("Pi", 5),
+                ("Ti", 4),
+                ("Gi", 3),
+                ("Mi", 2),
+                ("Ki", 1),
+            ] {
+                let d = 1024f64.powi(pow);
+                if (n / d).fract() == 0.0 && n.abs() >= d {
+                    return format!("{}{suffix}", (n / d) as i64);
+                }
+            }
+            return format!("{}", n as i64);
+        }
+        for (suffix, pow) in [
+            ("E", 18),
+            ("P", 15),
+            ("T", 12),
+            ("G", 9),
+            ("M", 6),
+            ("k", 3),
+        ] {
+            let d = 10f64.powi(pow);
+            if n.abs() >= d && is_int(n / d) {
+                return format!("{}{suffix}", (n / d).round() as i64);
+            }
+        }
+        return format!("{}", n as i64);
+    }
+    for (suffix, mult) in [("m", 1e3), ("u", 1e6), ("n", 1e9)] {
+        if is_int(v * mult) {
+            return format!("{}{suffix}", (v * mult).round() as i64);
+        }
+    }
+    format!("{}n", (v * 1e9).ceil() as i64)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -49,5 +107,16 @@ mod tests {
         assert_eq!(super::parse("2k"), Some(2000.0));
         assert_eq!(super::parse("1e3"), Some(1000.0));
         assert_eq!(super::parse("x"), None);
+    }
+
+    #[test]
+    fn formats_canonically() {
+        assert_eq!(super::format(0.5), "500m");
+        assert_eq!(super::format(1.25), "1250m");
+        assert_eq!(super::format(2000.0), "2k");
+        assert_eq!(super::format(3.0), "3");
+        assert_eq!(super::format(0.0), "0");
+        assert_eq!(super::format_like(268435456.0, "128Mi"), "256Mi");
+        assert_eq!(super::format_like(1610612736.0, "1Gi"), "1536Mi");
     }
 }
