@@ -86,6 +86,29 @@ pub struct Options {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
 
+    /// Static bearer tokens: a CSV file of token,user,uid,"group1,group2".
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// The private key (RSA or EC P-256, PEM) service-account tokens are signed with. Default:
+    /// a key kapi makes under <cert-dir> on first start.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// A PEM file of public keys (or private keys, or certificates) service-account tokens are
+    /// verified with; repeatable. Default: the signing key.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The issuer of service-account tokens (iss); repeatable: the first signs, all are
+    /// accepted.
+    #[arg(long, value_name = "URL")]
+    pub service_account_issuer: Vec<String>,
+
+    /// Audiences the API accepts tokens for, comma separated. Default: the issuers.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
     /// Admission plugins to enable besides the defaults, comma separated.
     #[arg(long, value_delimiter = ',')]
     pub enable_admission_plugins: Vec<String>,
@@ -213,6 +236,37 @@ impl Options {
             errors.push("--authorization-mode: at least one mode is needed".to_string());
         }
         config.anonymous_auth = self.anonymous_auth;
+        for (flag, path) in std::iter::once(("--token-auth-file", &self.token_auth_file))
+            .chain(std::iter::once((
+                "--service-account-signing-key-file",
+                &self.service_account_signing_key_file,
+            )))
+            .filter_map(|(f, p)| p.as_ref().map(|p| (f, p)))
+            .chain(
+                self.service_account_key_file
+                    .iter()
+                    .map(|p| ("--service-account-key-file", p)),
+            )
+        {
+            if !path.is_file() {
+                errors.push(format!("{flag}: {} does not exist", path.display()));
+            }
+        }
+        config.token_auth_file = self.token_auth_file.clone();
+        config.service_account_signing_key_file = self.service_account_signing_key_file.clone();
+        config.service_account_key_files = self.service_account_key_file.clone();
+        config.service_account_issuers = self
+            .service_account_issuer
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        config.api_audiences = self
+            .api_audiences
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
         config.enable_admission_plugins = self
             .enable_admission_plugins
             .iter()

@@ -71,6 +71,18 @@ pub struct ServerConfig {
     pub authorization_modes: Vec<AuthorizationMode>,
     /// Requests without credentials are `system:anonymous` (true) or 401 (false).
     pub anonymous_auth: bool,
+    /// `--token-auth-file`: static bearer tokens (CSV `token,user,uid,"group1,group2"`).
+    pub token_auth_file: Option<PathBuf>,
+    /// `--service-account-signing-key-file`; absent: a key kapi makes under `cert_dir`.
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// `--service-account-key-file` (repeatable): keys tokens are verified with; absent: the
+    /// signing key's public half.
+    pub service_account_key_files: Vec<PathBuf>,
+    /// `--service-account-issuer` (repeatable): the first signs, all are accepted; absent:
+    /// `https://kubernetes.default.svc.cluster.local`.
+    pub service_account_issuers: Vec<String>,
+    /// `--api-audiences`; absent: the issuers.
+    pub api_audiences: Vec<String>,
     pub enable_admission_plugins: Vec<String>,
     pub disable_admission_plugins: Vec<String>,
     /// `--admission-control-config-file`: an `AdmissionConfiguration` (YAML or JSON).
@@ -109,6 +121,11 @@ impl ServerConfig {
             service_node_port_range: 30000..=32767,
             authorization_modes: vec![AuthorizationMode::AlwaysAllow],
             anonymous_auth: true,
+            token_auth_file: None,
+            service_account_signing_key_file: None,
+            service_account_key_files: Vec::new(),
+            service_account_issuers: Vec::new(),
+            api_audiences: Vec::new(),
             enable_admission_plugins: Vec::new(),
             disable_admission_plugins: Vec::new(),
             admission_control_config_file: None,

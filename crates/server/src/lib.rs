@@ -12,6 +12,7 @@
 
 mod admission;
 mod api;
+pub mod authapi;
 pub mod audit;
 pub mod body;
 pub mod controllers;
@@ -33,7 +34,6 @@ pub use config::{AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::ServerError;
 
-use filters::authentication::{Authenticator, X509Authenticator};
 use filters::authorization::{AlwaysAllow, AlwaysDeny, Authorizer, Union};
 use kapi_storage::DynStorage;
 use metrics::Metrics;
@@ -193,8 +193,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
-    let groups = kapi_registry::build(registry_config).await?;
+    let mut groups = kapi_registry::build(registry_config).await?;
     kapi_registry::bootstrap(&groups).await?;
+    let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
+    let authentication = authapi::setup(&config, &mut groups, &checker).await?;
     // Namespaces get their default ServiceAccount and kube-root-ca.crt, as upstream's
     // controller manager gives them.
     let controllers = controllers::start(&groups, storage.clone(), pki.ca_pem.clone())?;
@@ -211,16 +213,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let health = health::Health::new(storage.clone(), shutting_down.clone());
     let api = api::ApiService::new(handler.clone(), health, metrics.clone());
 
-    let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
-    let authenticators: Vec<Box<dyn Authenticator>> =
-        vec![Box::new(X509Authenticator::new(checker.clone()))];
     let chain = filters::build_handler_chain(
         api,
         filters::ChainConfig {
             metrics: metrics.clone(),
             known_resource: Some(known_resource(handler.clone())),
             request_timeout: config.request_timeout,
-            authenticators,
+            authenticators: authentication.authenticators,
             anonymous_auth: config.anonymous_auth,
             authorizer: authorizer(&config.authorization_modes),
             max_requests_inflight: config.max_requests_inflight,

@@ -35,7 +35,7 @@ pub struct ChainConfig {
     /// Which resources are installed (for metric labels); `None` trusts every path.
     pub known_resource: Option<metrics::KnownResource>,
     pub request_timeout: Duration,
-    pub authenticators: Vec<Box<dyn Authenticator>>,
+    pub authenticators: Vec<Arc<dyn Authenticator>>,
     pub anonymous_auth: bool,
     pub authorizer: Arc<dyn Authorizer>,
     pub max_requests_inflight: usize,

@@ -1,0 +1,92 @@
+//! [`RegistryLookup`]: the live ServiceAccounts, Secrets and Pods bound tokens are checked
+//! against, read through the core group's storages (quorum reads, so a deletion is seen at
+//! once).
+
+use crate::error::ServerError;
+use async_trait::async_trait;
+use kapi_auth::authn::serviceaccount::{LookupError, ServiceAccountLookup};
+use kapi_machinery::{ApiError, GetOptions, Object};
+use kapi_registry::rest::{ApiGroupInfo, Context, Storage};
+use std::sync::Arc;
+
+pub struct RegistryLookup {
+    service_accounts: Arc<dyn Storage>,
+    secrets: Arc<dyn Storage>,
+    pods: Arc<dyn Storage>,
+}
+
+fn core_storage(groups: &[ApiGroupInfo], resource: &str) -> Result<Arc<dyn Storage>, ServerError> {
+    groups
+        .iter()
+        .filter(|g| g.group.is_empty())
+        .flat_map(|g| g.versions.iter().filter(|v| v.version == "v1"))
+        .flat_map(|v| v.storages.iter())
+        .find(|s| {
+            s.info().resource == resource
+                && s.info().subresource.is_empty()
+                && s.as_getter().is_some()
+        })
+        .cloned()
+        .ok_or_else(|| ServerError::Config(format!("core/v1 {resource} are not installed")))
+}
+
+impl RegistryLookup {
+    pub fn new(groups: &[ApiGroupInfo]) -> Result<Self, ServerError> {
+        Ok(Self {
+            service_accounts: core_storage(groups, "serviceaccounts")?,
+            secrets: core_storage(groups, "secrets")?,
+            pods: core_storage(groups, "pods")?,
+        })
+    }
+
+    /// The object, `None` when it does not exist.
+    pub async fn get(
+        storage: &dyn Storage,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object>, ApiError> {
+        let Some(getter) = storage.as_getter() else {
+            return Ok(None);
+        };
+        let ctx = Context {
+            namespace: namespace.into(),
+            ..Default::default()
+        };
+        match getter.get(&ctx, name, &GetOptions::default()).await {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn service_accounts(&self) -> &dyn Storage {
+        self.service_accounts.as_ref()
+    }
+    pub fn secrets(&self) -> &dyn Storage {
+        self.secrets.as_ref()
+    }
+    pub fn pods(&self) -> &dyn Storage {
+        self.pods.as_ref()
+    }
+}
+
+fn lookup_error(e: ApiError) -> LookupError {
+    LookupError(e.message)
+}
+
+#[async_trait]
+impl ServiceAccountLookup for RegistryLookup {
+    async fn service_account(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
+        Self::get(self.service_accounts(), ns, name)
+            .await
+            .map_err(lookup_error)
+    }
+    async fn secret(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
+        Self::get(self.secrets(), ns, name)
+            .await
+            .map_err(lookup_error)
+    }
+    async fn pod(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
+        Self::get(self.pods(), ns, name).await.map_err(lookup_error)
+    }
+}

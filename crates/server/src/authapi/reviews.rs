@@ -1,0 +1,229 @@
+//! `authentication.k8s.io/v1` reviews, create-only and never stored, as upstream's:
+//! TokenReview (is this token good, and for whom? — the same token authenticators as bearer
+//! tokens, for the audiences asked or `--api-audiences`) and SelfSubjectReview (who am I? —
+//! `kubectl auth whoami`).
+
+use async_trait::async_trait;
+use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenReview};
+use kapi_auth::authn::bearer::INVALID_BEARER_TOKEN;
+use kapi_auth::authn::{
+    intersect, with_authenticated_group, TokenAuthenticated, TokenAuthenticator, TokenUnion,
+};
+use kapi_machinery::{ApiError, Object, UserInfo};
+use kapi_registry::rest::{
+    Context, Creater, FieldValidation, ResourceInfo, Storage, ValidateObjectFn, WriteOptions,
+    WriteResult,
+};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+fn info(resource: &str, kind: &str, singular: &str) -> ResourceInfo {
+    ResourceInfo {
+        group: super::GROUP.into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        subresource: String::new(),
+        kind: kind.into(),
+        list_kind: String::new(),
+        singular: singular.into(),
+        namespaced: false,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+    }
+}
+
+/// `authentication.k8s.io/v1 UserInfo` (empty fields omitted, as Go's omitempty does).
+pub fn user_info_json(u: &UserInfo) -> Value {
+    let mut m = Map::new();
+    if !u.name.is_empty() {
+        m.insert("username".into(), json!(u.name));
+    }
+    if !u.uid.is_empty() {
+        m.insert("uid".into(), json!(u.uid));
+    }
+    if !u.groups.is_empty() {
+        m.insert("groups".into(), json!(u.groups));
+    }
+    if !u.extra.is_empty() {
+        m.insert("extra".into(), json!(u.extra));
+    }
+    Value::Object(m)
+}
+
+/// `POST /apis/authentication.k8s.io/v1/tokenreviews`.
+pub struct TokenReviewStorage {
+    info: ResourceInfo,
+    tokens: Arc<TokenUnion>,
+    api_audiences: Vec<String>,
+}
+
+impl TokenReviewStorage {
+    pub fn new(tokens: Arc<TokenUnion>, api_audiences: Vec<String>) -> Self {
+        Self {
+            info: info("tokenreviews", "TokenReview", "tokenreview"),
+            tokens,
+            api_audiences,
+        }
+    }
+}
+
+impl Storage for TokenReviewStorage {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError> {
+        kapi_registry::codec::decode::<TokenReview>(body, validation)
+    }
+    fn as_creater(&self) -> Option<&dyn Creater> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Creater for TokenReviewStorage {
+    async fn create(
+        &self,
+        ctx: &Context,
+        obj: Object,
+        validate: ValidateObjectFn,
+        _opts: &WriteOptions,
+    ) -> Result<WriteResult, ApiError> {
+        if !ctx.namespace.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "namespace is not allowed on this type: {}",
+                ctx.namespace
+            )));
+        }
+        let mut review = obj.into_value();
+        let token = review
+            .pointer("/spec/token")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if token.is_empty() {
+            return Err(ApiError::bad_request(
+                "token is required for TokenReview in authentication",
+            ));
+        }
+        validate(Object::from_value(review.clone())?).await?;
+        let mut audiences: Vec<String> = review
+            .pointer("/spec/audiences")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if audiences.is_empty() {
+            audiences = self.api_audiences.clone();
+        }
+        let mut status = Map::new();
+        match self
+            .tokens
+            .authenticate_token(&token, Some(&audiences))
+            .await
+        {
+            TokenAuthenticated::User(u) => {
+                if !audiences.is_empty() && intersect(&audiences, &u.audiences).is_empty() {
+                    return Err(ApiError::internal(
+                        "token authenticator returned an audience that the review did not ask for",
+                    ));
+                }
+                status.insert("authenticated".into(), json!(true));
+                status.insert(
+                    "user".into(),
+                    user_info_json(&with_authenticated_group(u.user)),
+                );
+                status.insert("audiences".into(), json!(u.audiences));
+            }
+            TokenAuthenticated::Failed(e) => {
+                status.insert("user".into(), json!({}));
+                status.insert("error".into(), json!(e));
+            }
+            TokenAuthenticated::NotMine => {
+                status.insert("user".into(), json!({}));
+                status.insert("error".into(), json!(INVALID_BEARER_TOKEN));
+            }
+        }
+        review["status"] = Value::Object(status);
+        if review.get("metadata").is_none() {
+            review["metadata"] = json!({});
+        }
+        Ok(WriteResult {
+            object: Object::from_value(review)?,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews`.
+pub struct SelfSubjectReviewStorage {
+    info: ResourceInfo,
+}
+
+impl SelfSubjectReviewStorage {
+    pub fn new() -> Self {
+        Self {
+            info: info(
+                "selfsubjectreviews",
+                "SelfSubjectReview",
+                "selfsubjectreview",
+            ),
+        }
+    }
+}
+
+impl Default for SelfSubjectReviewStorage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Storage for SelfSubjectReviewStorage {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError> {
+        kapi_registry::codec::decode::<SelfSubjectReview>(body, validation)
+    }
+    fn as_creater(&self) -> Option<&dyn Creater> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Creater for SelfSubjectReviewStorage {
+    async fn create(
+        &self,
+        ctx: &Context,
+        obj: Object,
+        validate: ValidateObjectFn,
+        _opts: &WriteOptions,
+    ) -> Result<WriteResult, ApiError> {
+        validate(obj).await?;
+        if ctx.user.name.is_empty() {
+            return Err(ApiError::bad_request("no user present on request"));
+        }
+        let review = json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {
+                "creationTimestamp": super::token_request::rfc3339(kapi_auth::token::now_unix()),
+            },
+            "status": {"userInfo": user_info_json(&ctx.user)},
+        });
+        Ok(WriteResult {
+            object: Object::from_value(review)?,
+            warnings: Vec::new(),
+        })
+    }
+}

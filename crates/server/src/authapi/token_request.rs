@@ -1,0 +1,265 @@
+//! `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token`: TokenRequest, as upstream's
+//! `TokenREST`. Audiences default to `--api-audiences`, `expirationSeconds` to 3600 (at least
+//! 600, at most 2^32); a `boundObjectRef` (Pod or Secret) ties the token to that object's life.
+//! The answer carries `status.token` and `status.expirationTimestamp`.
+
+use super::lookup::RegistryLookup;
+use async_trait::async_trait;
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use kapi_auth::token::{now_unix, BoundKind, BoundObject, TokenIssuer, TokenSpec};
+use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
+use kapi_registry::rest::{
+    Context, Creater, FieldValidation, ResourceInfo, Storage, ValidateObjectFn, WriteOptions,
+    WriteResult,
+};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+const MIN_EXPIRATION_SECONDS: i64 = 600;
+const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+
+pub struct TokenRequestStorage {
+    info: ResourceInfo,
+    issuer: TokenIssuer,
+    audiences: Vec<String>,
+    lookup: Arc<RegistryLookup>,
+}
+
+impl TokenRequestStorage {
+    pub fn new(issuer: TokenIssuer, audiences: Vec<String>, lookup: Arc<RegistryLookup>) -> Self {
+        Self {
+            info: ResourceInfo {
+                group: String::new(),
+                version: "v1".into(),
+                resource: "serviceaccounts".into(),
+                subresource: "token".into(),
+                kind: "TokenRequest".into(),
+                list_kind: String::new(),
+                singular: String::new(),
+                namespaced: true,
+                short_names: Vec::new(),
+                categories: Vec::new(),
+            },
+            issuer,
+            audiences,
+            lookup,
+        }
+    }
+}
+
+impl Storage for TokenRequestStorage {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+    fn decode(
+        &self,
+        body: Object,
+        validation: FieldValidation,
+    ) -> Result<(Object, Vec<String>), ApiError> {
+        // The status is the server's to fill (clients send `status: {}`, which the typed
+        // form, with required status fields, would refuse).
+        let mut body = body;
+        body.as_map_mut().remove("status");
+        kapi_registry::codec::decode::<TokenRequest>(body, validation)
+    }
+    fn as_creater(&self) -> Option<&dyn Creater> {
+        Some(self)
+    }
+}
+
+fn gvk() -> GroupVersionKind {
+    GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest")
+}
+
+/// RFC 3339 in UTC, whole seconds, as `metav1.Time` marshals.
+pub fn rfc3339(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(v, |v, k| v.get(*k))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+impl TokenRequestStorage {
+    /// The bound object named by `spec.boundObjectRef`, checked as upstream checks it.
+    async fn bound_object(
+        &self,
+        namespace: &str,
+        service_account: &str,
+        r: &Value,
+    ) -> Result<BoundObject, ApiError> {
+        let api_version = str_at(r, &["apiVersion"]);
+        let kind = str_at(r, &["kind"]);
+        let name = str_at(r, &["name"]);
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let (kind_enum, storage) = match (group, kind) {
+            ("", "Pod") => (BoundKind::Pod, self.lookup.pods()),
+            ("", "Secret") => (BoundKind::Secret, self.lookup.secrets()),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token to object of type {group}/{version}, Kind={kind}"
+                )))
+            }
+        };
+        let resource = if kind_enum == BoundKind::Pod {
+            "pods"
+        } else {
+            "secrets"
+        };
+        let obj = RegistryLookup::get(storage, namespace, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(&GroupResource::new("", resource), name))?;
+        if kind_enum == BoundKind::Pod
+            && obj
+                .get("spec")
+                .and_then(|s| s.get("serviceAccountName"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                != service_account
+        {
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token for serviceaccount {service_account:?} to pod running with different serviceaccount name."
+            )));
+        }
+        let uid = obj.uid().to_string();
+        let wanted = str_at(r, &["uid"]);
+        if !wanted.is_empty() && wanted != uid {
+            return Err(ApiError::conflict(
+                &GroupResource::new(group, kind),
+                name,
+                format!("the UID in the bound object reference ({wanted}) does not match the UID in record. The object might have been deleted and then recreated"),
+            ));
+        }
+        Ok(BoundObject {
+            kind: kind_enum,
+            name: name.into(),
+            uid,
+        })
+    }
+}
+
+#[async_trait]
+impl Creater for TokenRequestStorage {
+    async fn create(
+        &self,
+        ctx: &Context,
+        obj: Object,
+        validate: ValidateObjectFn,
+        _opts: &WriteOptions,
+    ) -> Result<WriteResult, ApiError> {
+        let namespace = ctx.namespace.clone();
+        if namespace.is_empty() {
+            return Err(ApiError::bad_request("namespace is required"));
+        }
+        let name = obj.name().to_string();
+        if !obj.namespace().is_empty() && obj.namespace() != namespace {
+            return Err(ApiError::invalid(
+                &gvk(),
+                &name,
+                &[FieldError::invalid(
+                    "metadata.namespace",
+                    obj.namespace(),
+                    "must match the service account namespace if specified",
+                )],
+            ));
+        }
+        let sa = RegistryLookup::get(self.lookup.service_accounts(), &namespace, &name)
+            .await?
+            .ok_or_else(|| {
+                ApiError::not_found(&GroupResource::new("", "serviceaccounts"), &name)
+            })?;
+        let mut req = obj.into_value();
+        let mut audiences: Vec<String> = req
+            .pointer("/spec/audiences")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if audiences.is_empty() {
+            audiences = self.audiences.clone();
+        }
+        let expiration = req
+            .pointer("/spec/expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+        let bound_ref = req
+            .pointer("/spec/boundObjectRef")
+            .filter(|v| !v.is_null())
+            .cloned();
+        let now = now_unix();
+        req["metadata"] = json!({
+            "name": name,
+            "namespace": namespace,
+            "creationTimestamp": rfc3339(now),
+        });
+        req["spec"]["audiences"] = json!(audiences);
+        req["spec"]["expirationSeconds"] = json!(expiration);
+        if bound_ref.is_none() {
+            req["spec"]["boundObjectRef"] = Value::Null;
+        }
+        req["status"] = json!({"token": "", "expirationTimestamp": null});
+
+        let mut errors = Vec::new();
+        if expiration < MIN_EXPIRATION_SECONDS {
+            errors.push(FieldError::invalid(
+                "spec.expirationSeconds",
+                expiration,
+                "may not specify a duration less than 10 minutes",
+            ));
+        }
+        if expiration > MAX_EXPIRATION_SECONDS {
+            errors.push(FieldError::invalid(
+                "spec.expirationSeconds",
+                expiration,
+                "may not specify a duration larger than 2^32 seconds",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(&gvk(), "", &errors));
+        }
+        let request = Object::from_value(req)?;
+        validate(request.clone()).await?;
+
+        let bound = match &bound_ref {
+            Some(r) => Some(self.bound_object(&namespace, &name, r).await?),
+            None => None,
+        };
+        let spec = TokenSpec {
+            namespace: namespace.clone(),
+            service_account: name.clone(),
+            service_account_uid: sa.uid().to_string(),
+            audiences,
+            expiration_seconds: expiration,
+            bound,
+        };
+        let issued = self
+            .issuer
+            .issue(&spec, now)
+            .map_err(|e| ApiError::internal(format!("failed to generate token: {e}")))?;
+        let mut out = request.into_value();
+        out["status"] = json!({
+            "token": issued.token,
+            "expirationTimestamp": rfc3339(issued.expires_at),
+        });
+        Ok(WriteResult {
+            object: Object::from_value(out)?,
+            warnings: Vec::new(),
+        })
+    }
+}
