@@ -31,6 +31,7 @@ pub struct EtcdOptions {
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
+    Rbac,
 }
 
 impl AuthorizationMode {
@@ -38,6 +39,7 @@ impl AuthorizationMode {
         match s {
             "AlwaysAllow" => Some(Self::AlwaysAllow),
             "AlwaysDeny" => Some(Self::AlwaysDeny),
+            "RBAC" => Some(Self::Rbac),
             _ => None,
         }
     }

@@ -24,6 +24,7 @@ pub mod health;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod pki;
+pub mod rbac;
 mod serve;
 pub use serve::RemoteAddr;
 pub mod storage_metrics;
@@ -34,7 +35,6 @@ pub use config::{AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::ServerError;
 
-use filters::authorization::{AlwaysAllow, AlwaysDeny, Authorizer, Union};
 use kapi_storage::DynStorage;
 use metrics::Metrics;
 use std::future::Future;
@@ -136,22 +136,6 @@ async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError>
     }
 }
 
-fn authorizer(modes: &[AuthorizationMode]) -> Arc<dyn Authorizer> {
-    let list: Vec<Arc<dyn Authorizer>> = modes
-        .iter()
-        .map(|m| -> Arc<dyn Authorizer> {
-            match m {
-                AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
-                AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
-            }
-        })
-        .collect();
-    if list.is_empty() {
-        return Arc::new(AlwaysAllow);
-    }
-    Arc::new(Union(list))
-}
-
 /// Whether the handler serves a request's (group, version, resource), for metric labels.
 fn known_resource(handler: kapi_endpoints::ApiServerHandler) -> filters::metrics::KnownResource {
     Arc::new(move |info: &kapi_machinery::RequestInfo| {
@@ -201,6 +185,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     // controller manager gives them.
     let controllers = controllers::start(&groups, storage.clone(), pki.ca_pem.clone())?;
 
+    let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
+
     let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
@@ -210,6 +196,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    authorization.start(shutdown_rx.clone()).await?;
     let health = health::Health::new(storage.clone(), shutting_down.clone());
     let api = api::ApiService::new(handler.clone(), health, metrics.clone());
 
@@ -221,7 +208,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             request_timeout: config.request_timeout,
             authenticators: authentication.authenticators,
             anonymous_auth: config.anonymous_auth,
-            authorizer: authorizer(&config.authorization_modes),
+            authorizer: authorization.authorizer.clone(),
             max_requests_inflight: config.max_requests_inflight,
             max_mutating_requests_inflight: config.max_mutating_requests_inflight,
             shutdown: shutdown_rx,

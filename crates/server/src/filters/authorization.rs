@@ -1,144 +1,21 @@
-//! Authorization: may this user do this? Authorizers (`--authorization-mode`, in order) answer
-//! allow, deny or no opinion; the first decision wins, and no opinion from all is a deny. A
-//! denial is a 403 Forbidden Status in upstream's words, e.g. `configmaps is forbidden: User
-//! "u" cannot list resource "configmaps" in API group "" in the namespace "d"`.
-//!
-//! `AlwaysAllow` and `AlwaysDeny` today; RBAC is another [`Authorizer`] in the same list.
+//! Authorization: the filter that asks the authorizer (`--authorization-mode`, in order,
+//! behind the `system:masters` privileged-groups authorizer) about each request and answers a
+//! denial with a 403 Forbidden Status in upstream's words, e.g. `configmaps is forbidden: User
+//! "u" cannot list resource "configmaps" in API group "" in the namespace "d"`. The authorizers
+//! themselves live in `kapi_auth::authz`.
 
 use crate::body::{status_response, HttpResponse, Request};
-use async_trait::async_trait;
 use futures::future::BoxFuture;
-use kapi_machinery::{ApiError, GroupResource, RequestInfo, UserInfo};
+use kapi_machinery::{RequestInfo, UserInfo};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::{Layer, Service};
 
-/// What is being asked (upstream's `authorizer.Attributes`).
-#[derive(Clone, Debug, Default)]
-pub struct Attributes {
-    pub user: UserInfo,
-    pub verb: String,
-    pub resource_request: bool,
-    pub path: String,
-    pub namespace: String,
-    pub api_group: String,
-    pub api_version: String,
-    pub resource: String,
-    pub subresource: String,
-    pub name: String,
-}
-
-impl Attributes {
-    pub fn from_request(user: &UserInfo, info: &RequestInfo) -> Self {
-        Self {
-            user: user.clone(),
-            verb: info.verb.clone(),
-            resource_request: info.is_resource_request,
-            path: info.path.clone(),
-            namespace: info.namespace.clone(),
-            api_group: info.api_group.clone(),
-            api_version: info.api_version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone(),
-            name: info.name.clone(),
-        }
-    }
-}
-
-/// An authorizer's answer; the strings are reasons, shown to the client on denial.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    Deny(String),
-    NoOpinion(String),
-}
-
-#[async_trait]
-pub trait Authorizer: Send + Sync {
-    async fn authorize(&self, attrs: &Attributes) -> Decision;
-}
-
-/// `--authorization-mode=AlwaysAllow`.
-pub struct AlwaysAllow;
-
-#[async_trait]
-impl Authorizer for AlwaysAllow {
-    async fn authorize(&self, _: &Attributes) -> Decision {
-        Decision::Allow
-    }
-}
-
-/// `--authorization-mode=AlwaysDeny`.
-pub struct AlwaysDeny;
-
-#[async_trait]
-impl Authorizer for AlwaysDeny {
-    async fn authorize(&self, _: &Attributes) -> Decision {
-        Decision::NoOpinion("Everything is forbidden.".into())
-    }
-}
-
-/// Several authorizers, asked in order.
-pub struct Union(pub Vec<Arc<dyn Authorizer>>);
-
-#[async_trait]
-impl Authorizer for Union {
-    async fn authorize(&self, attrs: &Attributes) -> Decision {
-        let mut reasons = Vec::new();
-        for a in &self.0 {
-            match a.authorize(attrs).await {
-                Decision::NoOpinion(r) => {
-                    if !r.is_empty() {
-                        reasons.push(r)
-                    }
-                }
-                decided => return decided,
-            }
-        }
-        Decision::NoOpinion(reasons.join("\n"))
-    }
-}
-
-/// Upstream's `forbiddenMessage`.
-pub fn forbidden_message(a: &Attributes) -> String {
-    let user = &a.user.name;
-    if !a.resource_request {
-        return format!("User {user:?} cannot {} path {:?}", a.verb, a.path);
-    }
-    let resource = if a.subresource.is_empty() {
-        a.resource.clone()
-    } else {
-        format!("{}/{}", a.resource, a.subresource)
-    };
-    if a.namespace.is_empty() {
-        format!(
-            "User {user:?} cannot {} resource {resource:?} in API group {:?} at the cluster scope",
-            a.verb, a.api_group
-        )
-    } else {
-        format!(
-            "User {user:?} cannot {} resource {resource:?} in API group {:?} in the namespace {:?}",
-            a.verb, a.api_group, a.namespace
-        )
-    }
-}
-
-/// The 403 for a denied request.
-pub fn forbidden(a: &Attributes, reason: &str) -> ApiError {
-    let msg = forbidden_message(a);
-    let why = if reason.is_empty() {
-        msg
-    } else {
-        format!("{msg}: {reason}")
-    };
-    let gr = if a.resource_request {
-        GroupResource::new(a.api_group.clone(), a.resource.clone())
-    } else {
-        GroupResource::default()
-    };
-    ApiError::forbidden(&gr, &a.name, why)
-}
+pub use kapi_auth::authz::{
+    forbidden, forbidden_message, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Decision,
+    PrivilegedGroups, Union,
+};
 
 #[derive(Clone)]
 pub struct AuthorizationLayer {
