@@ -3,6 +3,7 @@
 //! verb on each requested user, service account, group, uid and extra; the request then
 //! proceeds as the impersonated user. Denials are upstream's 403 for the `impersonate` check.
 
+use super::authentication::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use super::authorization::{forbidden, Attributes, Authorizer, Decision};
 use crate::body::{status_response, HttpResponse, Request};
 use futures::future::BoxFuture;
@@ -80,60 +81,67 @@ fn check(
     }
 }
 
-/// Reads the impersonation headers; `Ok(None)` when there are none.
+/// Reads the impersonation headers; `Ok(None)` when there are none. The checks come in
+/// upstream's order (user or service account, groups, extras, uid), and so does the identity:
+/// a service account's groups only when no group is asked for, `system:authenticated` added
+/// unless a group asked for is it or `system:unauthenticated` (for `system:anonymous`:
+/// `system:unauthenticated` unless asked for).
 fn requested(req: &Request, requestor: &UserInfo) -> Result<Option<Requested>, Box<ApiError>> {
-    let users = header_values(req, USER);
+    let name = req
+        .headers()
+        .get(USER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     let groups = header_values(req, GROUP);
-    let uids = header_values(req, UID);
+    let uid = req
+        .headers()
+        .get(UID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (name, value) in req.headers() {
-        if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
-            let key = percent_decode(key);
+    for (header, value) in req.headers() {
+        if let Some(key) = header.as_str().strip_prefix(EXTRA_PREFIX) {
+            let key = percent_decode(&key.to_ascii_lowercase());
             extra
-                .entry(key.to_ascii_lowercase())
+                .entry(key)
                 .or_default()
                 .extend(value.to_str().ok().map(String::from));
         }
     }
-    if users.is_empty() && groups.is_empty() && uids.is_empty() && extra.is_empty() {
+    if name.is_empty() && groups.is_empty() && uid.is_empty() && extra.is_empty() {
         return Ok(None);
     }
-    let Some(name) = users.first().cloned() else {
+    if name.is_empty() {
         return Err(Box::new(ApiError::internal(
             "requested impersonation of groups, uid or extra without impersonating a user",
         )));
-    };
+    }
     let mut checks = Vec::new();
     let mut user = UserInfo {
         name: name.clone(),
         ..Default::default()
     };
-    if let Some(sa) = name.strip_prefix("system:serviceaccount:") {
-        let (ns, sa_name) = sa.split_once(':').unwrap_or((sa, ""));
-        checks.push(check(requestor, "", "serviceaccounts", "", ns, sa_name));
-        user.groups.extend([
-            "system:serviceaccounts".to_string(),
-            format!("system:serviceaccounts:{ns}"),
-        ]);
-    } else {
-        checks.push(check(requestor, "", "users", "", "", &name));
+    let service_account = name
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(ns, sa)| !ns.is_empty() && !sa.is_empty() && !sa.contains(':'));
+    match service_account {
+        Some((ns, sa)) => {
+            checks.push(check(requestor, "", "serviceaccounts", "", ns, sa));
+            if groups.is_empty() {
+                user.groups.extend([
+                    "system:serviceaccounts".to_string(),
+                    format!("system:serviceaccounts:{ns}"),
+                ]);
+            }
+        }
+        None => checks.push(check(requestor, "", "users", "", "", &name)),
     }
     for g in &groups {
         checks.push(check(requestor, "", "groups", "", "", g));
-        if !user.groups.contains(g) {
-            user.groups.push(g.clone());
-        }
-    }
-    if let Some(uid) = uids.first() {
-        checks.push(check(
-            requestor,
-            "authentication.k8s.io",
-            "uids",
-            "",
-            "",
-            uid,
-        ));
-        user.uid = uid.clone();
+        user.groups.push(g.clone());
     }
     for (key, values) in &extra {
         for v in values {
@@ -147,14 +155,25 @@ fn requested(req: &Request, requestor: &UserInfo) -> Result<Option<Requested>, B
             ));
         }
     }
+    if !uid.is_empty() {
+        checks.push(check(
+            requestor,
+            "authentication.k8s.io",
+            "uids",
+            "",
+            "",
+            &uid,
+        ));
+        user.uid = uid;
+    }
     user.extra = extra;
-    let special = if name == super::authentication::ANONYMOUS_USER {
-        super::authentication::UNAUTHENTICATED_GROUP
-    } else {
-        super::authentication::AUTHENTICATED_GROUP
-    };
-    if !user.groups.iter().any(|g| g == special) {
-        user.groups.push(special.into());
+    let has = |g: &str| user.groups.iter().any(|x| x == g);
+    if name == ANONYMOUS_USER {
+        if !has(UNAUTHENTICATED_GROUP) {
+            user.groups.push(UNAUTHENTICATED_GROUP.into());
+        }
+    } else if !has(AUTHENTICATED_GROUP) && !has(UNAUTHENTICATED_GROUP) {
+        user.groups.push(AUTHENTICATED_GROUP.into());
     }
     Ok(Some(Requested { user, checks }))
 }
@@ -219,3 +238,7 @@ where
         })
     }
 }
+
+#[cfg(test)]
+#[path = "impersonation_tests.rs"]
+mod tests;
