@@ -95,5 +95,6 @@ pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, Ap
     groups.extend(resources::networking::groups(&ctx));
     groups.extend(resources::storage::groups(&ctx));
     groups.extend(resources::node::groups(&ctx));
+    groups.extend(resources::autoscaling::groups(&ctx));
     Ok(groups)
 }

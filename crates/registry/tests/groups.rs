@@ -292,3 +292,112 @@ async fn storage_class_parameters_are_immutable() {
         err.message
     );
 }
+
+fn template(labels: Value) -> Value {
+    json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}})
+}
+
+#[tokio::test]
+async fn replicationcontrollers() {
+    run(
+        "",
+        "replicationcontrollers",
+        json!({"metadata": {"name": "rc"}, "spec": {"replicas": 1, "template": template(json!({"app": "web"}))}}),
+        json!({"metadata": {"name": "rc2"}, "spec": {"selector": {"app": "x"}, "template": template(json!({"app": "web"}))}}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn podtemplates() {
+    run(
+        "",
+        "podtemplates",
+        json!({"metadata": {"name": "pt"}, "template": template(json!({"a": "b"}))}),
+        json!({"metadata": {"name": "pt2"}, "template": {"spec": {"containers": []}}}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn replication_controller_scale() {
+    let r = registry().await;
+    let s = r.storage("", "replicationcontrollers", "");
+    create(
+        &s,
+        "default",
+        json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 2, "template": template(json!({"app": "web"}))}}),
+    )
+    .await
+    .unwrap();
+    let scale = r.storage("", "replicationcontrollers", "scale");
+    let mut sc = get(&scale, "default", "web").await.unwrap();
+    assert_eq!(sc.get("spec").unwrap()["replicas"], json!(2));
+    assert_eq!(sc.get("status").unwrap()["selector"], json!("app=web"));
+    sc.insert("spec", json!({"replicas": 5}));
+    put(&scale, "default", sc).await.unwrap();
+    let rc = get(&s, "default", "web").await.unwrap();
+    assert_eq!(rc.get("spec").unwrap()["replicas"], json!(5));
+    assert_eq!(rc.get("status").unwrap()["replicas"], json!(0));
+}
+
+#[tokio::test]
+async fn horizontalpodautoscalers() {
+    for version_group in ["v2", "v1"] {
+        let r = registry().await;
+        let s = r
+            .groups
+            .iter()
+            .filter(|g| g.group == "autoscaling")
+            .flat_map(|g| g.versions.iter())
+            .filter(|v| v.version == version_group)
+            .flat_map(|v| v.storages.iter())
+            .find(|s| s.info().subresource.is_empty())
+            .cloned()
+            .expect("hpa storage");
+        ResourceTest {
+            storage: s,
+            namespace: "default".into(),
+            valid: obj(json!({"metadata": {"name": "h"}, "spec": {"maxReplicas": 3, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}})),
+            invalid: obj(json!({"metadata": {"name": "h2"}, "spec": {"maxReplicas": 0, "scaleTargetRef": {"kind": "Deployment", "name": "web"}}})),
+            update: set_label,
+        }
+        .run()
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn hpa_written_as_v1_reads_as_v2() {
+    let r = registry().await;
+    let version = |v: &str| {
+        r.groups
+            .iter()
+            .filter(|g| g.group == "autoscaling")
+            .flat_map(|g| g.versions.iter())
+            .filter(|x| x.version == v)
+            .flat_map(|x| x.storages.iter())
+            .find(|s| s.info().subresource.is_empty())
+            .cloned()
+            .unwrap()
+    };
+    let created = create(
+        &version("v1"),
+        "default",
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"maxReplicas": 4, "targetCPUUtilizationPercentage": 60, "scaleTargetRef": {"kind": "Deployment", "name": "web"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(created.api_version(), "autoscaling/v1");
+    assert_eq!(
+        created.get("spec").unwrap()["targetCPUUtilizationPercentage"],
+        json!(60)
+    );
+    let v2 = get(&version("v2"), "default", "web").await.unwrap();
+    assert_eq!(v2.api_version(), "autoscaling/v2");
+    assert_eq!(
+        v2.get("spec").unwrap()["metrics"][0]["resource"]["target"]["averageUtilization"],
+        json!(60)
+    );
+}

@@ -4,7 +4,9 @@
 //! value, as it would after upstream decoded the object into its Go type.
 
 mod apps;
+mod autoscaling;
 mod batch;
+mod controllers;
 mod core;
 mod docs;
 mod duration;
@@ -17,6 +19,7 @@ mod pod;
 pub mod quantity;
 mod rbac;
 mod service;
+mod storage;
 
 pub use duration::{
     human_duration, now, parse_time, short_human_duration, translate_timestamp_since,
@@ -153,7 +156,11 @@ pub fn for_resource(group: &str, resource: &str) -> Option<Arc<dyn TableConverto
 pub fn printer_for(group: &str, resource: &str) -> Option<Printer> {
     let p = match (group, resource) {
         ("", "pods") => pod::PODS,
+        ("", "replicationcontrollers" | "podtemplates") => controllers::printer(resource)?,
         ("", _) => core::printer(resource)?,
+        ("autoscaling", _) => autoscaling::printer(resource)?,
+        ("storage.k8s.io", "csidrivers" | "csinodes" | "volumeattachments")
+        | ("node.k8s.io", _) => storage::printer(group, resource)?,
         ("apps", _) => apps::printer(resource)?,
         ("batch", _) => batch::printer(resource)?,
         ("networking.k8s.io", _) => networking::printer(resource)?,
@@ -224,6 +231,13 @@ mod tests {
         ("networking.k8s.io", "networkpolicies"),
         ("networking.k8s.io", "ingressclasses"),
         ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("", "replicationcontrollers"),
+        ("", "podtemplates"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("certificates.k8s.io", "certificatesigningrequests"),
     ];

@@ -3,6 +3,7 @@
 //! `storages` function.
 
 pub mod apps;
+pub mod autoscaling;
 pub mod batch;
 pub mod core;
 pub mod group_util;

@@ -87,7 +87,13 @@ pub fn scale_of(parent: &Object) -> Object {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let mut status = json!({"replicas": status_replicas});
-    let selector = selector_string(at(parent, &["spec", "selector"]));
+    // a replication controller's selector is a plain label map
+    let selector = match at(parent, &["spec", "selector"]) {
+        Some(m) if parent.kind() == "ReplicationController" => {
+            selector_string(Some(&json!({ "matchLabels": m })))
+        }
+        other => selector_string(other),
+    };
     if !selector.is_empty() {
         status["selector"] = json!(selector);
     }

@@ -1,6 +1,7 @@
 //! The legacy core group (`/api/v1`).
 
 pub mod configmap;
+pub mod controller;
 pub mod namespace;
 pub mod pod;
 pub mod secret;
@@ -44,6 +45,13 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
     for st in simple::strategies() {
         push(&mut s, ctx, st);
     }
+    let rc = push(
+        &mut s,
+        ctx,
+        Arc::new(controller::ReplicationControllerStrategy),
+    );
+    s.push(Arc::new(crate::resources::scale::ScaleStore::new(rc)));
+    push(&mut s, ctx, Arc::new(controller::PodTemplateStrategy));
     Ok(ApiGroupInfo {
         group: String::new(),
         preferred_version: "v1".into(),

@@ -1,0 +1,167 @@
+//! Printer of `autoscaling` horizontal pod autoscalers (both versions; v1 objects are read as
+//! their v2 form, as upstream prints the internal type).
+
+use super::json::{arr_at, at, i64_at, opt_i64_at, str_at};
+use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use chrono::{DateTime, Utc};
+use kapi_machinery::Object;
+use serde_json::{json, Value};
+
+pub(super) fn printer(resource: &str) -> Option<Printer> {
+    Some(match resource {
+        "horizontalpodautoscalers" => Printer {
+            columns: HPA_COLUMNS,
+            cells: hpa_cells,
+        },
+        _ => return None,
+    })
+}
+
+const HPA_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Reference", "string", "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource."),
+    Column::new("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond."),
+    Column::new("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available."),
+    Column::new("MaxPods", "integer", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas."),
+    Column::new("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler."),
+    AGE,
+];
+
+fn quantity(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "0".into(),
+    }
+}
+
+/// Upstream's `formatHPAMetrics`: at most two metrics, `current/target` each.
+fn format_metrics(specs: &[Value], statuses: &[Value]) -> String {
+    const MAX: usize = 2;
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let mut list = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let status = statuses.get(i);
+        let kind = str_at(spec, &["type"]);
+        let mut key = kind.to_string();
+        if let Some(first) = key.get_mut(..1) {
+            first.make_ascii_lowercase();
+        }
+        let src = spec.get(&key).unwrap_or(&Value::Null);
+        let cur = status.and_then(|s| s.get(&key)).filter(|v| !v.is_null());
+        let unknown = || "<unknown>".to_string();
+        let item = match kind {
+            "External" | "Object" => {
+                if let Some(avg) = at(src, &["target", "averageValue"]) {
+                    let c = cur
+                        .and_then(|c| at(c, &["current", "averageValue"]))
+                        .map_or_else(unknown, |q| quantity(Some(q)));
+                    format!("{c}/{} (avg)", quantity(Some(avg)))
+                } else {
+                    let c = cur.map_or_else(unknown, |c| quantity(at(c, &["current", "value"])));
+                    format!("{c}/{}", quantity(at(src, &["target", "value"])))
+                }
+            }
+            "Pods" => {
+                let c = cur.map_or_else(unknown, |c| quantity(at(c, &["current", "averageValue"])));
+                format!("{c}/{}", quantity(at(src, &["target", "averageValue"])))
+            }
+            "Resource" | "ContainerResource" => {
+                let name = str_at(src, &["name"]);
+                let name = if kind == "ContainerResource" {
+                    format!("{name}/{}", str_at(src, &["container"]))
+                } else {
+                    name.to_string()
+                };
+                if let Some(avg) = at(src, &["target", "averageValue"]) {
+                    let c =
+                        cur.map_or_else(unknown, |c| quantity(at(c, &["current", "averageValue"])));
+                    format!("{name}: {c}/{}", quantity(Some(avg)))
+                } else {
+                    let c = cur
+                        .and_then(|c| opt_i64_at(c, &["current", "averageUtilization"]))
+                        .map_or_else(unknown, |u| format!("{u}%"));
+                    let t = opt_i64_at(src, &["target", "averageUtilization"])
+                        .map_or_else(|| "<auto>".to_string(), |u| format!("{u}%"));
+                    format!("{name}: {c}/{t}")
+                }
+            }
+            _ => "<unknown type>".into(),
+        };
+        list.push(item);
+    }
+    let count = list.len();
+    if count > MAX {
+        list.truncate(MAX);
+        return format!("{} + {} more...", list.join(", "), count - MAX);
+    }
+    list.join(", ")
+}
+
+fn hpa_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let obj = if obj.api_version() == "autoscaling/v1" {
+        crate::resources::autoscaling::v1_to_v2(obj.clone())
+    } else {
+        obj.clone()
+    };
+    let v = Value::Object(obj.as_map().clone());
+    let reference = format!(
+        "{}/{}",
+        str_at(&v, &["spec", "scaleTargetRef", "kind"]),
+        str_at(&v, &["spec", "scaleTargetRef", "name"])
+    );
+    let min = opt_i64_at(&v, &["spec", "minReplicas"])
+        .map_or_else(|| "<unset>".to_string(), |m| m.to_string());
+    vec![
+        json!(obj.name()),
+        json!(reference),
+        json!(format_metrics(
+            arr_at(&v, &["spec", "metrics"]),
+            arr_at(&v, &["status", "currentMetrics"])
+        )),
+        json!(min),
+        json!(i64_at(&v, &["spec", "maxReplicas"])),
+        json!(i64_at(&v, &["status", "currentReplicas"])),
+        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::printers::testing::cells_of;
+
+    #[test]
+    fn hpa_rows() {
+        let p = printer("horizontalpodautoscalers").unwrap();
+        let cells = cells_of(
+            &p,
+            json!({"apiVersion": "autoscaling/v2", "metadata": {"name": "web"},
+                "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 1, "maxReplicas": 5,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]},
+                "status": {"currentReplicas": 2, "desiredReplicas": 2}}),
+        );
+        assert_eq!(
+            cells[..6],
+            [
+                json!("web"),
+                json!("Deployment/web"),
+                json!("cpu: <unknown>/80%"),
+                json!("1"),
+                json!(5),
+                json!(2)
+            ]
+        );
+        let v1 = cells_of(
+            &p,
+            json!({"apiVersion": "autoscaling/v1", "metadata": {"name": "web"},
+                "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50},
+                "status": {"currentCPUUtilizationPercentage": 10}}),
+        );
+        assert_eq!(v1[2..4], [json!("cpu: 10%/50%"), json!("<unset>")]);
+        let none = cells_of(&p, json!({"metadata": {"name": "x"}}));
+        assert_eq!(none[2], json!("<none>"));
+    }
+}

@@ -1,0 +1,190 @@
+//! Printers of `storage.k8s.io/v1` CSI drivers, CSI nodes and volume attachments, and of
+//! `node.k8s.io/v1` runtime classes (storage classes are in `groups.rs`).
+
+use super::json::{arr_at, at, bool_at, str_at};
+use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use chrono::{DateTime, Utc};
+use kapi_machinery::Object;
+use serde_json::{json, Value};
+
+pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
+    Some(match (group, resource) {
+        ("storage.k8s.io", "csidrivers") => Printer {
+            columns: CSI_DRIVER_COLUMNS,
+            cells: csi_driver_cells,
+        },
+        ("storage.k8s.io", "csinodes") => Printer {
+            columns: CSI_NODE_COLUMNS,
+            cells: csi_node_cells,
+        },
+        ("storage.k8s.io", "volumeattachments") => Printer {
+            columns: VOLUME_ATTACHMENT_COLUMNS,
+            cells: volume_attachment_cells,
+        },
+        ("node.k8s.io", "runtimeclasses") => Printer {
+            columns: RUNTIME_CLASS_COLUMNS,
+            cells: runtime_class_cells,
+        },
+        _ => return None,
+    })
+}
+
+fn value(obj: &Object) -> Value {
+    Value::Object(obj.as_map().clone())
+}
+
+fn age(obj: &Object, now: DateTime<Utc>) -> Value {
+    json!(translate_timestamp_since(obj.creation_timestamp(), now))
+}
+
+const CSI_DRIVER_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable."),
+    Column::new("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false."),
+    Column::new("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true."),
+    Column::new("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication."),
+    Column::new("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume."),
+    Column::new("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism."),
+    AGE,
+];
+
+fn csi_driver_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = value(obj);
+    let audiences: Vec<&str> = arr_at(&v, &["spec", "tokenRequests"])
+        .iter()
+        .map(|t| str_at(t, &["audience"]))
+        .collect();
+    let tokens = if audiences.is_empty() {
+        "<unset>".to_string()
+    } else {
+        audiences.join(",")
+    };
+    let modes: Vec<&str> = arr_at(&v, &["spec", "volumeLifecycleModes"])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let modes = if modes.is_empty() {
+        "<none>".to_string()
+    } else {
+        modes.join(",")
+    };
+    vec![
+        json!(obj.name()),
+        json!(bool_at(&v, &["spec", "attachRequired"])),
+        json!(bool_at(&v, &["spec", "podInfoOnMount"])),
+        json!(bool_at(&v, &["spec", "storageCapacity"])),
+        json!(tokens),
+        json!(bool_at(&v, &["spec", "requiresRepublish"])),
+        json!(modes),
+        age(obj, now),
+    ]
+}
+
+const CSI_NODE_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new(
+        "Drivers",
+        "integer",
+        "Drivers indicates the number of CSI drivers registered on the node",
+    ),
+    AGE,
+];
+
+fn csi_node_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = value(obj);
+    vec![
+        json!(obj.name()),
+        json!(arr_at(&v, &["spec", "drivers"]).len()),
+        age(obj, now),
+    ]
+}
+
+const VOLUME_ATTACHMENT_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Attacher", "string", "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName()."),
+    Column::new("PV", "string", "persistentVolumeName represents the name of the persistent volume to attach."),
+    Column::new("Node", "string", "nodeName represents the node that the volume should be attached to."),
+    Column::new("Attached", "boolean", "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher."),
+    AGE,
+];
+
+fn volume_attachment_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = value(obj);
+    let pv = at(&v, &["spec", "source", "persistentVolumeName"])
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    vec![
+        json!(obj.name()),
+        json!(str_at(&v, &["spec", "attacher"])),
+        json!(pv),
+        json!(str_at(&v, &["spec", "nodeName"])),
+        json!(bool_at(&v, &["status", "attached"])),
+        age(obj, now),
+    ]
+}
+
+const RUNTIME_CLASS_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class. The possible values are specific to the node & CRI configuration.  It is assumed that all handlers are available on every node, and handlers of the same name are equivalent on every node. For example, a handler called \"runc\" might specify that the runc OCI runtime (using native Linux containers) will be used to run the containers in a pod. The Handler must be lowercase, conform to the DNS Label (RFC 1123) requirements, and is immutable."),
+    AGE,
+];
+
+fn runtime_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
+    let v = value(obj);
+    vec![
+        json!(obj.name()),
+        json!(str_at(&v, &["handler"])),
+        age(obj, now),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::printers::testing::cells_of;
+
+    #[test]
+    fn storage_and_runtime_rows() {
+        let p = |g, r| printer(g, r).unwrap();
+        let d = cells_of(
+            &p("storage.k8s.io", "csidrivers"),
+            json!({"metadata": {"name": "csi.example.com"}, "spec": {"attachRequired": true,
+                "volumeLifecycleModes": ["Persistent", "Ephemeral"]}}),
+        );
+        assert_eq!(
+            d[1..7],
+            [
+                json!(true),
+                json!(false),
+                json!(false),
+                json!("<unset>"),
+                json!(false),
+                json!("Persistent,Ephemeral")
+            ]
+        );
+        let n = cells_of(
+            &p("storage.k8s.io", "csinodes"),
+            json!({"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}}),
+        );
+        assert_eq!(n[1], json!(2));
+        let va = cells_of(
+            &p("storage.k8s.io", "volumeattachments"),
+            json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "n1",
+                "source": {"persistentVolumeName": "pv1"}}, "status": {"attached": true}}),
+        );
+        assert_eq!(
+            va[1..5],
+            [
+                json!("csi.example.com"),
+                json!("pv1"),
+                json!("n1"),
+                json!(true)
+            ]
+        );
+        let rc = cells_of(
+            &p("node.k8s.io", "runtimeclasses"),
+            json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}),
+        );
+        assert_eq!(rc[..2], [json!("gvisor"), json!("runsc")]);
+    }
+}

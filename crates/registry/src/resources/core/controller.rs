@@ -1,0 +1,193 @@
+//! core/v1 replicationcontrollers (with `/status` and `/scale`) and podtemplates.
+
+use crate::resources::core::pod::validate_pod_spec;
+use crate::resources::workload::{default_template, validate_template};
+use crate::resources::{at, info, set_status, typed};
+use crate::rest::ResourceInfo;
+use crate::strategy::Strategy;
+use k8s_openapi::api::core::v1 as core;
+use kapi_machinery::{FieldError, Object};
+use serde_json::{json, Map, Value};
+
+pub struct ReplicationControllerStrategy;
+impl Strategy for ReplicationControllerStrategy {
+    typed!(core::ReplicationController);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "replicationcontrollers",
+            "ReplicationController",
+            true,
+            &["rc"],
+            &["all"],
+        )
+    }
+    fn key_prefix(&self) -> String {
+        "controllers".into()
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn field_labels(&self) -> &'static [&'static str] {
+        &["status.replicas"]
+    }
+    /// `SetDefaults_ReplicationController`: selector and labels from the template's labels.
+    fn defaults(&self, obj: &mut Object) {
+        let labels = at(obj, &["spec", "template", "metadata", "labels"])
+            .filter(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+            .cloned();
+        if let Some(labels) = labels {
+            let spec = crate::resources::obj_mut(obj, &["spec"]);
+            if spec
+                .get("selector")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
+            {
+                spec.insert("selector".into(), labels.clone());
+            }
+            let meta = obj.metadata_mut();
+            if meta
+                .get("labels")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
+            {
+                meta.insert("labels".into(), labels);
+            }
+        }
+        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+            crate::resources::default_in(spec, "replicas", json!(1));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, Some(json!({"replicas": 0})));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        crate::resources::non_negative(
+            &mut errs,
+            obj,
+            &["spec", "minReadySeconds"],
+            "spec.minReadySeconds",
+        );
+        let selector = at(obj, &["spec", "selector"])
+            .and_then(Value::as_object)
+            .filter(|m| !m.is_empty())
+            .cloned();
+        if selector.is_none() {
+            errs.push(FieldError::required("spec.selector", ""));
+        }
+        if at(obj, &["spec", "template"]).is_none_or(Value::is_null) {
+            errs.push(FieldError::required("spec.template", ""));
+            crate::resources::non_negative(&mut errs, obj, &["spec", "replicas"], "spec.replicas");
+            return errs;
+        }
+        // the template rules are the workloads' ones with the selector as matchLabels
+        let mut as_workload = obj.clone();
+        let spec = crate::resources::obj_mut(&mut as_workload, &["spec"]);
+        match selector {
+            Some(m) => {
+                spec.insert("selector".into(), json!({"matchLabels": m}));
+            }
+            None => {
+                spec.remove("selector");
+            }
+        }
+        let mut template_errs = Vec::new();
+        validate_template(&mut template_errs, &as_workload, false, &["Always"]);
+        errs.extend(template_errs.into_iter().map(|mut e| {
+            if e.field == "spec.selector.matchLabels" {
+                e.field = "spec.selector".into();
+            }
+            e
+        }));
+        if at(obj, &["spec", "template", "spec", "activeDeadlineSeconds"])
+            .is_some_and(|v| !v.is_null())
+        {
+            errs.push(FieldError::forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in ReplicationController is not Supported",
+            ));
+        }
+        errs
+    }
+}
+
+pub struct PodTemplateStrategy;
+impl Strategy for PodTemplateStrategy {
+    typed!(core::PodTemplate);
+    fn info(&self) -> ResourceInfo {
+        info("", "v1", "podtemplates", "PodTemplate", true, &[], &[])
+    }
+    fn defaults(&self, obj: &mut Object) {
+        default_template(obj, &["template", "spec"]);
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        errs.extend(crate::meta::validate_labels(
+            at(obj, &["template", "metadata", "labels"]),
+            "template.metadata.labels",
+        ));
+        validate_pod_spec(&mut errs, at(obj, &["template", "spec"]), "template.spec");
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rest::FieldValidation;
+
+    fn rc(v: Value) -> Object {
+        ReplicationControllerStrategy
+            .decode(Object::from_value(v).unwrap(), FieldValidation::Strict)
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn selector_and_labels_default_from_the_template() {
+        let o = rc(
+            json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        );
+        assert_eq!(at(&o, &["spec", "selector"]), Some(&json!({"app": "web"})));
+        assert_eq!(
+            at(&o, &["metadata", "labels"]),
+            Some(&json!({"app": "web"}))
+        );
+        assert_eq!(at(&o, &["spec", "replicas"]), Some(&json!(1)));
+        assert!(ReplicationControllerStrategy.validate(&o).is_empty());
+
+        let mismatch = rc(
+            json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "other"},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        );
+        let errs: Vec<String> = ReplicationControllerStrategy
+            .validate(&mismatch)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with("spec.template.metadata.labels: Invalid value"));
+        assert!(errs[0].ends_with("`selector` does not match template `labels`"));
+
+        let empty = rc(json!({"metadata": {"name": "web"}, "spec": {}}));
+        let errs: Vec<String> = ReplicationControllerStrategy
+            .validate(&empty)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errs,
+            [
+                "spec.selector: Required value",
+                "spec.template: Required value"
+            ]
+        );
+    }
+}
