@@ -15,6 +15,8 @@ cd "$ROOT"
 . "$ROOT/e2e/cases.sh"
 # shellcheck source=e2e/patch.sh
 . "$ROOT/e2e/patch.sh"
+# shellcheck source=e2e/groups.sh
+. "$ROOT/e2e/groups.sh"
 
 if [ -z "${KAPI_BIN:-}" ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
@@ -75,6 +77,7 @@ for backend in $BACKENDS; do
     echo "--- $LABEL (namespace $NS)"
     run_cases
     run_patch_cases
+    run_group_cases
   done
 done
 summary
