@@ -5,10 +5,13 @@
 pub mod always;
 pub mod always_pull_images;
 pub mod classes;
+pub mod event_rate_limit;
 pub mod limit_ranger;
 pub mod namespace;
+pub mod node_selection;
 pub mod priority;
 pub mod quantity;
+pub mod quota_usage;
 pub mod resource_quota;
 pub mod restrictions;
 pub mod runtime_class;
@@ -36,6 +39,8 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     priority::register(plugins)?;
     runtime_class::register(plugins)?;
     restrictions::register(plugins)?;
+    node_selection::register(plugins)?;
+    event_rate_limit::register(plugins)?;
     for name in ALL_ORDERED_PLUGINS {
         if !plugins.is_registered(name) {
             plugins.register_unsupported(name, unsupported_reason(name))?;
@@ -52,9 +57,6 @@ fn unsupported_reason(name: &str) -> &'static str {
         "ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy" => {
             "admission policies (CEL) are not implemented yet"
         }
-        "ServiceAccount" => {
-            "no controller creates the default service account and no token is projected yet"
-        }
         "NodeRestriction" => "kapi has no node authorizer or node identities",
         "ImagePolicyWebhook" => "image review webhooks are not implemented",
         "PodSecurity" => "pod security standards are not implemented yet",
@@ -63,6 +65,7 @@ fn unsupported_reason(name: &str) -> &'static str {
         | "ClusterTrustBundleAttest"
         | "CertificateSubjectRestriction" => "certificates.k8s.io is not served",
         "OwnerReferencesPermissionEnforcement" => "it needs an authorizer and a RESTMapper",
+        "PodTopologyLabels" => "pods/binding does not copy node topology labels yet",
         _ => "it is not implemented yet",
     }
 }

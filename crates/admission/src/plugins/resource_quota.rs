@@ -1,31 +1,25 @@
-//! ResourceQuota: object counts (`count/<resource>[.<group>]` and the core names `pods`,
-//! `services`, `configmaps`, `secrets`, `persistentvolumeclaims`, `replicationcontrollers`,
-//! `resourcequotas`) charged on create. Usage is recomputed from the namespace's objects (kapi
-//! runs no quota controller), checked against `spec.hard`, and written to the quota's
-//! `status` so a later request and `kubectl describe quota` see it. A refusal is upstream's
-//! 403 `exceeded quota: <q>, requested: <r>=1, used: <r>=<n>, limited: <r>=<hard>`.
+//! ResourceQuota: every write of a namespaced object is charged against the namespace's
+//! quotas — object counts (`count/<resource>[.<group>]` and the core names `pods`, `services`,
+//! `configmaps`, ...), compute (`requests.cpu`, `limits.memory`, `cpu`, ...), storage
+//! (`requests.storage`, per storage class) and services (`services.nodeports`,
+//! `services.loadbalancers`), with `spec.scopes`/`scopeSelector` for pods. Usage is recomputed
+//! from the namespace's objects (kapi runs no quota controller), checked against `spec.hard`,
+//! and written to the quota's `status` so a later request and `kubectl describe quota` see it.
+//! Refusals are upstream's 403 `exceeded quota: <q>, requested: ..., used: ..., limited: ...`
+//! and `failed quota: <q>: must specify ...`.
 
 use super::quantity;
+use super::quota_usage::{counts, covers, in_scope, pod_constraints, usage, Usage};
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, Interface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub const PLUGIN_NAME: &str = "ResourceQuota";
-
-/// Core resources upstream also counts under their bare name.
-const LEGACY_COUNTED: &[&str] = &[
-    "pods",
-    "services",
-    "configmaps",
-    "secrets",
-    "persistentvolumeclaims",
-    "replicationcontrollers",
-    "resourcequotas",
-];
 
 pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     plugins.register(
@@ -44,30 +38,18 @@ pub struct ResourceQuota {
 
 impl Interface for ResourceQuota {
     fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
+        matches!(op, Operation::Create | Operation::Update)
     }
     fn as_validator(&self) -> Option<&dyn ValidationInterface> {
         Some(self)
     }
 }
 
-/// The quota names a create of `gr` is charged under.
-fn counted_names(gr: &GroupResource) -> Vec<String> {
-    let mut names = vec![if gr.group.is_empty() {
-        format!("count/{}", gr.resource)
-    } else {
-        format!("count/{}.{}", gr.resource, gr.group)
-    }];
-    if gr.group.is_empty() && LEGACY_COUNTED.contains(&gr.resource.as_str()) {
-        names.push(gr.resource.clone());
-    }
-    names
-}
-
 fn quotas_gr() -> GroupResource {
     GroupResource::new("", "resourcequotas")
 }
 
+/// `k=v` pairs sorted by name, as upstream prints resource lists.
 fn fmt_list(pairs: &[(String, String)]) -> String {
     pairs
         .iter()
@@ -76,42 +58,58 @@ fn fmt_list(pairs: &[(String, String)]) -> String {
         .join(",")
 }
 
+/// `v` printed like the quota's hard value for `name` (binary stays binary).
+fn fmt_amount(v: f64, hard: &Map<String, Value>, name: &str) -> String {
+    let like = hard.get(name).map(super::util::text).unwrap_or_default();
+    quantity::format_like(v, &like)
+}
+
 impl ResourceQuota {
-    /// Checks `quota` for one more `gr`; `Ok(Some(updated))` when its status must be written.
+    /// Checks one quota; `Ok(Some(updated))` when its status must be written.
     fn charge(
         &self,
         a: &Attributes,
         quota: &Object,
-        names: &[String],
-        current: i64,
+        used: &Usage,
+        delta: &Usage,
+        obj: &Object,
     ) -> Result<Option<Object>, ApiError> {
+        let gr = a.group_resource();
         let hard = quota
             .get("spec")
             .and_then(|s| s.get("hard"))
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let matched: Vec<&String> = names.iter().filter(|n| hard.contains_key(*n)).collect();
-        if matched.is_empty() {
+        let matched: BTreeSet<String> = hard.keys().filter(|k| covers(&gr, k)).cloned().collect();
+        if matched.is_empty() || !in_scope(quota, &gr, obj) {
             return Ok(None);
         }
-        let mut requested = Vec::new();
-        let mut used = Vec::new();
-        let mut limited = Vec::new();
-        for n in &matched {
-            let limit = hard.get(*n).and_then(quantity::of).unwrap_or(0.0);
-            if (current + 1) as f64 > limit {
-                requested.push(((*n).clone(), "1".to_string()));
-                used.push(((*n).clone(), current.to_string()));
-                let text = hard
-                    .get(*n)
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_string)
-                            .unwrap_or_else(|| v.to_string())
-                    })
-                    .unwrap_or_default();
-                limited.push(((*n).clone(), text));
+        if gr.group.is_empty() && gr.resource == "pods" && a.operation == Operation::Create {
+            if let Some(why) = pod_constraints(obj, &matched) {
+                return Err(a.forbidden(format!("failed quota: {}: {why}", quota.name())));
+            }
+        }
+        let charged: Vec<&String> = matched
+            .iter()
+            .filter(|k| delta.get(*k).is_some_and(|d| *d > 0.0))
+            .collect();
+        if charged.is_empty() {
+            return Ok(None);
+        }
+        let (mut requested, mut used_l, mut limited) = (Vec::new(), Vec::new(), Vec::new());
+        for k in &charged {
+            let limit = hard.get(*k).and_then(quantity::of).unwrap_or(0.0);
+            let now = used.get(*k).copied().unwrap_or(0.0);
+            let d = delta.get(*k).copied().unwrap_or(0.0);
+            // A small tolerance keeps float sums of milli-quantities from tripping the limit.
+            if now + d > limit + 1e-9 * limit.abs().max(1.0) {
+                requested.push(((*k).clone(), fmt_amount(d, &hard, k)));
+                used_l.push(((*k).clone(), fmt_amount(now, &hard, k)));
+                limited.push((
+                    (*k).clone(),
+                    hard.get(*k).map(super::util::text).unwrap_or_default(),
+                ));
             }
         }
         if !requested.is_empty() {
@@ -119,7 +117,7 @@ impl ResourceQuota {
                 "exceeded quota: {}, requested: {}, used: {}, limited: {}",
                 quota.name(),
                 fmt_list(&requested),
-                fmt_list(&used),
+                fmt_list(&used_l),
                 fmt_list(&limited)
             )));
         }
@@ -130,17 +128,28 @@ impl ResourceQuota {
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(status) = status {
             status.insert("hard".into(), Value::Object(hard.clone()));
-            let used = status
+            let used_v = status
                 .entry("used")
                 .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(used) = used {
-                for n in &matched {
-                    used.insert((*n).clone(), Value::from((current + 1).to_string()));
+            if let Value::Object(used_v) = used_v {
+                for k in &matched {
+                    let total =
+                        used.get(k).copied().unwrap_or(0.0) + delta.get(k).copied().unwrap_or(0.0);
+                    used_v.insert(k.clone(), Value::from(fmt_amount(total.max(0.0), &hard, k)));
                 }
             }
         }
         Ok(Some(updated))
     }
+}
+
+/// `new - old`, per name.
+fn difference(new: &Usage, old: &Usage) -> Usage {
+    let mut d = new.clone();
+    for (k, v) in old {
+        *d.entry(k.clone()).or_default() -= v;
+    }
+    d
 }
 
 #[async_trait]
@@ -149,16 +158,36 @@ impl ValidationInterface for ResourceQuota {
         if a.namespace.is_empty() || !a.subresource.is_empty() {
             return Ok(());
         }
+        let Some(obj) = a.object.as_ref() else {
+            return Ok(());
+        };
         let gr = a.group_resource();
-        let names = counted_names(&gr);
         let quotas = self.objects.list(&quotas_gr(), &a.namespace).await?;
         if quotas.is_empty() {
             return Ok(());
         }
-        let current = self.objects.list(&gr, &a.namespace).await?.len() as i64;
+        let existing = self.objects.list(&gr, &a.namespace).await?;
+        let new_usage = usage(&gr, obj);
+        let old_usage = match (a.operation, a.old_object.as_ref()) {
+            (Operation::Update, Some(old)) if counts(&gr, old) => usage(&gr, old),
+            _ => Usage::new(),
+        };
+        let delta = difference(&new_usage, &old_usage);
         let mut updates = Vec::new();
         for q in &quotas {
-            if let Some(u) = self.charge(a, q, &names, current)? {
+            // Usage now, from the objects in the quota's scopes (the one being written counts
+            // through `delta`, and, on update, its old self through `used`).
+            let mut used = Usage::new();
+            for o in existing
+                .iter()
+                .filter(|o| counts(&gr, o) && in_scope(q, &gr, o))
+                .filter(|o| a.operation == Operation::Update || o.name() != a.name)
+            {
+                for (k, v) in usage(&gr, o) {
+                    *used.entry(k).or_default() += v;
+                }
+            }
+            if let Some(u) = self.charge(a, q, &used, &delta, obj)? {
                 updates.push(u);
             }
         }

@@ -1,6 +1,8 @@
 //! DefaultTolerationSeconds: pods that do not tolerate the `node.kubernetes.io/not-ready` and
 //! `node.kubernetes.io/unreachable` NoExecute taints get a toleration of 300 seconds for each.
 //! TaintNodesByCondition: a new Node gets the `node.kubernetes.io/not-ready:NoSchedule` taint.
+//! ExtendedResourceToleration: a pod requesting an extended resource (`example.com/gpu`)
+//! tolerates the `<resource>:NoSchedule` taint with `Exists`.
 
 use super::util::{is_resource, spec, spec_array_mut};
 use crate::registry::{AdmissionError, Plugins};
@@ -12,6 +14,7 @@ use std::sync::Arc;
 
 pub const DEFAULT_TOLERATION_SECONDS: &str = "DefaultTolerationSeconds";
 pub const TAINT_NODES_BY_CONDITION: &str = "TaintNodesByCondition";
+pub const EXTENDED_RESOURCE_TOLERATION: &str = "ExtendedResourceToleration";
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 /// kube-apiserver's `--default-not-ready-toleration-seconds` and
@@ -24,9 +27,78 @@ pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
         Arc::new(|_, _| Ok(Arc::new(DefaultTolerationSeconds))),
     )?;
     plugins.register(
+        EXTENDED_RESOURCE_TOLERATION,
+        Arc::new(|_, _| Ok(Arc::new(ExtendedResourceToleration))),
+    )?;
+    plugins.register(
         TAINT_NODES_BY_CONDITION,
         Arc::new(|_, _| Ok(Arc::new(TaintNodesByCondition))),
     )
+}
+
+/// An extended resource: namespaced by a domain other than `kubernetes.io`, not a quota name.
+fn is_extended(name: &str) -> bool {
+    match name.split_once('/') {
+        Some((domain, _)) => {
+            !(domain == "kubernetes.io"
+                || domain.ends_with(".kubernetes.io")
+                || name.starts_with("requests."))
+        }
+        None => false,
+    }
+}
+
+pub struct ExtendedResourceToleration;
+
+impl Interface for ExtendedResourceToleration {
+    fn handles(&self, op: Operation) -> bool {
+        matches!(op, Operation::Create | Operation::Update)
+    }
+    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl MutationInterface for ExtendedResourceToleration {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
+        if !is_resource(a, "", "pods") {
+            return Ok(());
+        }
+        let Some(pod) = a.object.as_mut() else {
+            return Ok(());
+        };
+        let mut names = std::collections::BTreeSet::new();
+        for (field, list) in super::pod_containers(pod) {
+            if field == "spec.ephemeralContainers" {
+                continue;
+            }
+            for c in list {
+                for kind in ["requests", "limits"] {
+                    if let Some(m) = c
+                        .get("resources")
+                        .and_then(|r| r.get(kind))
+                        .and_then(Value::as_object)
+                    {
+                        names.extend(m.keys().filter(|k| is_extended(k)).cloned());
+                    }
+                }
+            }
+        }
+        if names.is_empty() {
+            return Ok(());
+        }
+        let Some(list) = spec_array_mut(pod, "tolerations") else {
+            return Ok(());
+        };
+        for name in names {
+            let t = json!({"key": name, "operator": "Exists", "effect": "NoSchedule"});
+            if !list.contains(&t) {
+                list.push(t);
+            }
+        }
+        Ok(())
+    }
 }
 
 pub struct DefaultTolerationSeconds;
@@ -165,6 +237,23 @@ mod tests {
         DefaultTolerationSeconds.admit(&mut a).await.unwrap();
         let t = a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"].clone();
         assert_eq!(t.as_array().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn extended_resources_are_tolerated() {
+        let mut a = attrs(
+            "pods",
+            "Pod",
+            json!({"containers": [{"name": "c", "resources": {"limits": {"example.com/gpu": "1", "cpu": "1"}}}]}),
+        );
+        ExtendedResourceToleration.admit(&mut a).await.unwrap();
+        ExtendedResourceToleration.admit(&mut a).await.unwrap();
+        let t = &a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"];
+        assert_eq!(
+            t,
+            &json!([{"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+        );
+        assert!(!is_extended("hugepages.kubernetes.io/x"));
     }
 
     #[tokio::test]
