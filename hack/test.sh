@@ -33,3 +33,6 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh
 
 step "e2e admission (kapi restarted with admission flags, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
+
+step "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh

@@ -81,6 +81,12 @@ impl Storage for TokenReviewStorage {
     fn as_creater(&self) -> Option<&dyn Creater> {
         Some(self)
     }
+    fn openapi_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        Some(generator.subschema_for::<TokenReview>())
+    }
 }
 
 #[async_trait]
@@ -197,6 +203,12 @@ impl Storage for SelfSubjectReviewStorage {
     }
     fn as_creater(&self) -> Option<&dyn Creater> {
         Some(self)
+    }
+    fn openapi_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        Some(generator.subschema_for::<SelfSubjectReview>())
     }
 }
 

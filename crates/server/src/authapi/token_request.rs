@@ -66,6 +66,12 @@ impl Storage for TokenRequestStorage {
     fn as_creater(&self) -> Option<&dyn Creater> {
         Some(self)
     }
+    fn openapi_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        Some(generator.subschema_for::<TokenRequest>())
+    }
 }
 
 fn gvk() -> GroupVersionKind {
