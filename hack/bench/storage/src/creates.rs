@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const CONNECTIONS: usize = 4;
 
 /// The ways of creating keys in etcd that are compared.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Writer {
     /// `Storage::create` of `kapi-storage` (encodes the object, guarded transaction).
     Crate,
@@ -45,7 +45,7 @@ impl Writer {
         }
     }
 
-    fn tag(self) -> &'static str {
+    pub fn tag(self) -> &'static str {
         match self {
             Writer::Crate => "crate",
             Writer::RawPut => "put",
@@ -179,14 +179,14 @@ pub fn prefix(writer: Writer, conc: usize, round: usize) -> String {
 pub async fn round(
     storage: &DynStorage,
     raw: &Raw,
+    writers: &[Writer],
     etcd_pid: Option<u32>,
-    n: usize,
-    conc: usize,
+    (n, conc): (usize, usize),
     round: usize,
 ) -> Result<Vec<(Writer, Sample)>> {
     let mut out = Vec::new();
-    for k in 0..Writer::ALL.len() {
-        let w = Writer::ALL[(k + round) % Writer::ALL.len()];
+    for k in 0..writers.len() {
+        let w = writers[(k + round) % writers.len()];
         let p = prefix(w, conc, round);
         let sample = match w {
             Writer::Crate => measured(etcd_pid, n, crate_creates(storage, &p, n, conc)).await?,
