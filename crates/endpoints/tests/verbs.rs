@@ -236,7 +236,7 @@ async fn merge_and_json_patch() {
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(missing.json()["message"], r#"configmaps "nope" not found"#);
 
-    // Server-side apply is not served yet; the accepted types are listed.
+    // Server-side apply needs a field manager (upstream's PatchOptions validation).
     let apply = s
         .send(request(
             Method::PATCH,
@@ -245,11 +245,24 @@ async fn merge_and_json_patch() {
             "{}",
         ))
         .await;
-    assert_eq!(apply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert!(apply.json()["message"]
+    assert_eq!(apply.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        apply.json()["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
+    );
+    let unknown = s
+        .send(request(
+            Method::PATCH,
+            &format!("{CMS}/p"),
+            &[("content-type", "application/x-unknown")],
+            "{}",
+        ))
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(unknown.json()["message"]
         .as_str()
         .unwrap()
-        .starts_with("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"));
+        .starts_with("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
-//! POST to a collection: create one object (201, also under `dryRun`).
+//! POST to a collection: create one object (201, also under `dryRun`), recording its writer
+//! in managedFields (operation `Update`, as upstream records a create).
 
 use super::{capability, ensure_namespace};
 use crate::body::{decode_for, read_limited};
@@ -34,6 +35,8 @@ pub async fn create(
     if !scope.name.is_empty() && obj.name().is_empty() {
         obj.set_name(&scope.name);
     }
+    // Ownership is recorded before mutating admission, as upstream does.
+    super::patch::field_manager(scope, opts.field_manager.as_deref()).update(None, &mut obj);
     scope.audit_request_object(&obj);
     let obj = scope
         .admit(Operation::Create, obj, None, opts.dry_run)

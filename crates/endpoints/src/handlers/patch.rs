@@ -2,12 +2,15 @@
 //! `application/merge-patch+json` (RFC 7386) or `application/strategic-merge-patch+json`
 //! (built-in kinds only, as upstream). The patch is applied inside the storage's
 //! compare-and-swap loop, so a conflict retry re-applies it to the fresh object.
-//! Server-side apply is answered with 415 for now.
+//! `application/apply-patch+yaml` is server-side apply (`patch::apply`), creating the object
+//! when it does not exist; every other patch records its writer in managedFields.
 
 use super::capability;
 use crate::body::read_limited;
+use crate::negotiation::InputFormat;
 use crate::negotiation::{negotiate_patch, PatchType};
 use crate::params::write_options;
+use crate::patch::apply::{manager_from_user_agent, FieldManager};
 use crate::patch::meta::PatchSchema;
 use crate::patch::strategic;
 use crate::scope::{admit_with, RequestScope};
@@ -16,7 +19,7 @@ use crate::{RequestBody, ResponseBody};
 use http::{Response, StatusCode};
 use kapi_admission::Operation;
 use kapi_machinery::error::StatusCause;
-use kapi_machinery::{ApiError, Object, StatusReason};
+use kapi_machinery::{ApiError, FieldError, GroupVersionKind, Object, StatusReason};
 use kapi_registry::rest::{FieldValidation, UpdatedObjectFn};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -27,14 +30,18 @@ enum PatchDoc {
     Json(json_patch::Patch),
     Merge(Value),
     Strategic(serde_json::Map<String, Value>, PatchSchema),
+    /// A server-side apply configuration (YAML or JSON).
+    Apply(Value),
 }
 
 const STRATEGIC: &str = "application/strategic-merge-patch+json";
+const APPLY: &str = "application/apply-patch+yaml";
 
-/// Patch types accepted for built-in kinds.
+/// Patch types accepted, in upstream's order; custom kinds take all but the last.
 const BUILTIN_PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
+    APPLY,
     STRATEGIC,
 ];
 
@@ -52,11 +59,15 @@ fn media_type(content_type: Option<&str>) -> String {
 /// metadata: kinds without it (custom resources) get 415, as upstream.
 fn parse_patch(scope: &RequestScope, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
     let media = media_type(scope.content_type());
+    if media == APPLY {
+        let config = crate::body::decode_value(bytes, InputFormat::Yaml)?;
+        return Ok(PatchDoc::Apply(config));
+    }
     if media == STRATEGIC {
         let Some(schema) = PatchSchema::for_storage(scope.storage.as_ref()) else {
             return Err(ApiError::unsupported_media_type(
                 &media,
-                &BUILTIN_PATCH_TYPES[..2],
+                &BUILTIN_PATCH_TYPES[..3],
             ));
         };
         let map = serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
@@ -65,7 +76,7 @@ fn parse_patch(scope: &RequestScope, bytes: &[u8]) -> Result<PatchDoc, ApiError>
     }
     let kind = negotiate_patch(scope.content_type()).map_err(|_| {
         let builtin = PatchSchema::for_storage(scope.storage.as_ref()).is_some();
-        let n = if builtin { 3 } else { 2 };
+        let n = if builtin { 4 } else { 3 };
         ApiError::unsupported_media_type(&media, &BUILTIN_PATCH_TYPES[..n])
     })?;
     match kind {
@@ -99,6 +110,8 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
             })?;
         }
         PatchDoc::Merge(p) => json_patch::merge(&mut value, p),
+        // Applied through the field manager, never here.
+        PatchDoc::Apply(_) => {}
         PatchDoc::Strategic(p, schema) => {
             let Value::Object(current) = value else {
                 return Err(ApiError::bad_request("the current object is not a map"));
@@ -119,6 +132,108 @@ fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
     }
 }
 
+/// Upstream's `ValidatePatchOptions` beyond the common write options: `force` only with
+/// apply, and apply needs a `fieldManager`. Returns `force`.
+fn patch_options(
+    scope: &RequestScope,
+    apply: bool,
+    manager: Option<&str>,
+) -> Result<bool, ApiError> {
+    let force = crate::responses::form_urlencoded_pairs(&scope.query)
+        .into_iter()
+        .find(|(k, _)| k == "force")
+        .map(|(_, v)| v);
+    let mut errs = Vec::new();
+    if !apply && force.is_some() {
+        errs.push(FieldError::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        ));
+    }
+    if apply && manager.is_none() {
+        errs.push(FieldError::required(
+            "fieldManager",
+            "is required for apply patch",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(
+            &GroupVersionKind::new("meta.k8s.io", "", "PatchOptions"),
+            "",
+            &errs,
+        ));
+    }
+    Ok(force.as_deref() == Some("true"))
+}
+
+/// The resource's `group/version` (`v1` for the core group), as managedFields records it.
+pub(crate) fn api_version(scope: &RequestScope) -> String {
+    if scope.resource.group.is_empty() {
+        scope.resource.version.clone()
+    } else {
+        format!("{}/{}", scope.resource.group, scope.resource.version)
+    }
+}
+
+/// The field manager of a write: `fieldManager`, else derived from the User-Agent.
+pub(crate) fn field_manager(scope: &RequestScope, requested: Option<&str>) -> FieldManager {
+    let manager = match requested {
+        Some(m) => m.to_string(),
+        None => manager_from_user_agent(
+            scope
+                .headers
+                .get(http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+        ),
+    };
+    FieldManager::new(
+        PatchSchema::for_storage(scope.storage.as_ref()).as_ref(),
+        &manager,
+        &api_version(scope),
+        &scope.resource.subresource,
+    )
+}
+
+/// Checks an applied configuration against the URL: its `apiVersion` must be the resource's,
+/// its name (filled in when absent) the URL's.
+fn check_apply_config(scope: &RequestScope, config: &mut Value) -> Result<(), ApiError> {
+    let expected = api_version(scope);
+    if let Some(v) = config.get("apiVersion").and_then(Value::as_str) {
+        if v != expected && scope.resource.subresource.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {v}, expected: {expected}"
+            )));
+        }
+    }
+    let Some(map) = config.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: the apply configuration is not an object",
+        ));
+    };
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(meta) = meta {
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if n != scope.name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({})",
+                    scope.name
+                )))
+            }
+            Some(_) => {}
+            None => {
+                meta.insert("name".into(), Value::String(scope.name.clone()));
+            }
+        }
+        if scope.resource.namespaced && !meta.contains_key("namespace") {
+            meta.insert("namespace".into(), Value::String(scope.namespace.clone()));
+        }
+    }
+    Ok(())
+}
+
 pub async fn patch(
     scope: &RequestScope,
     body: RequestBody,
@@ -127,12 +242,19 @@ pub async fn patch(
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
     let opts = write_options(&scope.query, "PatchOptions")?;
-    let doc = parse_patch(scope, &bytes)?;
+    let is_apply = media_type(scope.content_type()) == APPLY;
+    let force = patch_options(scope, is_apply, opts.field_manager.as_deref())?;
+    let mut doc = parse_patch(scope, &bytes)?;
+    if let PatchDoc::Apply(config) = &mut doc {
+        check_apply_config(scope, config)?;
+    }
+    let fields = field_manager(scope, opts.field_manager.as_deref());
 
     let warnings: Arc<Mutex<Vec<String>>> = Arc::default();
     let storage = scope.storage.clone();
     let chain = scope.admission.clone();
     let attrs = scope.attributes(Operation::Update, None, None, opts.dry_run);
+    let create_attrs = scope.attributes(Operation::Create, None, None, opts.dry_run);
     let gr = scope.group_resource();
     let name = scope.name.clone();
     let validation: FieldValidation = opts.field_validation;
@@ -141,22 +263,39 @@ pub async fn patch(
         let storage = storage.clone();
         let chain = chain.clone();
         let mut attrs = attrs.clone();
+        let create_attrs = create_attrs.clone();
         let doc = doc.clone();
         let gr = gr.clone();
         let name = name.clone();
         let sink = sink.clone();
+        let fields = fields.clone();
         Box::pin(async move {
-            let Some(old) = current else {
-                return Err(ApiError::not_found(&gr, &name));
+            let (obj, found) = match &doc {
+                PatchDoc::Apply(config) => {
+                    let applied = fields.apply(current.as_ref(), config, force)?;
+                    storage.decode(applied, validation)?
+                }
+                _ => {
+                    let Some(old) = current.as_ref() else {
+                        return Err(ApiError::not_found(&gr, &name));
+                    };
+                    let patched = apply(&doc, old.clone())?;
+                    let (mut obj, found) = storage.decode(patched, validation)?;
+                    fields.update(Some(old), &mut obj);
+                    (obj, found)
+                }
             };
-            let patched = apply(&doc, old.clone())?;
-            let (obj, found) = storage.decode(patched, validation)?;
             if let Ok(mut w) = sink.lock() {
                 // A retry starts over: keep only the warnings of the attempt that wins.
                 *w = found;
             }
-            attrs.old_object = Some(old);
-            admit_with(&chain, attrs, obj).await
+            match current {
+                Some(old) => {
+                    attrs.old_object = Some(old);
+                    admit_with(&chain, attrs, obj).await
+                }
+                None => admit_with(&chain, create_attrs, obj).await,
+            }
         })
     });
     let result = patcher
@@ -166,7 +305,7 @@ pub async fn patch(
             new_object,
             scope.validate_create_fn(Operation::Create, opts.dry_run),
             scope.validate_update_fn(opts.dry_run),
-            false,
+            is_apply,
             &opts,
         )
         .await?;

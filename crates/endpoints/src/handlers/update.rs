@@ -1,5 +1,6 @@
 //! PUT of one named object: 200, or 201 when the update created it. Without a
-//! `resourceVersion` in the body the update is unconditional (the registry's rule).
+//! `resourceVersion` in the body the update is unconditional (the registry's rule). The
+//! writer's changes are recorded in managedFields against the object current at each attempt.
 
 use super::{capability, ensure_name, ensure_namespace};
 use crate::body::{decode_for, read_limited};
@@ -38,9 +39,11 @@ pub async fn update(
     let create_attrs = scope.attributes(Operation::Create, None, None, opts.dry_run);
     let update_attrs = scope.attributes(Operation::Update, None, None, opts.dry_run);
     let body_obj = obj;
+    let fields = super::patch::field_manager(scope, opts.field_manager.as_deref());
     let new_object: UpdatedObjectFn = Arc::new(move |current: Option<Object>| {
         let chain = chain.clone();
-        let obj = body_obj.clone();
+        let mut obj = body_obj.clone();
+        fields.update(current.as_ref(), &mut obj);
         let attrs = match current {
             Some(old) => {
                 let mut a = update_attrs.clone();
