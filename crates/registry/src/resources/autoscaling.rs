@@ -138,9 +138,6 @@ impl Strategy for HpaV2Strategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn tracks_generation(&self) -> bool {
-        true
-    }
     fn defaults(&self, obj: &mut Object) {
         let spec = obj_mut(obj, &["spec"]);
         default_in(spec, "minReplicas", json!(1));
@@ -222,9 +219,6 @@ impl Strategy for HpaV1Strategy {
         hpa_info("v1")
     }
     fn has_status(&self) -> bool {
-        true
-    }
-    fn tracks_generation(&self) -> bool {
         true
     }
     fn defaults(&self, obj: &mut Object) {

@@ -123,6 +123,9 @@ impl Strategy for PodTemplateStrategy {
     fn info(&self) -> ResourceInfo {
         info("", "v1", "podtemplates", "PodTemplate", true, &[], &[])
     }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
     fn defaults(&self, obj: &mut Object) {
         default_template(obj, &["template", "spec"]);
     }
