@@ -1,6 +1,7 @@
 //! `kapi-apiserver`: the kapi binary. Flags in, a serving API server out; SIGINT or SIGTERM
 //! drain in-flight requests and exit 0.
 
+mod audit_options;
 mod options;
 
 use clap::Parser;

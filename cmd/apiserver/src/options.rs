@@ -121,6 +121,9 @@ pub struct Options {
     #[arg(long)]
     pub admission_control_config_file: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub audit: crate::audit_options::AuditFlags,
+
     /// Serve LIST and WATCH from an in-memory cache per resource.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
@@ -281,6 +284,7 @@ impl Options {
             .collect();
         config.admission_control_config_file = self.admission_control_config_file.clone();
         config.watch_cache = self.watch_cache;
+        config.audit = self.audit.options(&mut errors);
 
         let servers: Vec<String> = self
             .etcd_servers

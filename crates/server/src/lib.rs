@@ -12,11 +12,11 @@
 
 mod admission;
 mod api;
-pub mod authapi;
 pub mod audit;
+pub mod authapi;
 pub mod body;
-pub mod controllers;
 pub mod config;
+pub mod controllers;
 pub mod duration;
 mod error;
 pub mod filters;

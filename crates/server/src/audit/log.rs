@@ -163,7 +163,7 @@ impl RotatingFile {
             return;
         }
         let mut backups = list_backups(&self.path);
-        backups.sort_by(|a, b| b.0.cmp(&a.0));
+        backups.sort_by_key(|b| std::cmp::Reverse(b.0));
         let cutoff = self
             .max_age
             .and_then(|age| chrono::Duration::from_std(age).ok())

@@ -215,7 +215,7 @@ fn bad_policies_are_refused_with_reasons() {
         e.contains(r#"omitStages[0]: Unsupported value: "Sometimes""#),
         "{e}"
     );
-    assert!(bad("rules: [").len() > 0);
+    assert!(!bad("rules: [").is_empty());
 }
 
 #[test]
@@ -230,4 +230,33 @@ fn load_names_the_file() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("missing.yaml"), "{e}");
+}
+
+#[test]
+fn the_example_policy_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/audit-policy.yaml");
+    let p = Policy::load(&path).unwrap();
+    let u = user("alice", &["system:authenticated"]);
+    assert_eq!(level(&p, &u, "GET", "/readyz"), Level::None);
+    assert_eq!(
+        level(&p, &u, "GET", "/api/v1/namespaces/d/secrets/s"),
+        Level::Metadata
+    );
+    assert_eq!(
+        level(
+            &p,
+            &u,
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+        ),
+        Level::RequestResponse
+    );
+    assert_eq!(
+        level(&p, &u, "POST", "/apis/apps/v1/namespaces/d/deployments"),
+        Level::Request
+    );
+    assert_eq!(
+        p.evaluate(&u, &req("GET", "/api/v1/pods")).omit_stages,
+        vec![Stage::RequestReceived]
+    );
 }
