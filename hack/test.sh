@@ -36,3 +36,6 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
 
 step "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh
+
+step "e2e audit (kapi with an audit policy and log, on etcd)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/audit.sh
