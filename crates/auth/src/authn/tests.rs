@@ -282,21 +282,44 @@ async fn legacy_token_must_match_its_secret() {
     );
 }
 
-#[test]
-fn rsa_keys_sign_rs256() {
+#[tokio::test]
+async fn rsa_keys_sign_rs256() {
+    use aws_lc_rs::encoding::AsDer;
+    use base64::Engine;
     let dir = tempfile::tempdir().unwrap();
-    let kp = rcgen::KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256);
-    // ring cannot make RSA keys; use a fixed one when generation is unavailable.
-    let pem = match kp {
-        Ok(k) => k.serialize_pem(),
-        Err(_) => return,
-    };
+    let kp = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&kp).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+    let lines: Vec<&str> = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        lines.join("\n")
+    );
     let path = dir.path().join("rsa.key");
     std::fs::write(&path, pem).unwrap();
     let key = keys::load_signing_key(&path).unwrap();
     assert_eq!(key.algorithm(), jsonwebtoken::Algorithm::RS256);
     let public = keys::load_verifying_keys(&path).unwrap();
     assert_eq!(public[0].key_id, key.key_id());
+    let objects = Arc::new(Objects::default());
+    objects.put("sa", "ns1", "robot", "uid-1", json!({}));
+    let auth =
+        ServiceAccountAuthenticator::new(vec![ISSUER.into()], public, vec![ISSUER.into()], objects);
+    let t = TokenIssuer::new(key, ISSUER)
+        .issue(&spec(), crate::token::now_unix())
+        .unwrap();
+    assert_eq!(
+        jsonwebtoken::decode_header(&t.token).unwrap().alg,
+        jsonwebtoken::Algorithm::RS256
+    );
+    let TokenAuthenticated::User(u) = auth.authenticate_token(&t.token, None).await else {
+        panic!("RS256 token not authenticated");
+    };
+    assert_eq!(u.user.name, "system:serviceaccount:ns1:robot");
 }
 
 #[test]
