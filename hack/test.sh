@@ -34,6 +34,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh
 step "e2e admission (kapi restarted with admission flags, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
 
+step "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/rbac.sh
+
 step "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh
 

@@ -78,8 +78,9 @@ pub struct Options {
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: String,
 
-    /// Authorizers, in order, comma separated: AlwaysAllow, AlwaysDeny.
-    #[arg(long, value_delimiter = ',', default_value = "AlwaysAllow")]
+    /// Authorizers, in order, comma separated: RBAC, AlwaysAllow, AlwaysDeny (members of
+    /// system:masters may always do anything).
+    #[arg(long, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<String>,
 
     /// Requests without credentials are served as system:anonymous (false: 401).
@@ -225,8 +226,8 @@ impl Options {
         for mode in self.authorization_mode.iter().filter(|m| !m.is_empty()) {
             match AuthorizationMode::parse(mode) {
                 Some(m) => config.authorization_modes.push(m),
-                None if matches!(mode.as_str(), "RBAC" | "Node" | "Webhook" | "ABAC") => {
-                    errors.push(format!("--authorization-mode {mode}: not supported yet (supported: AlwaysAllow, AlwaysDeny)"))
+                None if matches!(mode.as_str(), "Node" | "Webhook" | "ABAC") => {
+                    errors.push(format!("--authorization-mode {mode}: not supported yet (supported: RBAC, AlwaysAllow, AlwaysDeny)"))
                 }
                 None => errors.push(format!("--authorization-mode: unknown authorization mode {mode:?}")),
             }
@@ -386,7 +387,7 @@ mod tests {
             "--service-node-port-range",
             "9-1",
             "--authorization-mode",
-            "RBAC",
+            "Node",
             "--tls-cert-file",
             "/nonexistent.crt",
         ])

@@ -121,7 +121,7 @@ impl ServerConfig {
                 ipnet::Ipv4Net::new(Ipv4Addr::new(10, 0, 0, 0), 24).unwrap_or_default(),
             ),
             service_node_port_range: 30000..=32767,
-            authorization_modes: vec![AuthorizationMode::AlwaysAllow],
+            authorization_modes: vec![AuthorizationMode::Rbac],
             anonymous_auth: true,
             token_auth_file: None,
             service_account_signing_key_file: None,

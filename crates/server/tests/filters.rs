@@ -16,7 +16,8 @@ use tower::ServiceExt;
 
 #[tokio::test]
 async fn x509_anonymous_and_unknown_ca() {
-    let t = common::start().await;
+    let t =
+        common::start_with(|c| c.authorization_modes = vec![AuthorizationMode::AlwaysAllow]).await;
 
     // No certificate: anonymous, allowed by AlwaysAllow.
     let mut anon = common::connect(&t.server, None).await;
@@ -99,6 +100,7 @@ async fn max_in_flight_answers_429_and_spares_masters() {
     let t = common::start_with(|c| {
         c.max_mutating_requests_inflight = 1;
         c.max_requests_inflight = 1;
+        c.authorization_modes = vec![AuthorizationMode::AlwaysAllow];
     })
     .await;
     let admin = common::admin_identity(&t);
