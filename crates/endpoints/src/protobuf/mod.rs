@@ -13,6 +13,10 @@ mod transcode;
 mod wire;
 
 #[cfg(test)]
+mod gen;
+#[cfg(test)]
+mod roundtrip_tests;
+#[cfg(test)]
 mod tests;
 
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as metav1;

@@ -29,6 +29,8 @@ pub struct FieldDef {
     pub number: u32,
     pub label: Label,
     pub kind: Kind,
+    /// A Go struct embedded with `json:",inline"`: its fields are the parent's in JSON.
+    pub inline: bool,
 }
 
 #[derive(Debug)]
@@ -125,8 +127,10 @@ pub fn special(m: &MessageDef) -> Special {
             return Special::OrStringArray;
         }
     }
+    // Go's named string slices (`Verbs`, `ExtraValue`) are wrapped in a message of one
+    // repeated string; a struct of one `items` list of objects (`DownwardAPIProjection`) is not.
     if let [f] = m.fields {
-        if f.json == "items" && f.label == Label::Repeated {
+        if f.json == "items" && f.label == Label::Repeated && f.kind == Kind::String {
             return Special::Items;
         }
     }

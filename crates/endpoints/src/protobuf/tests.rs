@@ -152,3 +152,40 @@ fn watch_frames_are_length_prefixed() {
     assert_eq!(ev.r#type.as_deref(), Some("ADDED"));
     assert_eq!(decode(&ev.object.unwrap().raw.unwrap()).unwrap(), obj);
 }
+
+#[test]
+fn inline_embedded_structs_sit_in_the_parent_object() {
+    use k8s_pb::api::core::v1 as core;
+    // Go's `Volume` embeds `VolumeSource` and `ConfigMapVolumeSource` embeds
+    // `LocalObjectReference` with `json:",inline"`: one JSON object, nested messages.
+    let pod = core::Pod {
+        metadata: Some(metav1::ObjectMeta {
+            name: Some("p".into()),
+            ..Default::default()
+        }),
+        spec: Some(core::PodSpec {
+            volumes: vec![core::Volume {
+                name: Some("cfg".into()),
+                volume_source: Some(core::VolumeSource {
+                    config_map: Some(core::ConfigMapVolumeSource {
+                        local_object_reference: Some(core::LocalObjectReference {
+                            name: Some("settings".into()),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let m = schema::message_for("v1", "Pod").unwrap();
+    let v = transcode::decode_message(m, &pod.encode_to_vec()).unwrap();
+    assert_eq!(
+        v["spec"]["volumes"],
+        json!([{"name": "cfg", "configMap": {"name": "settings"}}])
+    );
+    let back = core::Pod::decode(transcode::encode_message(m, &v).unwrap().as_slice()).unwrap();
+    assert_eq!(back, pod);
+}

@@ -93,6 +93,11 @@ pub fn encode_message(m: &MessageDef, v: &Value) -> Result<Vec<u8>, ProtoError> 
             let mut fields: Vec<&schema::FieldDef> = m.fields.iter().collect();
             fields.sort_by_key(|f| f.number);
             for f in fields {
+                if f.inline {
+                    // Go writes an embedded struct even when empty; its fields come from `v`.
+                    encode_field(&mut out, f, v)?;
+                    continue;
+                }
                 match obj.get(f.json) {
                     None | Some(Value::Null) => {}
                     Some(val) => encode_labeled(&mut out, f, val)?,
@@ -130,6 +135,7 @@ fn encode_labeled(out: &mut Vec<u8>, f: &schema::FieldDef, v: &Value) -> Result<
                     number: 2,
                     label: Label::Optional,
                     kind: f.kind,
+                    inline: false,
                 };
                 if !map[k].is_null() {
                     encode_field(&mut entry, &value_def, &map[k])?;
@@ -245,6 +251,12 @@ pub fn decode_message(m: &MessageDef, bytes: &[u8]) -> Result<Value, ProtoError>
         Special::None => {
             let mut obj = Map::new();
             for f in m.fields {
+                if f.inline {
+                    if let Some(Value::Object(embedded)) = decode_single(f, &fields)? {
+                        obj.extend(embedded);
+                    }
+                    continue;
+                }
                 let v = match f.label {
                     Label::Optional => decode_single(f, &fields)?.filter(|v| !is_unset(v)),
                     Label::Repeated => {
