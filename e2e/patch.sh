@@ -1,6 +1,69 @@
 # Patch and apply cases: client-side apply (create, change one container's image, remove an
-# env var), edit, label, annotate, scale, set image and each `patch --type`. Run once per
-# (backend, kubectl) in their own namespace $NS-patch.
+# env var), edit, label, annotate, scale, set image and each `patch --type`; server-side apply
+# by two field managers (conflict, --force-conflicts), managedFields, and `diff -f`. Run once
+# per (backend, kubectl) in their own namespace $NS-patch.
+
+ssa_manifest() { # ssa_manifest FILE REPLICAS IMAGE
+  cat >"$M/$1" <<Y
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ssa
+  namespace: $PNS
+spec:
+  replicas: $2
+  selector:
+    matchLabels: {app: ssa}
+  template:
+    metadata:
+      labels: {app: ssa}
+    spec:
+      containers:
+      - name: c
+        image: $3
+Y
+  printf '%s' "$M/$1"
+}
+
+run_server_side_apply_cases() {
+  local s1 s2 s3 s4 get=(k get deploy ssa -n "$PNS")
+  s1=$(ssa_manifest s1.yaml 2 c:1)
+  s2=$(ssa_manifest s2.yaml 3 c:1)
+  s3=$(ssa_manifest s3.yaml 3 c:2)
+  expect_out "apply --server-side creates" '^deployment.apps/ssa serverside-applied$' \
+    k apply --server-side --field-manager=m1 -f "$s1"
+  expect_eq "managedFields name the applier" 'm1/Apply' "${get[@]}" \
+    -o 'jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}{end}'
+  expect_out "applier owns replicas" '"f:replicas":\{\}' "${get[@]}" \
+    -o 'jsonpath={.metadata.managedFields[0].fieldsV1.f:spec}'
+  local rv; rv=$("${get[@]}" -o 'jsonpath={.metadata.resourceVersion}')
+  expect_out "apply --server-side again" '^deployment.apps/ssa serverside-applied$' \
+    k apply --server-side --field-manager=m1 -f "$s1"
+  expect_eq "an unchanged apply writes nothing" "$rv" "${get[@]}" -o 'jsonpath={.metadata.resourceVersion}'
+  expect_fail "a second manager conflicts" 'conflict with "m1": .spec.replicas' \
+    k apply --server-side --field-manager=m2 -f "$s2"
+  expect_eq "the conflict changed nothing" '2' "${get[@]}" -o 'jsonpath={.spec.replicas}'
+  expect_out "--force-conflicts takes ownership" '^deployment.apps/ssa serverside-applied$' \
+    k apply --server-side --force-conflicts --field-manager=m2 -f "$s2"
+  expect_eq "forced value" '3' "${get[@]}" -o 'jsonpath={.spec.replicas}'
+  expect_eq "both managers listed" 'm1 m2 ' "${get[@]}" \
+    -o 'jsonpath={range .metadata.managedFields[*]}{.manager} {end}'
+  expect_fail "m1 now conflicts with m2" 'conflict with "m2": .spec.replicas' \
+    k apply --server-side --field-manager=m1 -f "$s1"
+  expect_out "a manager of a non-apply write is recorded" 'patched' \
+    k patch deploy ssa -n "$PNS" --type=merge -p '{"metadata":{"labels":{"x":"y"}}}'
+  expect_out "kubectl-patch owns its label" 'kubectl-patch/Update' "${get[@]}" \
+    -o 'jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}'
+  expect_fail "diff -f prints the change" 'image: c:2' k diff -f "$s3"
+  expect_fail "diff -f --server-side prints the change" 'image: c:2' k diff --server-side --field-manager=m2 --force-conflicts -f "$s3"
+  expect_eq "diff changed nothing" 'c:1' "${get[@]}" -o 'jsonpath={.spec.template.spec.containers[0].image}'
+  expect_out "diff -f of the applied state is empty" '^$' k diff --server-side --field-manager=m2 -f "$s2"
+  # m2 stops applying the image: it stays (m1 owns it too); replicas m2 alone owned goes.
+  s4="$M/s4.yaml"
+  sed '/replicas:/d' "$s2" >"$s4"
+  expect_out "apply without a field" 'serverside-applied' k apply --server-side --field-manager=m2 -f "$s4"
+  expect_eq "the no-longer-applied field is removed (then defaulted)" '1' "${get[@]}" -o 'jsonpath={.spec.replicas}'
+}
 
 deployment_manifest() { # deployment_manifest FILE IMAGE_B WITH_Y
   local y=""
@@ -82,5 +145,6 @@ run_patch_cases() {
     -p '[{"op":"test","path":"/spec/replicas","value":7}]'
   expect_fail "strategic patch without merge key is 400" 'does not contain declared merge key: name' \
     k patch deploy app -n "$PNS" --type=strategic -p '{"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}'
+  run_server_side_apply_cases
   expect_out "delete patch namespace" "^namespace \"$PNS\" deleted" k delete ns "$PNS" --wait=false
 }
