@@ -76,6 +76,10 @@ impl Authorizer for RecordDecision {
         });
         decision
     }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> kapi_auth::authz::RulesResult {
+        self.0.rules_for(user, namespace)
+    }
 }
 
 #[derive(Clone, Default)]
