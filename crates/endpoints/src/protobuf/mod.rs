@@ -15,6 +15,8 @@ mod wire;
 #[cfg(test)]
 mod gen;
 #[cfg(test)]
+mod review_tests;
+#[cfg(test)]
 mod roundtrip_tests;
 #[cfg(test)]
 mod tests;
