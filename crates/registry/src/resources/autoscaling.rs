@@ -156,6 +156,9 @@ impl Strategy for HpaV2Strategy {
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({"desiredReplicas": 0})));
     }
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        validate_hpa_status(new)
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         validate_common(&mut errs, obj);
@@ -206,6 +209,17 @@ impl Strategy for HpaV2Strategy {
     }
 }
 
+/// `ValidateHorizontalPodAutoscalerStatusUpdate`: replica counts are not negative.
+fn validate_hpa_status(obj: &Object) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    crate::resources::group_util::non_negative_status(
+        &mut errs,
+        obj,
+        &["currentReplicas", "desiredReplicas"],
+    );
+    errs
+}
+
 /// One `Resource` metric on CPU utilization.
 fn cpu_metric(utilization: i64) -> Value {
     json!([{"type": "Resource", "resource": {"name": "cpu",
@@ -229,6 +243,9 @@ impl Strategy for HpaV1Strategy {
             obj,
             Some(json!({"currentReplicas": 0, "desiredReplicas": 0})),
         );
+    }
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        validate_hpa_status(new)
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

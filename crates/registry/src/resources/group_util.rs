@@ -100,6 +100,13 @@ pub fn immutable_struct(
     }
 }
 
+/// `ValidateNonnegativeField` for each `status.<field>`.
+pub fn non_negative_status(errs: &mut Vec<FieldError>, obj: &Object, fields: &[&str]) {
+    for f in fields {
+        crate::resources::non_negative(errs, obj, &["status", f], &format!("status.{f}"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

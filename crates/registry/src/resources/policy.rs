@@ -141,6 +141,20 @@ impl Strategy for PodDisruptionBudgetStrategy {
             ),
         );
     }
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        crate::resources::group_util::non_negative_status(
+            &mut errs,
+            new,
+            &[
+                "disruptionsAllowed",
+                "currentHealthy",
+                "desiredHealthy",
+                "expectedPods",
+            ],
+        );
+        errs
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         let min = at(obj, &["spec", "minAvailable"]).filter(|v| !v.is_null());

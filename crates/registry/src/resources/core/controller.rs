@@ -66,6 +66,39 @@ impl Strategy for ReplicationControllerStrategy {
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({"replicas": 0})));
     }
+    /// `ValidateReplicationControllerStatus`.
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        crate::resources::group_util::non_negative_status(
+            &mut errs,
+            new,
+            &[
+                "replicas",
+                "fullyLabeledReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "observedGeneration",
+            ],
+        );
+        let n = |f: &str| at(new, &["status", f]).and_then(Value::as_i64).unwrap_or(0);
+        for f in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+            if n(f) > n("replicas") {
+                errs.push(FieldError::invalid(
+                    format!("status.{f}"),
+                    n(f),
+                    "cannot be greater than status.replicas",
+                ));
+            }
+        }
+        if n("availableReplicas") > n("readyReplicas") {
+            errs.push(FieldError::invalid(
+                "status.availableReplicas",
+                n("availableReplicas"),
+                "cannot be greater than readyReplicas",
+            ));
+        }
+        errs
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         crate::resources::non_negative(
@@ -191,6 +224,13 @@ mod tests {
                 "spec.selector: Required value",
                 "spec.template: Required value"
             ]
+        );
+
+        let mut st = o.clone();
+        st.insert("status", json!({"replicas": 1, "readyReplicas": 2}));
+        assert_eq!(
+            ReplicationControllerStrategy.validate_status_update(&st, &o)[0].to_string(),
+            "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas"
         );
     }
 }
