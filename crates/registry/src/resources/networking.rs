@@ -380,6 +380,40 @@ impl Strategy for IngressStrategy {
     fn validate_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
         validate_ingress(new)
     }
+    /// `ValidateIngressStatusUpdate`: load balancer addresses are IPs and DNS names.
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for (i, ing) in at(new, &["status", "loadBalancer", "ingress"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let p = format!("status.loadBalancer.ingress[{i}]");
+            let ip = s(ing, "ip");
+            if !ip.is_empty() && ip.parse::<std::net::IpAddr>().is_err() {
+                errs.push(FieldError::invalid(
+                    format!("{p}.ip"),
+                    ip,
+                    "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                ));
+            }
+            let host = s(ing, "hostname");
+            if !host.is_empty() {
+                for msg in is_dns1123_subdomain(host) {
+                    errs.push(FieldError::invalid(format!("{p}.hostname"), host, msg));
+                }
+                if host.parse::<std::net::IpAddr>().is_ok() {
+                    errs.push(FieldError::invalid(
+                        format!("{p}.hostname"),
+                        host,
+                        "must be a DNS name, not an IP address",
+                    ));
+                }
+            }
+        }
+        errs
+    }
 }
 
 /// Upstream's `IsDomainPrefixedPath`, for an ingress class's controller.
@@ -739,6 +773,21 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(wildcard_subdomain_errors("a.*.com").len(), 1);
+    }
+
+    #[test]
+    fn ingress_status_addresses() {
+        let old = o(json!({}));
+        let st = o(
+            json!({"status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}, {"ip": "x"}, {"hostname": "1.2.3.4"}]}}}),
+        );
+        assert_eq!(
+            messages(IngressStrategy.validate_status_update(&st, &old)),
+            [
+                r#"status.loadBalancer.ingress[1].ip: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"#,
+                r#"status.loadBalancer.ingress[2].hostname: Invalid value: "1.2.3.4": must be a DNS name, not an IP address"#,
+            ]
+        );
     }
 
     #[test]
