@@ -17,6 +17,8 @@ use std::sync::Arc;
 /// The token's claims may be this far off the clock (go-jose's `DefaultLeeway`).
 const LEEWAY_SECONDS: i64 = 60;
 
+const INVALIDATED: &str = "service account token has been invalidated";
+
 pub const POD_NAME_KEY: &str = "authentication.kubernetes.io/pod-name";
 pub const POD_UID_KEY: &str = "authentication.kubernetes.io/pod-uid";
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
@@ -206,15 +208,12 @@ impl ServiceAccountAuthenticator {
                 k.serviceaccount.uid
             ));
         }
+        // A bound object that is gone (or going) says no more than upstream does.
         if let Some(secret) = &k.secret {
-            let s = lookup_failed(
-                "secrets",
-                &secret.name,
-                self.lookup.secret(ns, &secret.name).await,
-            )?;
-            if deleted_before(&s, cutoff) {
-                return Err(format!("secret {ns}/{} has been deleted", secret.name));
-            }
+            let s = match self.lookup.secret(ns, &secret.name).await {
+                Ok(Some(s)) => s,
+                _ => return Err(INVALIDATED.into()),
+            };
             if uid_of(&s) != secret.uid {
                 return Err(format!(
                     "secret UID ({}) does not match service account secret ref claim ({})",
@@ -222,12 +221,15 @@ impl ServiceAccountAuthenticator {
                     secret.uid
                 ));
             }
+            if deleted_before(&s, cutoff) {
+                return Err(INVALIDATED.into());
+            }
         }
         if let Some(pod) = &k.pod {
-            let p = lookup_failed("pods", &pod.name, self.lookup.pod(ns, &pod.name).await)?;
-            if deleted_before(&p, cutoff) {
-                return Err(format!("pod {ns}/{} has been deleted", pod.name));
-            }
+            let p = match self.lookup.pod(ns, &pod.name).await {
+                Ok(Some(p)) if !deleted_before(&p, cutoff) => p,
+                _ => return Err(INVALIDATED.into()),
+            };
             if uid_of(&p) != pod.uid {
                 return Err(format!(
                     "pod UID ({}) does not match service account pod ref claim ({})",

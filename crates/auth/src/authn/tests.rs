@@ -235,7 +235,7 @@ async fn pod_bound_token_follows_the_pod() {
     f.objects.remove("pod", "ns1", "p");
     assert_eq!(
         failed(f.auth.authenticate_token(&t.token, None).await),
-        r#"pods "p" not found"#
+        "service account token has been invalidated"
     );
 }
 
