@@ -70,11 +70,9 @@ Y
   expect_fail "pdb percent" 'must not be greater than 100%' \
     k create poddisruptionbudget q -n "$G" --selector=a=b --min-available=150%
 
-  # networking: the Ingress goes through a JSON body (kubectl's protobuf Ingress is not
-  # decoded yet: its rule value is an embedded message)
-  k create ingress i -n "$G" --rule="a.com/=svc:80" --rule="b.com/x*=svc2:http,tls=sec" \
-    --dry-run=client -o yaml >"$M/ing.yaml" 2>/dev/null
-  expect_out "create ingress" '^ingress.networking.k8s.io/i created$' k create -f "$M/ing.yaml"
+  # networking
+  expect_out "create ingress" '^ingress.networking.k8s.io/i created$' \
+    k create ingress i -n "$G" --rule="a.com/=svc:80" --rule="b.com/x*=svc2:http,tls=sec"
   expect_out "get ingress" '^i +<none> +a.com,b.com +80, 443 +[0-9]+s$' k get ing i -n "$G" --no-headers
   cat >"$M/net.yaml" <<Y
 apiVersion: networking.k8s.io/v1
