@@ -17,6 +17,8 @@ cd "$ROOT"
 . "$ROOT/e2e/patch.sh"
 # shellcheck source=e2e/groups.sh
 . "$ROOT/e2e/groups.sh"
+# shellcheck source=e2e/protobuf.sh
+. "$ROOT/e2e/protobuf.sh"
 
 if [ -z "${KAPI_BIN:-}" ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
@@ -78,6 +80,7 @@ for backend in $BACKENDS; do
     run_cases
     run_patch_cases
     run_group_cases
+    run_protobuf_cases
   done
 done
 summary
