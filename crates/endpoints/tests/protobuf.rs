@@ -227,3 +227,94 @@ async fn protobuf_watch_of_a_table_stays_json() {
     let lines = watch_lines(&mut body, 1).await;
     assert_eq!(lines[0]["object"]["kind"], "Table");
 }
+
+/// A resource of a kind without a protobuf form, served by the configmaps storage under
+/// another group and kind (what a custom resource looks like to the handler).
+struct Widgets {
+    info: kapi_registry::rest::ResourceInfo,
+    inner: std::sync::Arc<dyn kapi_registry::rest::Storage>,
+}
+
+impl kapi_registry::rest::Storage for Widgets {
+    fn info(&self) -> &kapi_registry::rest::ResourceInfo {
+        &self.info
+    }
+    fn decode(
+        &self,
+        body: kapi_machinery::Object,
+        validation: kapi_registry::rest::FieldValidation,
+    ) -> Result<(kapi_machinery::Object, Vec<String>), kapi_machinery::ApiError> {
+        self.inner.decode(body, validation)
+    }
+    fn as_creater(&self) -> Option<&dyn kapi_registry::rest::Creater> {
+        self.inner.as_creater()
+    }
+    fn as_lister(&self) -> Option<&dyn kapi_registry::rest::Lister> {
+        self.inner.as_lister()
+    }
+    fn as_watcher(&self) -> Option<&dyn kapi_registry::rest::Watcher> {
+        self.inner.as_watcher()
+    }
+}
+
+#[tokio::test]
+async fn custom_kinds_refuse_protobuf_bodies_and_answer_json() {
+    let s = server().await;
+    let groups = kapi_registry::build(kapi_registry::RegistryConfig::new(s.storage.clone()))
+        .await
+        .unwrap();
+    let configmaps = groups
+        .iter()
+        .filter(|g| g.group.is_empty())
+        .flat_map(|g| g.versions.iter().flat_map(|v| v.storages.iter()))
+        .find(|st| st.info().resource == "configmaps")
+        .unwrap()
+        .clone();
+    let mut info = configmaps.info().clone();
+    info.group = "example.com".into();
+    info.resource = "widgets".into();
+    info.kind = "Widget".into();
+    info.list_kind = "WidgetList".into();
+    s.handler.install_group(kapi_registry::rest::ApiGroupInfo {
+        group: "example.com".into(),
+        preferred_version: "v1".into(),
+        versions: vec![kapi_registry::rest::ApiVersionInfo {
+            version: "v1".into(),
+            storages: vec![std::sync::Arc::new(Widgets {
+                info,
+                inner: configmaps,
+            })],
+        }],
+    });
+    const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
+    let r = s
+        .send(request(
+            Method::POST,
+            WIDGETS,
+            &[("content-type", PB), ("accept", "application/json")],
+            protobuf::encode(&cm).unwrap(),
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(r.json()["reason"], "UnsupportedMediaType");
+    assert_eq!(
+        r.json()["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+    );
+
+    let list = s.get_as(WIDGETS, KUBECTL_ACCEPT).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(list.header("content-type"), "application/json");
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{WIDGETS}?watch=true&timeoutSeconds=1"),
+            &[("accept", KUBECTL_ACCEPT)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+}
