@@ -112,6 +112,17 @@ run_cmd k create token robot --bound-object-kind=Secret --bound-object-name=s1; 
 expect_out "a secret-bound token works" "system:serviceaccount:default:robot" t "$BOUND" auth whoami
 expect_ok "delete the secret" k delete secret s1
 expect_fail "the secret-bound token is 401 once the secret is gone" "$UNAUTHORIZED" t "$BOUND" auth whoami
+expect_ok "create node n1" k create -f - <<<'{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}'
+run_cmd k create token robot --bound-object-kind=Node --bound-object-name=n1; NODE_TOKEN="$OUT"
+expect_out "a node-bound token names its node" "node-name +\[n1\]" t "$NODE_TOKEN" auth whoami
+expect_ok "create pod p1 on n1 as robot" k create -f - <<<'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},"spec":{"serviceAccountName":"robot","nodeName":"n1","containers":[{"name":"c","image":"nginx"}]}}'
+run_cmd k create token robot --bound-object-kind=Pod --bound-object-name=p1; POD_TOKEN="$OUT"
+expect_out "a pod-bound token names its pod" "pod-name +\[p1\]" t "$POD_TOKEN" auth whoami
+expect_out "a pod-bound token names its pod's node" "node-name +\[n1\]" t "$POD_TOKEN" auth whoami
+expect_ok "delete pod p1 at once" k delete pod p1 --grace-period=0 --force
+expect_fail "the pod-bound token is 401 once the pod is gone" "$UNAUTHORIZED" t "$POD_TOKEN" auth whoami
+expect_ok "delete node n1" k delete node n1
+expect_fail "the node-bound token is 401 once the node is gone" "$UNAUTHORIZED" t "$NODE_TOKEN" auth whoami
 expect_fail "binding to a missing pod is 404" 'pods "nope" not found' \
   k create token robot --bound-object-kind=Pod --bound-object-name=nope
 

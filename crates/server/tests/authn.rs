@@ -121,11 +121,20 @@ async fn service_account_tokens_authenticate_until_the_account_is_gone() {
 async fn token_requests_are_validated_as_upstream() {
     let (t, _files) = server().await;
     let mut conn = common::connect(&t.server, Some(&common::admin_identity(&t))).await;
+    let sa = r#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}"#;
+    let reply = conn
+        .send(
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            Some(sa),
+        )
+        .await;
+    assert_eq!(reply.status, 201);
     let body = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":60}}"#;
     let reply = conn
         .send(
             "POST",
-            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            "/api/v1/namespaces/default/serviceaccounts/robot/token",
             Some(body),
         )
         .await;

@@ -21,6 +21,8 @@ const INVALIDATED: &str = "service account token has been invalidated";
 
 pub const POD_NAME_KEY: &str = "authentication.kubernetes.io/pod-name";
 pub const POD_UID_KEY: &str = "authentication.kubernetes.io/pod-uid";
+pub const NODE_NAME_KEY: &str = "authentication.kubernetes.io/node-name";
+pub const NODE_UID_KEY: &str = "authentication.kubernetes.io/node-uid";
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
 
 /// Why an object could not be read (not "not found": that is `Ok(None)`).
@@ -39,6 +41,10 @@ pub trait ServiceAccountLookup: Send + Sync {
     ) -> Result<Option<Object>, LookupError>;
     async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Object>, LookupError>;
     async fn pod(&self, namespace: &str, name: &str) -> Result<Option<Object>, LookupError>;
+    /// Nodes (cluster-scoped), for node-bound tokens; none by default.
+    async fn node(&self, _name: &str) -> Result<Option<Object>, LookupError> {
+        Ok(None)
+    }
 }
 
 /// `system:serviceaccounts`, `system:serviceaccounts:<ns>`.
@@ -238,12 +244,32 @@ impl ServiceAccountAuthenticator {
                 ));
             }
         }
+        // A pod-bound token's node is only claimed; a node-bound token's node must exist.
+        if let (Some(node), None) = (&k.node, &k.pod) {
+            let n = match self.lookup.node(&node.name).await {
+                Ok(Some(n)) if !deleted_before(&n, cutoff) => n,
+                _ => return Err(INVALIDATED.into()),
+            };
+            if uid_of(&n) != node.uid {
+                return Err(format!(
+                    "node UID ({}) does not match service account node ref claim ({})",
+                    uid_of(&n),
+                    node.uid
+                ));
+            }
+        }
         let mut user = UserInfo {
             name: service_account_username(ns, sa_name),
             uid,
             groups: service_account_groups(ns),
             ..Default::default()
         };
+        if let Some(node) = &k.node {
+            user.extra
+                .insert(NODE_NAME_KEY.into(), vec![node.name.clone()]);
+            user.extra
+                .insert(NODE_UID_KEY.into(), vec![node.uid.clone()]);
+        }
         if let Some(pod) = &k.pod {
             user.extra
                 .insert(POD_NAME_KEY.into(), vec![pod.name.clone()]);

@@ -58,6 +58,9 @@ impl ServiceAccountLookup for Objects {
     async fn pod(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
         Ok(self.get("pod", ns, name))
     }
+    async fn node(&self, name: &str) -> Result<Option<Object>, LookupError> {
+        Ok(self.get("node", "", name))
+    }
 }
 
 struct Fixture {
@@ -95,6 +98,7 @@ fn spec() -> TokenSpec {
         audiences: vec![ISSUER.into()],
         expiration_seconds: 3600,
         bound: None,
+        pod_node: None,
     }
 }
 
@@ -236,6 +240,60 @@ async fn pod_bound_token_follows_the_pod() {
     assert_eq!(
         failed(f.auth.authenticate_token(&t.token, None).await),
         "service account token has been invalidated"
+    );
+}
+
+#[tokio::test]
+async fn node_bound_token_follows_the_node() {
+    let f = fixture();
+    f.objects.put("node", "", "n1", "node-uid", json!({}));
+    let mut s = spec();
+    s.bound = Some(BoundObject {
+        kind: BoundKind::Node,
+        name: "n1".into(),
+        uid: "node-uid".into(),
+    });
+    let t = f.issuer.issue(&s, crate::token::now_unix()).unwrap();
+    let TokenAuthenticated::User(u) = f.auth.authenticate_token(&t.token, None).await else {
+        panic!("not authenticated");
+    };
+    assert_eq!(
+        u.user.extra["authentication.kubernetes.io/node-name"],
+        vec!["n1"]
+    );
+    assert_eq!(
+        u.user.extra["authentication.kubernetes.io/node-uid"],
+        vec!["node-uid"]
+    );
+    f.objects.put("node", "", "n1", "other-uid", json!({}));
+    assert_eq!(
+        failed(f.auth.authenticate_token(&t.token, None).await),
+        "node UID (other-uid) does not match service account node ref claim (node-uid)"
+    );
+    f.objects.remove("node", "", "n1");
+    assert_eq!(
+        failed(f.auth.authenticate_token(&t.token, None).await),
+        "service account token has been invalidated"
+    );
+    // A pod-bound token only claims its pod's node.
+    f.objects.put("pod", "ns1", "p", "pod-uid", json!({}));
+    let mut s = spec();
+    s.bound = Some(BoundObject {
+        kind: BoundKind::Pod,
+        name: "p".into(),
+        uid: "pod-uid".into(),
+    });
+    s.pod_node = Some(crate::token::Ref {
+        name: "gone".into(),
+        uid: "x".into(),
+    });
+    let t = f.issuer.issue(&s, crate::token::now_unix()).unwrap();
+    let TokenAuthenticated::User(u) = f.auth.authenticate_token(&t.token, None).await else {
+        panic!("not authenticated");
+    };
+    assert_eq!(
+        u.user.extra["authentication.kubernetes.io/node-name"],
+        vec!["gone"]
     );
 }
 

@@ -1,6 +1,6 @@
 //! Service-account token issuing (the TokenRequest API's engine): bound JWTs with upstream's
 //! claims — `iss`, `sub`, `aud`, `exp`, `iat`, `nbf`, `jti` and the `kubernetes.io` claim naming
-//! the namespace, the service account (name and uid) and the bound Pod or Secret — signed with
+//! the namespace, the service account (name and uid) and the bound Pod, Secret or Node — signed with
 //! the service-account signing key (RS256 or ES256, `kid` = the key's id).
 
 pub mod keys;
@@ -118,6 +118,7 @@ pub fn service_account_username(namespace: &str, name: &str) -> String {
 pub enum BoundKind {
     Pod,
     Secret,
+    Node,
 }
 
 /// The object a token is bound to: it stops working when the object is gone.
@@ -137,6 +138,8 @@ pub struct TokenSpec {
     pub audiences: Vec<String>,
     pub expiration_seconds: i64,
     pub bound: Option<BoundObject>,
+    /// For a pod-bound token: the node the pod runs on (claimed, not checked, as upstream).
+    pub pod_node: Option<Ref>,
 }
 
 /// An issued token and when it expires (Unix seconds).
@@ -186,8 +189,12 @@ impl TokenIssuer {
                 uid: b.uid.clone(),
             });
             match b.kind {
-                BoundKind::Pod => k8s.pod = r,
+                BoundKind::Pod => {
+                    k8s.pod = r;
+                    k8s.node = spec.pod_node.clone();
+                }
                 BoundKind::Secret => k8s.secret = r,
+                BoundKind::Node => k8s.node = r,
             }
         }
         Claims {

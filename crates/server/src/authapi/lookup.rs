@@ -1,4 +1,4 @@
-//! [`RegistryLookup`]: the live ServiceAccounts, Secrets and Pods bound tokens are checked
+//! [`RegistryLookup`]: the live ServiceAccounts, Secrets, Pods and Nodes bound tokens are checked
 //! against, read through the core group's storages (quorum reads, so a deletion is seen at
 //! once).
 
@@ -13,6 +13,7 @@ pub struct RegistryLookup {
     service_accounts: Arc<dyn Storage>,
     secrets: Arc<dyn Storage>,
     pods: Arc<dyn Storage>,
+    nodes: Arc<dyn Storage>,
 }
 
 fn core_storage(groups: &[ApiGroupInfo], resource: &str) -> Result<Arc<dyn Storage>, ServerError> {
@@ -36,6 +37,7 @@ impl RegistryLookup {
             service_accounts: core_storage(groups, "serviceaccounts")?,
             secrets: core_storage(groups, "secrets")?,
             pods: core_storage(groups, "pods")?,
+            nodes: core_storage(groups, "nodes")?,
         })
     }
 
@@ -68,6 +70,9 @@ impl RegistryLookup {
     pub fn pods(&self) -> &dyn Storage {
         self.pods.as_ref()
     }
+    pub fn nodes(&self) -> &dyn Storage {
+        self.nodes.as_ref()
+    }
 }
 
 fn lookup_error(e: ApiError) -> LookupError {
@@ -88,5 +93,10 @@ impl ServiceAccountLookup for RegistryLookup {
     }
     async fn pod(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
         Self::get(self.pods(), ns, name).await.map_err(lookup_error)
+    }
+    async fn node(&self, name: &str) -> Result<Option<Object>, LookupError> {
+        Self::get(self.nodes(), "", name)
+            .await
+            .map_err(lookup_error)
     }
 }

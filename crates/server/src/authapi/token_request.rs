@@ -1,12 +1,13 @@
 //! `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token`: TokenRequest, as upstream's
 //! `TokenREST`. Audiences default to `--api-audiences`, `expirationSeconds` to 3600 (at least
-//! 600, at most 2^32); a `boundObjectRef` (Pod or Secret) ties the token to that object's life.
+//! 600, at most 2^32); a `boundObjectRef` (Pod, Secret or Node) ties the token to that object's
+//! life (a pod-bound token also names the pod's node).
 //! The answer carries `status.token` and `status.expirationTimestamp`.
 
 use super::lookup::RegistryLookup;
 use async_trait::async_trait;
 use k8s_openapi::api::authentication::v1::TokenRequest;
-use kapi_auth::token::{now_unix, BoundKind, BoundObject, TokenIssuer, TokenSpec};
+use kapi_auth::token::{now_unix, BoundKind, BoundObject, Ref, TokenIssuer, TokenSpec};
 use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
 use kapi_registry::rest::{
     Context, Creater, FieldValidation, ResourceInfo, Storage, ValidateObjectFn, WriteOptions,
@@ -97,13 +98,14 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
 }
 
 impl TokenRequestStorage {
-    /// The bound object named by `spec.boundObjectRef`, checked as upstream checks it.
+    /// The bound object named by `spec.boundObjectRef`, checked as upstream checks it, and for
+    /// a Pod the node it runs on (when that node exists).
     async fn bound_object(
         &self,
         namespace: &str,
         service_account: &str,
         r: &Value,
-    ) -> Result<BoundObject, ApiError> {
+    ) -> Result<(BoundObject, Option<Ref>), ApiError> {
         let api_version = str_at(r, &["apiVersion"]);
         let kind = str_at(r, &["kind"]);
         let name = str_at(r, &["name"]);
@@ -111,34 +113,49 @@ impl TokenRequestStorage {
             Some((g, v)) => (g, v),
             None => ("", api_version),
         };
-        let (kind_enum, storage) = match (group, kind) {
-            ("", "Pod") => (BoundKind::Pod, self.lookup.pods()),
-            ("", "Secret") => (BoundKind::Secret, self.lookup.secrets()),
+        let (kind_enum, storage, resource, ns) = match (group, kind) {
+            ("", "Pod") => (BoundKind::Pod, self.lookup.pods(), "pods", namespace),
+            ("", "Secret") => (
+                BoundKind::Secret,
+                self.lookup.secrets(),
+                "secrets",
+                namespace,
+            ),
+            ("", "Node") => (BoundKind::Node, self.lookup.nodes(), "nodes", ""),
             _ => {
                 return Err(ApiError::bad_request(format!(
                     "cannot bind token to object of type {group}/{version}, Kind={kind}"
                 )))
             }
         };
-        let resource = if kind_enum == BoundKind::Pod {
-            "pods"
-        } else {
-            "secrets"
-        };
-        let obj = RegistryLookup::get(storage, namespace, name)
+        let obj = RegistryLookup::get(storage, ns, name)
             .await?
             .ok_or_else(|| ApiError::not_found(&GroupResource::new("", resource), name))?;
-        if kind_enum == BoundKind::Pod
-            && obj
-                .get("spec")
-                .and_then(|s| s.get("serviceAccountName"))
+        let spec_str = |field: &str| {
+            obj.get("spec")
+                .and_then(|s| s.get(field))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
-                != service_account
-        {
-            return Err(ApiError::bad_request(format!(
-                "cannot bind token for serviceaccount {service_account:?} to pod running with different serviceaccount name."
-            )));
+                .to_string()
+        };
+        let mut pod_node = None;
+        if kind_enum == BoundKind::Pod {
+            if spec_str("serviceAccountName") != service_account {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token for serviceaccount {service_account:?} to pod running with different serviceaccount name."
+                )));
+            }
+            // An unscheduled pod, or one whose node is gone, is bound without node claims.
+            let node_name = spec_str("nodeName");
+            if !node_name.is_empty() {
+                if let Some(node) = RegistryLookup::get(self.lookup.nodes(), "", &node_name).await?
+                {
+                    pod_node = Some(Ref {
+                        name: node_name,
+                        uid: node.uid().to_string(),
+                    });
+                }
+            }
         }
         let uid = obj.uid().to_string();
         let wanted = str_at(r, &["uid"]);
@@ -149,11 +166,14 @@ impl TokenRequestStorage {
                 format!("the UID in the bound object reference ({wanted}) does not match the UID in record. The object might have been deleted and then recreated"),
             ));
         }
-        Ok(BoundObject {
-            kind: kind_enum,
-            name: name.into(),
-            uid,
-        })
+        Ok((
+            BoundObject {
+                kind: kind_enum,
+                name: name.into(),
+                uid,
+            },
+            pod_node,
+        ))
     }
 }
 
@@ -242,9 +262,12 @@ impl Creater for TokenRequestStorage {
         let request = Object::from_value(req)?;
         validate(request.clone()).await?;
 
-        let bound = match &bound_ref {
-            Some(r) => Some(self.bound_object(&namespace, &name, r).await?),
-            None => None,
+        let (bound, pod_node) = match &bound_ref {
+            Some(r) => {
+                let (b, n) = self.bound_object(&namespace, &name, r).await?;
+                (Some(b), n)
+            }
+            None => (None, None),
         };
         let spec = TokenSpec {
             namespace: namespace.clone(),
@@ -253,6 +276,7 @@ impl Creater for TokenRequestStorage {
             audiences,
             expiration_seconds: expiration,
             bound,
+            pod_node,
         };
         let issued = self
             .issuer
