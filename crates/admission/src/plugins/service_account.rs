@@ -6,6 +6,8 @@
 //! `/var/run/secrets/kubernetes.io/serviceaccount` in every container and init container that
 //! does not mount something there already; the account's `imagePullSecrets` are copied when
 //! the pod names none. Mirror pods may not reference accounts, secrets or token projections.
+//! An account annotated `kubernetes.io/enforce-mountable-secrets: "true"` limits the pod to the
+//! secrets (volumes, env) and pull secrets it lists.
 
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, Plugins};
@@ -25,6 +27,7 @@ pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
 /// Upstream's warn-only bound token lifetime for the projected token.
 pub const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
 const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
+pub const ENFORCE_MOUNTABLE_SECRETS: &str = "kubernetes.io/enforce-mountable-secrets";
 /// The default account is created by a controller right after its namespace; a pod created in
 /// between is given this many looks before it is refused, as upstream does.
 const DEFAULT_ACCOUNT_ATTEMPTS: usize = 10;
@@ -212,6 +215,96 @@ fn uses_token_projection(pod: &Object) -> bool {
         .any(|s| s.get("serviceAccountToken").is_some())
 }
 
+/// Names listed under `key` (`secrets`, `imagePullSecrets`) of an account.
+fn listed(account: &Object, key: &str) -> Vec<String> {
+    account
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Upstream's `limitSecretReferences`: every secret the pod uses must be listed by the account.
+fn limit_secret_references(account: &Object, pod: &Object) -> Result<(), String> {
+    let sa = account.name();
+    let mountable = listed(account, "secrets");
+    let Some(spec) = spec(pod) else { return Ok(()) };
+    for v in spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = v
+            .get("secret")
+            .map(|s| s.get("secretName").and_then(Value::as_str).unwrap_or(""))
+        {
+            if !mountable.iter().any(|m| m == name) {
+                return Err(format!("volume with secret.secretName=\"{name}\" is not allowed because service account {sa} does not reference that secret"));
+            }
+        }
+    }
+    for (key, what) in [
+        ("initContainers", "init container"),
+        ("containers", "container"),
+    ] {
+        for c in spec
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
+            for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
+                let Some(secret) = e
+                    .get("valueFrom")
+                    .and_then(|v| v.get("secretKeyRef"))
+                    .map(|r| r.get("name").and_then(Value::as_str).unwrap_or(""))
+                else {
+                    continue;
+                };
+                if !mountable.iter().any(|m| m == secret) {
+                    let env = e.get("name").and_then(Value::as_str).unwrap_or("");
+                    return Err(format!("{what} {cname} with envVar {env} referencing secret.secretName=\"{secret}\" is not allowed because service account {sa} does not reference that secret"));
+                }
+            }
+            for e in c
+                .get("envFrom")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(secret) = e
+                    .get("secretRef")
+                    .map(|r| r.get("name").and_then(Value::as_str).unwrap_or(""))
+                else {
+                    continue;
+                };
+                if !mountable.iter().any(|m| m == secret) {
+                    return Err(format!("{what} {cname} with envFrom referencing secret.secretName=\"{secret}\" is not allowed because service account {sa} does not reference that secret"));
+                }
+            }
+        }
+    }
+    let pull = listed(account, "imagePullSecrets");
+    for (i, r) in spec
+        .get("imagePullSecrets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+        if !pull.iter().any(|p| p == name) {
+            return Err(format!("imagePullSecrets[{i}].name=\"{name}\" is not allowed because service account {sa} does not reference that imagePullSecret"));
+        }
+    }
+    Ok(())
+}
+
 impl ServiceAccount {
     /// The account, looked up a few times for `default` (a controller creates it just after
     /// its namespace), once otherwise; upstream's `serviceaccount "<name>" not found` if absent.
@@ -351,7 +444,15 @@ impl ValidationInterface for ServiceAccount {
                 pod.name()
             )));
         }
-        self.lookup(a, name).await.map(|_| ())
+        let account = self.lookup(a, name).await?;
+        let enforce = account
+            .annotations()
+            .get(ENFORCE_MOUNTABLE_SECRETS)
+            .is_some_and(|v| matches!(v.as_str(), "true" | "True" | "TRUE" | "1" | "t" | "T"));
+        if enforce {
+            limit_secret_references(&account, pod).map_err(|why| a.forbidden(why))?;
+        }
+        Ok(())
     }
 }
 

@@ -135,3 +135,37 @@ async fn mirror_pods_are_left_alone_but_restricted() {
         .message
         .ends_with("a mirror pod may not reference service accounts"));
 }
+
+#[tokio::test]
+async fn enforced_accounts_limit_secret_references() {
+    let sa = plugin(&[json!({"metadata": {"name": "strict", "namespace": "d",
+        "annotations": {ENFORCE_MOUNTABLE_SECRETS: "true"}},
+        "secrets": [{"name": "ok"}], "imagePullSecrets": [{"name": "reg"}]})]);
+    let a = pod(
+        json!({"serviceAccountName": "strict", "containers": [{"name": "c",
+        "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "ok", "key": "k"}}}]}],
+        "volumes": [{"name": "v", "secret": {"secretName": "ok"}}], "imagePullSecrets": [{"name": "reg"}]}),
+    );
+    sa.validate(&a).await.unwrap();
+    let a = pod(
+        json!({"serviceAccountName": "strict", "containers": [{"name": "c"}],
+        "volumes": [{"name": "v", "secret": {"secretName": "other"}}]}),
+    );
+    let e = sa.validate(&a).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        r#"pods "p" is forbidden: volume with secret.secretName="other" is not allowed because service account strict does not reference that secret"#
+    );
+    let a = pod(
+        json!({"serviceAccountName": "strict", "containers": [{"name": "c",
+        "env": [{"name": "B", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "k"}}}]}]}),
+    );
+    let e = sa.validate(&a).await.unwrap_err();
+    assert!(e.message.ends_with(r#"container c with envVar B referencing secret.secretName="nope" is not allowed because service account strict does not reference that secret"#), "{}", e.message);
+    let a = pod(
+        json!({"serviceAccountName": "strict", "containers": [{"name": "c"}],
+        "imagePullSecrets": [{"name": "x"}]}),
+    );
+    let e = sa.validate(&a).await.unwrap_err();
+    assert!(e.message.ends_with(r#"imagePullSecrets[0].name="x" is not allowed because service account strict does not reference that imagePullSecret"#), "{}", e.message);
+}
