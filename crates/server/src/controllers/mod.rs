@@ -3,7 +3,8 @@
 //! controller) and the `kube-root-ca.crt` ConfigMap with kapi's CA (the root-ca-cert-publisher),
 //! so the ServiceAccount admission plugin finds the account and the projected token volume its
 //! CA. Objects are created through the registry (so they carry uid, timestamps and defaults).
-//! A namespace watch reacts to new namespaces; a periodic resync recreates deleted objects.
+//! A namespace watch reacts to new namespaces; a periodic resync recreates deleted objects and
+//! puts a changed CA bundle back.
 
 mod namespaced;
 

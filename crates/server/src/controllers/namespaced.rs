@@ -2,7 +2,10 @@
 
 use futures::StreamExt;
 use kapi_machinery::{ApiError, EventType, GetOptions, ListOptions, Object};
-use kapi_registry::rest::{validate_nothing, Context, FieldValidation, Storage, WriteOptions};
+use kapi_registry::rest::{
+    validate_nothing, validate_update_nothing, Context, FieldValidation, Storage, UpdatedObjectFn,
+    WriteOptions,
+};
 use kapi_storage::{DynStorage, WatchOptions};
 use serde_json::json;
 use std::sync::Arc;
@@ -36,6 +39,17 @@ async fn ensure(
     namespace: &str,
     body: serde_json::Value,
 ) -> Result<(), ApiError> {
+    ensure_with(storage, namespace, body, false).await
+}
+
+/// Like [`ensure`]; with `keep_data`, an existing object whose `data` differs from `body`'s
+/// gets `body`'s `data` back (the CA bundle follows the server's CA, as upstream's publisher).
+async fn ensure_with(
+    storage: &Arc<dyn Storage>,
+    namespace: &str,
+    body: serde_json::Value,
+    keep_data: bool,
+) -> Result<(), ApiError> {
     let ctx = Context {
         namespace: namespace.to_string(),
         ..Default::default()
@@ -45,6 +59,36 @@ async fn ensure(
     };
     let body = Object::from_value(body)?;
     match getter.get(&ctx, body.name(), &GetOptions::default()).await {
+        Ok(existing) if keep_data && existing.get("data") != body.get("data") => {
+            let Some(updater) = storage.as_updater() else {
+                return Ok(());
+            };
+            let data = body.get("data").cloned().unwrap_or_default();
+            let new_object: UpdatedObjectFn = Arc::new(move |current: Option<Object>| {
+                let data = data.clone();
+                Box::pin(async move {
+                    let mut obj = current.ok_or_else(|| ApiError::internal("gone meanwhile"))?;
+                    obj.insert("data", data);
+                    Ok(obj)
+                })
+            });
+            let result = updater
+                .update(
+                    &ctx,
+                    body.name(),
+                    new_object,
+                    validate_nothing(),
+                    validate_update_nothing(),
+                    false,
+                    &WriteOptions::default(),
+                )
+                .await;
+            return match result {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
+                Err(e) => Err(e),
+            };
+        }
         Ok(_) => return Ok(()),
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(e),
@@ -76,7 +120,7 @@ impl NamespacedObjects {
             "metadata": {"name": "kube-root-ca.crt", "namespace": name,
                 "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
             "data": {"ca.crt": self.ca_pem}});
-        if let Err(e) = ensure(&self.configmaps, name, ca).await {
+        if let Err(e) = ensure_with(&self.configmaps, name, ca, true).await {
             tracing::warn!(namespace = name, error = %e.message, "publishing kube-root-ca.crt");
         }
     }
