@@ -12,51 +12,13 @@ cd "$ROOT"
 # shellcheck source=e2e/lib.sh
 . "$ROOT/e2e/lib.sh"
 
-if [ -z "${KAPI_BIN:-}" ]; then
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
-  cargo build -q -p kapi-apiserver || { echo "e2e: build failed" >&2; exit 1; }
-  KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
-fi
-KUBECTL=/usr/bin/kubectl
-WORK="$(mktemp -d /tmp/kapi-e2e-adm.XXXXXX)"
-CACHE="$WORK/cache"
-LABEL=admission
-PIDS=()
-KAPI_PID=""
-cleanup() {
-  [ -n "$KAPI_PID" ] && kill "$KAPI_PID" 2>/dev/null
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  if [ "${E2E_KEEP:-}" = "" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
-}
-trap cleanup EXIT INT TERM
-
-ETCD_PORT=$(free_port); PEER=$(free_port)
-etcd --name adm --data-dir "$WORK/etcd" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
-  --initial-cluster "adm=http://127.0.0.1:$PEER" >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "e2e: etcd did not start"; exit 1; }
-
-# start_kapi NAME FLAGS...: (re)starts kapi on etcd with FLAGS, each run under its own prefix.
-start_kapi() {
-  local name=$1; shift
-  [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
-  local port; port=$(free_port)
-  local dir="$WORK/kapi-$name"
-  "$KAPI_BIN" --secure-port "$port" --data-dir "$dir" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --etcd-prefix "/registry-$name" "$@" >"$WORK/kapi-$name.log" 2>&1 &
-  KAPI_PID=$!
-  KUBECONFIG_FILE="$dir/admin.kubeconfig"
-  wait_until 30 test -s "$KUBECONFIG_FILE" || { echo "e2e: kapi ($name) wrote no kubeconfig"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
-  wait_until 30 k get --raw /readyz >/dev/null 2>&1 || { echo "e2e: kapi ($name) not ready"; exit 1; }
-}
+e2e_init admission
+e2e_start_etcd
 
 pod() { printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"initContainers":[{"name":"init","image":"busybox","imagePullPolicy":"IfNotPresent"}],"containers":[{"name":"a","image":"nginx","imagePullPolicy":"Never"},{"name":"b","image":"redis"}]}}' "$1"; }
 
 # 1. AlwaysPullImages.
-start_kapi pull --enable-admission-plugins=AlwaysPullImages
+start_kapi_on_etcd pull --enable-admission-plugins=AlwaysPullImages
 expect_out "startup log lists AlwaysPullImages among mutating plugins" "mutating admission controller.*AlwaysPullImages" cat "$WORK/kapi-pull.log"
 expect_ok "create a pod with AlwaysPullImages" k create -f - <<<"$(pod p1)"
 expect_eq "every container pulls Always" "Always Always Always" \
@@ -170,7 +132,7 @@ expect_out "per-step histogram at /metrics" 'apiserver_admission_step_admission_
 expect_out "AlwaysPullImages timed at /metrics" 'apiserver_admission_controller_admission_duration_seconds_count\{name="AlwaysPullImages"' k get --raw /metrics
 
 # 10. AlwaysDeny: refused with 403 and nothing stored.
-start_kapi deny --enable-admission-plugins=AlwaysDeny
+start_kapi_on_etcd deny --enable-admission-plugins=AlwaysDeny
 expect_fail "AlwaysDeny refuses a create" 'configmaps "d" is forbidden: admission control is denying all modifications' k create configmap d
 expect_fail "the refusal is a 403 Forbidden" '403 Forbidden' k create configmap d -v=6
 expect_fail "nothing was stored" 'configmaps "d" not found' k get configmap d

@@ -12,46 +12,8 @@ cd "$ROOT"
 # shellcheck source=e2e/lib.sh
 . "$ROOT/e2e/lib.sh"
 
-if [ -z "${KAPI_BIN:-}" ]; then
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
-  cargo build -q -p kapi-apiserver || { echo "e2e: build failed" >&2; exit 1; }
-  KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
-fi
-KUBECTL=/usr/bin/kubectl
-WORK="$(mktemp -d /tmp/kapi-e2e-audit.XXXXXX)"
-CACHE="$WORK/cache"
-LABEL=audit
-PIDS=()
-KAPI_PID=""
-cleanup() {
-  [ -n "$KAPI_PID" ] && kill "$KAPI_PID" 2>/dev/null
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  if [ "${E2E_KEEP:-}" = "" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
-}
-trap cleanup EXIT INT TERM
-
-ETCD_PORT=$(free_port); PEER=$(free_port)
-etcd --name audit --data-dir "$WORK/etcd" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
-  --initial-cluster "audit=http://127.0.0.1:$PEER" >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "e2e: etcd did not start"; exit 1; }
-
-# start_kapi NAME FLAGS...: (re)starts kapi on etcd with FLAGS, each run under its own prefix.
-start_kapi() {
-  local name=$1; shift
-  [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
-  local port; port=$(free_port)
-  local dir="$WORK/kapi-$name"
-  "$KAPI_BIN" --secure-port "$port" --data-dir "$dir" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --etcd-prefix "/registry-$name" "$@" >"$WORK/kapi-$name.out" 2>"$WORK/kapi-$name.log" &
-  KAPI_PID=$!
-  KUBECONFIG_FILE="$dir/admin.kubeconfig"
-  wait_until 30 test -s "$KUBECONFIG_FILE" || { echo "e2e: kapi ($name) wrote no kubeconfig"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
-  wait_until 30 k get --raw /readyz >/dev/null 2>&1 || { echo "e2e: kapi ($name) not ready"; exit 1; }
-}
+e2e_init audit
+e2e_start_etcd
 
 POLICY="$WORK/policy.yaml"
 cat >"$POLICY" <<'YAML'
@@ -80,7 +42,7 @@ ev() { jq -c "select($1)${2:+ | $2}" "$LOG"; }
 # has_events FILTER N: waits until at least N events match (the log is written behind requests).
 has_events() { wait_until 10 bash -c "[ \$(jq -c 'select($1)' '$LOG' | wc -l) -ge $2 ]"; }
 
-start_kapi main --authorization-mode=AlwaysAllow --audit-policy-file "$POLICY" --audit-log-path "$LOG"
+start_kapi_on_etcd main --authorization-mode=AlwaysAllow --audit-policy-file "$POLICY" --audit-log-path "$LOG"
 
 # 1. Metadata: a configmap create, both stages, no objects.
 expect_ok "create a configmap" k create configmap c1 --from-literal=a=b
@@ -171,7 +133,7 @@ expect_eq "verb get, no objectRef" '"get" null' \
   bash -c "jq -r 'select(.requestURI==\"/version\") | \"\(.verb|tojson) \(.objectRef)\"' '$LOG'"
 
 # 11. The legacy format on stdout.
-start_kapi legacy --authorization-mode=AlwaysAllow --audit-policy-file "$POLICY" --audit-log-path - --audit-log-format legacy
+start_kapi_on_etcd legacy --authorization-mode=AlwaysAllow --audit-policy-file "$POLICY" --audit-log-path - --audit-log-format legacy
 expect_ok "create a configmap (legacy log)" k create configmap c2
 expect_ok "a legacy line on stdout" wait_until 10 grep -q 'AUDIT: id=".*" stage="ResponseComplete" ip="127.0.0.1" method="create" user=".*" groups=".*system:masters.*" as="<self>" asgroups="<lookup>" user-agent="kubectl.*" namespace="default" uri="/api/v1/namespaces/default/configmaps.*" response="201"' "$WORK/kapi-legacy.out"
 

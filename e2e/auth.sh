@@ -14,49 +14,8 @@ cd "$ROOT"
 # shellcheck source=e2e/lib.sh
 . "$ROOT/e2e/lib.sh"
 
-if [ -z "${KAPI_BIN:-}" ]; then
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
-  cargo build -q -p kapi-apiserver || { echo "e2e: build failed" >&2; exit 1; }
-  KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
-fi
-KUBECTL=/usr/bin/kubectl
-WORK="$(mktemp -d /tmp/kapi-e2e-auth.XXXXXX)"
-CACHE="$WORK/cache"
-LABEL=auth
-PIDS=()
-KAPI_PID=""
-cleanup() {
-  [ -n "$KAPI_PID" ] && kill "$KAPI_PID" 2>/dev/null
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  if [ "${E2E_KEEP:-}" = "" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
-}
-trap cleanup EXIT INT TERM
-
-ETCD_PORT=$(free_port); PEER=$(free_port)
-etcd --name auth --data-dir "$WORK/etcd" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
-  --initial-cluster "auth=http://127.0.0.1:$PEER" >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "e2e: etcd did not start"; exit 1; }
-
-# start_kapi NAME FLAGS...: (re)starts kapi on etcd with FLAGS; a NAME keeps its data
-# directory and etcd prefix across restarts.
-start_kapi() {
-  local name=$1; shift
-  [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
-  PORT=$(free_port)
-  local dir="$WORK/kapi-$name"
-  "$KAPI_BIN" --secure-port "$PORT" --data-dir "$dir" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --etcd-prefix "/registry-$name" "$@" >>"$WORK/kapi-$name.log" 2>&1 &
-  KAPI_PID=$!
-  KUBECONFIG_FILE="$dir/admin.kubeconfig"
-  CA="$dir/pki/ca.crt"
-  wait_until 30 curl -s -o /dev/null --cacert "$CA" "https://127.0.0.1:$PORT/version" \
-    || { echo "e2e: kapi ($name) not serving"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
-  wait_until 30 k get --raw /readyz >/dev/null 2>&1 || { echo "e2e: kapi ($name) not ready"; exit 1; }
-}
+e2e_init auth
+e2e_start_etcd
 
 # t TOKEN ARGS...: kubectl with only a bearer token (no client certificate).
 t() { local tok=$1; shift; "$KUBECTL" --kubeconfig /dev/null --server "https://127.0.0.1:$PORT" \
@@ -67,7 +26,7 @@ raw_code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$CA" "$@"; }
 UNAUTHORIZED="error: You must be logged in to the server (Unauthorized)"
 SA_GROUPS='\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]'
 
-start_kapi main --token-auth-file "$ROOT/config/token-auth.csv"
+start_kapi_on_etcd main --token-auth-file "$ROOT/config/token-auth.csv"
 
 # Service-account tokens.
 expect_ok "create serviceaccount robot" k create serviceaccount robot
@@ -127,7 +86,7 @@ expect_fail "binding to a missing pod is 404" 'pods "nope" not found' \
   k create token robot --bound-object-kind=Pod --bound-object-name=nope
 
 # The signing key survives a restart.
-start_kapi main --token-auth-file "$ROOT/config/token-auth.csv"
+start_kapi_on_etcd main --token-auth-file "$ROOT/config/token-auth.csv"
 expect_out "a token outlives a restart (the key is reused)" "Username +system:serviceaccount:default:robot" t "$TOKEN" auth whoami
 
 # Deleting (or replacing) the service account ends its tokens.
@@ -150,7 +109,7 @@ expect_out "the admin impersonates a service account" "Groups +$SA_GROUPS" k aut
 expect_out "the admin impersonates a uid" "UID +u-42" k auth whoami --as=bob --as-uid=u-42
 
 # An authorizer that refuses: impersonation is upstream's 403; credential-less requests 401.
-start_kapi deny --authorization-mode=AlwaysDeny --anonymous-auth=false --token-auth-file "$ROOT/config/token-auth.csv"
+start_kapi_on_etcd deny --authorization-mode=AlwaysDeny --anonymous-auth=false --token-auth-file "$ROOT/config/token-auth.csv"
 expect_fail "impersonation refused by the authorizer is 403 in upstream's words" \
   'users "bob" is forbidden: User "jane" cannot impersonate resource "users" in API group "" at the cluster scope' \
   t "$JANE" get --raw /api/v1/namespaces --as=bob

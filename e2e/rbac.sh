@@ -12,32 +12,8 @@ cd "$ROOT"
 # shellcheck source=e2e/lib.sh
 . "$ROOT/e2e/lib.sh"
 
-if [ -z "${KAPI_BIN:-}" ]; then
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
-  cargo build -q -p kapi-apiserver || { echo "e2e: build failed" >&2; exit 1; }
-  KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
-fi
-KUBECTL=/usr/bin/kubectl
-WORK="$(mktemp -d /tmp/kapi-e2e-rbac.XXXXXX)"
-CACHE="$WORK/cache"
-LABEL=rbac
-PIDS=()
-KAPI_PID=""
-cleanup() {
-  [ -n "$KAPI_PID" ] && kill "$KAPI_PID" 2>/dev/null
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  if [ "${E2E_KEEP:-}" = "" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
-}
-trap cleanup EXIT INT TERM
-
-ETCD_PORT=$(free_port); PEER=$(free_port)
-etcd --name rbac --data-dir "$WORK/etcd" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
-  --initial-cluster "rbac=http://127.0.0.1:$PEER" >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "e2e: etcd did not start"; exit 1; }
+e2e_init rbac
+e2e_start_etcd
 
 # Static token users: eve (group devs) and bob.
 cat >"$WORK/tokens.csv" <<'EOF'
@@ -45,17 +21,9 @@ eve-token,eve,uid-eve,"devs"
 bob-token,bob,uid-bob,
 EOF
 
-KAPI_PORT=$(free_port)
-DIR="$WORK/kapi"
-start_kapi() {
-  [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
-  "$KAPI_BIN" --secure-port "$KAPI_PORT" --data-dir "$DIR" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --token-auth-file "$WORK/tokens.csv" "$@" >>"$WORK/kapi.log" 2>&1 &
-  KAPI_PID=$!
-  KUBECONFIG_FILE="$DIR/admin.kubeconfig"
-  wait_until 30 test -s "$KUBECONFIG_FILE" || { echo "e2e: kapi wrote no kubeconfig"; tail -20 "$WORK/kapi.log"; exit 1; }
-  wait_until 30 k get --raw /readyz >/dev/null 2>&1 || { echo "e2e: kapi not ready"; tail -20 "$WORK/kapi.log"; exit 1; }
-}
+# One server, restarted on the same port and data.
+E2E_KAPI_PORT=$(free_port)
+start_kapi() { start_kapi_on_etcd main --token-auth-file "$WORK/tokens.csv" "$@"; }
 start_kapi
 
 # as_user USER ARGS...: kubectl with USER's bearer token (a kubeconfig per user, written once).
@@ -90,7 +58,7 @@ expect_out "admin aggregates edit which aggregates view" 'rolebindings.*configma
   k get clusterrole admin -o 'jsonpath={.rules[*].resources}'
 
 # 2. Anonymous requests: health and version are public, the rest is 403.
-URL="https://127.0.0.1:$KAPI_PORT"
+URL="https://127.0.0.1:$E2E_KAPI_PORT"
 expect_eq "anonymous /healthz" "ok" curl -sk "$URL/healthz"
 expect_out "anonymous /version" '"gitVersion"' curl -sk "$URL/version"
 expect_out "anonymous list of namespaces is 403 in upstream's words" \
