@@ -3,7 +3,7 @@
 
 use crate::responses::form_urlencoded_pairs;
 use kapi_machinery::options::parse_dry_run;
-use kapi_machinery::{ApiError, FieldError, FieldErrorType, GroupVersionKind};
+use kapi_machinery::{ApiError, FieldError, GroupVersionKind};
 use kapi_registry::rest::{FieldValidation, WriteOptions};
 
 /// Upstream's `FieldManagerMaxLength`.
@@ -28,16 +28,11 @@ pub fn write_options(query: &str, kind: &str) -> Result<WriteOptions, ApiError> 
         Ok(d) => d,
         Err(_) => {
             // Upstream's `ValidateDryRun`: NotSupported with the Go-printed list of values.
-            let quoted: Vec<String> = dry_run_values.iter().map(|v| format!("{v:?}")).collect();
-            let detail = format!(
-                "[]string{{{}}}: supported values: \"All\"",
-                quoted.join(", ")
-            );
-            errs.push(FieldError::new(
-                FieldErrorType::NotSupported,
+            let values = serde_json::json!(dry_run_values);
+            errs.push(FieldError::not_supported(
                 "dryRun",
-                None,
-                detail,
+                kapi_machinery::BadValue::strings(Some(&values)),
+                &["All"],
             ));
             false
         }

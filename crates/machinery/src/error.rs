@@ -1,6 +1,7 @@
 //! `ApiError`: every failure a client can see, with kube-apiserver's code, reason and wording,
 //! and its `metav1.Status` form. Constructors mirror apimachinery's `pkg/api/errors`.
 
+use crate::goformat::{self, BadValue};
 use crate::gvk::{GroupResource, GroupVersionKind};
 use serde_json::{json, Map, Value};
 use std::fmt;
@@ -107,7 +108,8 @@ impl FieldErrorType {
 pub struct FieldError {
     pub error_type: FieldErrorType,
     pub field: String,
-    pub bad_value: Option<Value>,
+    /// The value as upstream's `BadValue` (with its Go type, which decides how it prints).
+    pub bad_value: Option<BadValue>,
     pub detail: String,
 }
 
@@ -115,7 +117,7 @@ impl FieldError {
     pub fn new(
         error_type: FieldErrorType,
         field: impl Into<String>,
-        bad_value: Option<Value>,
+        bad_value: Option<BadValue>,
         detail: impl Into<String>,
     ) -> Self {
         Self {
@@ -130,7 +132,7 @@ impl FieldError {
     }
     pub fn invalid(
         field: impl Into<String>,
-        value: impl Into<Value>,
+        value: impl Into<BadValue>,
         detail: impl Into<String>,
     ) -> Self {
         Self::new(FieldErrorType::Invalid, field, Some(value.into()), detail)
@@ -138,7 +140,7 @@ impl FieldError {
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(FieldErrorType::Forbidden, field, None, detail)
     }
-    pub fn duplicate(field: impl Into<String>, value: impl Into<Value>) -> Self {
+    pub fn duplicate(field: impl Into<String>, value: impl Into<BadValue>) -> Self {
         Self::new(FieldErrorType::Duplicate, field, Some(value.into()), "")
     }
     pub fn too_long(field: impl Into<String>, detail: impl Into<String>) -> Self {
@@ -146,10 +148,10 @@ impl FieldError {
     }
     pub fn not_supported(
         field: impl Into<String>,
-        value: impl Into<Value>,
+        value: impl Into<BadValue>,
         valid: &[&str],
     ) -> Self {
-        let quoted: Vec<String> = valid.iter().map(|v| format!("{v:?}")).collect();
+        let quoted: Vec<String> = valid.iter().map(|v| goformat::quote(v)).collect();
         let detail = if quoted.is_empty() {
             String::new()
         } else {
@@ -176,7 +178,7 @@ impl FieldError {
         if !omit_value {
             if let Some(v) = &self.bad_value {
                 s.push_str(": ");
-                s.push_str(&format_bad_value(v));
+                s.push_str(&v.render());
             }
         }
         if !self.detail.is_empty() {
@@ -190,16 +192,6 @@ impl FieldError {
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.body())
-    }
-}
-
-fn format_bad_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("{s:?}"),
-        Value::Null => "null".into(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        other => other.to_string(),
     }
 }
 
@@ -273,7 +265,7 @@ impl ApiError {
         Self {
             code: 404,
             reason: StatusReason::NotFound,
-            message: format!("{gr} {name:?} not found"),
+            message: format!("{gr} {} not found", goformat::quote(name)),
             details: resource_details(gr, name),
         }
     }
@@ -283,7 +275,7 @@ impl ApiError {
         Self {
             code: 409,
             reason: StatusReason::AlreadyExists,
-            message: format!("{gr} {name:?} already exists"),
+            message: format!("{gr} {} already exists", goformat::quote(name)),
             details: resource_details(gr, name),
         }
     }
@@ -293,7 +285,10 @@ impl ApiError {
         Self {
             code: 409,
             reason: StatusReason::Conflict,
-            message: format!("Operation cannot be fulfilled on {gr} {name:?}: {why}"),
+            message: format!(
+                "Operation cannot be fulfilled on {gr} {}: {why}",
+                goformat::quote(name)
+            ),
             details: resource_details(gr, name),
         }
     }
@@ -322,7 +317,11 @@ impl ApiError {
         Self {
             code: 422,
             reason: StatusReason::Invalid,
-            message: format!("{} {name:?} is invalid: {aggregate}", gvk.group_kind()),
+            message: format!(
+                "{} {} is invalid: {aggregate}",
+                gvk.group_kind(),
+                goformat::quote(name)
+            ),
             details: boxed(StatusDetails {
                 name: name.into(),
                 group: gvk.group.clone(),
@@ -350,7 +349,7 @@ impl ApiError {
         } else if name.is_empty() {
             format!("{gr} is forbidden: {why}")
         } else {
-            format!("{gr} {name:?} is forbidden: {why}")
+            format!("{gr} {} is forbidden: {why}", goformat::quote(name))
         };
         Self {
             code: 403,

@@ -335,7 +335,11 @@ fn token_text(t: Option<&Token>) -> String {
 fn validate_key(k: &str) -> Result<(), String> {
     match crate::validation::is_qualified_name(k) {
         errs if errs.is_empty() => Ok(()),
-        errs => Err(format!("key: Invalid value: {k:?}: {}", errs.join("; "))),
+        errs => Err(format!(
+            "key: Invalid value: {}: {}",
+            crate::goformat::quote(k),
+            errs.join("; ")
+        )),
     }
 }
 
@@ -343,7 +347,8 @@ fn validate_value(v: &str) -> Result<(), String> {
     match crate::validation::is_valid_label_value(v) {
         errs if errs.is_empty() => Ok(()),
         errs => Err(format!(
-            "values[0]: Invalid value: {v:?}: {}",
+            "values[0]: Invalid value: {}: {}",
+            crate::goformat::quote(v),
             errs.join("; ")
         )),
     }

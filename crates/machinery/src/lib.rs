@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod fields;
+pub mod goformat;
 pub mod gvk;
 pub mod labels;
 pub mod object;
@@ -19,6 +20,7 @@ pub mod watch;
 
 pub use error::{ApiError, FieldError, FieldErrorType, StatusReason};
 pub use fields::FieldSelector;
+pub use goformat::BadValue;
 pub use gvk::{GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
 pub use labels::LabelSelector;
 pub use object::Object;

@@ -93,12 +93,7 @@ fn validate_finalizers(obj: &Object) -> Vec<FieldError> {
             errs.push(FieldError::invalid("metadata.finalizers", f.as_str(), msg));
         }
         if !seen.insert(f.clone()) {
-            errs.push(FieldError::new(
-                kapi_machinery::FieldErrorType::Duplicate,
-                "metadata.finalizers",
-                Some(Value::String(f)),
-                "",
-            ));
+            errs.push(FieldError::duplicate("metadata.finalizers", f));
         }
     }
     errs

@@ -26,6 +26,33 @@ pub enum GracefulDelete {
     Graceful(i64),
 }
 
+/// A kind's own field-label conversion (upstream's `AddFieldLabelConversionFunc`): the labels
+/// it accepts (metadata ones included: nodes and namespaces take no `metadata.namespace`) and
+/// the error it answers for any other.
+#[derive(Clone, Copy)]
+pub struct FieldLabelConversion {
+    pub labels: &'static [&'static str],
+    pub unsupported: fn(&str) -> String,
+}
+
+impl FieldLabelConversion {
+    /// The wording of most conversion funcs (`pkg/apis/core/v1`, certificates).
+    pub const fn new(labels: &'static [&'static str]) -> Self {
+        Self {
+            labels,
+            unsupported: |label| format!("field label not supported: {label}"),
+        }
+    }
+}
+
+/// The scheme's `DefaultMetaV1FieldSelectorConversion`, for kinds without a conversion func.
+pub fn default_field_label_error(label: &str) -> String {
+    format!(
+        "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        kapi_machinery::goformat::quote(label)
+    )
+}
+
 /// A resource's behaviour. Everything not described here is generic and lives in `Store`.
 pub trait Strategy: Send + Sync + 'static {
     /// The main resource's description (kind, names, scope).
@@ -117,9 +144,11 @@ pub trait Strategy: Send + Sync + 'static {
         true
     }
 
-    /// Labels accepted in `fieldSelector` besides `metadata.name` and `metadata.namespace`.
-    fn field_labels(&self) -> &'static [&'static str] {
-        &[]
+    /// The kind's field-label conversion; `None` (the default) for kinds upstream registers
+    /// none for, which take `metadata.name` and `metadata.namespace` only and answer
+    /// [`default_field_label_error`].
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        None
     }
 
     /// Field labels whose value is a boolean that is absent when false (`spec.hostNetwork`).

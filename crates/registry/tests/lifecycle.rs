@@ -507,6 +507,61 @@ async fn field_selectors() {
         .await
         .unwrap();
     assert_eq!(l.items.len(), 1);
+
+    // each kind answers as its upstream field-label conversion does
+    let refused =
+        |group: &'static str, resource: &'static str, ns: &'static str, q: &'static str| {
+            let storage = r.storage(group, resource, "");
+            async move {
+                let e = storage
+                    .as_lister()
+                    .unwrap()
+                    .list(&ctx(ns), &ListOptions::from_query(q).unwrap())
+                    .await
+                    .unwrap_err();
+                (e.code, e.reason.as_str(), e.message)
+            }
+        };
+    let default_wording = |label: &str| {
+        format!(
+            "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )
+    };
+    assert_eq!(
+        refused("", "configmaps", "default", "fieldSelector=data.x%3Dy").await,
+        (400, "BadRequest", default_wording("data.x"))
+    );
+    // apps/v1 registers no conversion: status.replicas is refused on replicasets upstream too
+    assert_eq!(
+        refused(
+            "apps",
+            "replicasets",
+            "default",
+            "fieldSelector=status.replicas%3D1"
+        )
+        .await,
+        (400, "BadRequest", default_wording("status.replicas"))
+    );
+    assert_eq!(
+        refused("", "nodes", "", "fieldSelector=metadata.namespace%3Dx").await,
+        (
+            400,
+            "BadRequest",
+            "field label not supported: metadata.namespace".to_string()
+        )
+    );
+    assert_eq!(
+        refused("batch", "jobs", "default", "fieldSelector=spec.x%3D1").await,
+        (
+            400,
+            "BadRequest",
+            "field label \"spec.x\" not supported for Job".to_string()
+        )
+    );
+    assert_eq!(
+        names("fieldSelector=spec.host%3Dn2").await.unwrap(),
+        vec!["b"]
+    );
 }
 
 #[tokio::test]

@@ -123,9 +123,6 @@ impl Strategy for ReplicaSetStrategy {
             &["all"],
         )
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["status.replicas"]
-    }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = spec_mut(obj) {
             default_in(spec, "replicas", json!(1));

@@ -4,10 +4,10 @@ use crate::resources::core::push;
 use crate::resources::workload::{default_template, validate_template};
 use crate::resources::{at, default_in, info, obj_mut, set_status, str_at, typed};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
-use crate::strategy::Strategy;
+use crate::strategy::{FieldLabelConversion, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::batch::v1 as batch;
-use kapi_machinery::{FieldError, Object};
+use kapi_machinery::{goformat, FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -59,8 +59,17 @@ impl Strategy for JobStrategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["status.successful"]
+    /// `pkg/apis/batch/v1` conversion: its own wording.
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion {
+            labels: &["metadata.name", "metadata.namespace", "status.successful"],
+            unsupported: |label| {
+                format!(
+                    "field label {} not supported for Job",
+                    goformat::quote(label)
+                )
+            },
+        })
     }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
@@ -112,18 +121,14 @@ impl Strategy for JobStrategy {
                 "spec.template",
                 at(new, &["spec", "template"])
                     .cloned()
-                    .unwrap_or(Value::Null)
-                    .to_string(),
+                    .unwrap_or(Value::Null),
                 "field is immutable",
             ));
         }
         if at(new, &["spec", "selector"]) != at(old, &["spec", "selector"]) {
             errs.push(FieldError::invalid(
                 "spec.selector",
-                at(new, &["spec", "selector"])
-                    .cloned()
-                    .unwrap_or(Value::Null)
-                    .to_string(),
+                crate::resources::workload::selector_value(new),
                 "field is immutable",
             ));
         }

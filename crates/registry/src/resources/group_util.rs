@@ -3,7 +3,7 @@
 
 use crate::resources::at;
 use crate::rest::FieldValidation;
-use kapi_machinery::{ApiError, FieldError, FieldErrorType, Object};
+use kapi_machinery::{ApiError, BadValue, FieldError, Object};
 use serde_json::{Map, Value};
 
 /// Fills `path` with `zero` when absent, so a body that leaves out a field Go would decode as
@@ -42,26 +42,12 @@ where
 /// `Invalid value: <go>: <detail>` where `<go>` is Go's `%#v` of a value that is neither a
 /// string nor a number (upstream prints structs and slices that way, unquoted).
 pub fn go_invalid(field: impl Into<String>, go: &str, detail: &str) -> FieldError {
-    FieldError::new(
-        FieldErrorType::Invalid,
-        field,
-        None,
-        format!("{go}: {detail}"),
-    )
+    FieldError::invalid(field, BadValue::Go(go.to_string()), detail)
 }
 
 /// Go's `%#v` of a `[]string`.
 pub fn go_strings(v: Option<&Value>) -> String {
-    let items: Vec<String> = v
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|s| format!("{:?}", s.as_str().unwrap_or_default()))
-        .collect();
-    if items.is_empty() && v.is_none_or(Value::is_null) {
-        return "[]string(nil)".into();
-    }
-    format!("[]string{{{}}}", items.join(", "))
+    kapi_machinery::goformat::strings(v)
 }
 
 /// Whether the array at `path` is absent or empty.
@@ -82,21 +68,6 @@ pub fn immutable(
     let n = at(new, path).cloned().unwrap_or(Value::Null);
     if n != at(old, path).cloned().unwrap_or(Value::Null) {
         errs.push(FieldError::invalid(field, n, "field is immutable"));
-    }
-}
-
-/// Upstream's `ValidateImmutableField` for a whole struct: the Go rendering is not kept, the
-/// JSON is.
-pub fn immutable_struct(
-    errs: &mut Vec<FieldError>,
-    new: &Object,
-    old: &Object,
-    path: &[&str],
-    field: &str,
-) {
-    let n = at(new, path).cloned().unwrap_or(Value::Null);
-    if n != at(old, path).cloned().unwrap_or(Value::Null) {
-        errs.push(go_invalid(field, &n.to_string(), "field is immutable"));
     }
 }
 

@@ -2,7 +2,7 @@
 //! `/status`), with upstream's defaults and validation (`pkg/apis/storage/validation`).
 
 use crate::resources::core::push;
-use crate::resources::group_util::{decode_filled, immutable, immutable_struct};
+use crate::resources::group_util::{decode_filled, immutable};
 use crate::resources::{at, default_in, info, str_at};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
 use crate::strategy::Strategy;
@@ -244,7 +244,7 @@ impl Strategy for CsiDriverStrategy {
             &["spec", "attachRequired"],
             "spec.attachedRequired",
         );
-        immutable_struct(
+        immutable(
             &mut errs,
             new,
             old,
@@ -350,7 +350,7 @@ impl Strategy for VolumeAttachmentStrategy {
     }
     fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        immutable_struct(&mut errs, new, old, &["spec"], "spec");
+        immutable(&mut errs, new, old, &["spec"], "spec");
         errs
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::resources::at;
 use crate::resources::core::pod::{default_pod_spec, validate_pod_spec};
-use kapi_machinery::{FieldError, Object};
+use kapi_machinery::{goformat, BadValue, FieldError, Object};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -60,12 +60,6 @@ fn selector_is_empty(selector: &Value) -> bool {
             .is_none_or(Vec::is_empty)
 }
 
-/// Go's `%#v` of a `map[string]string`, as upstream prints template labels.
-fn go_map(labels: &BTreeMap<String, String>) -> String {
-    let parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect();
-    format!("map[string]string{{{}}}", parts.join(", "))
-}
-
 /// Template labels at `template_path` (e.g. `["spec", "template"]`).
 pub fn template_labels(obj: &Object, template_path: &[&str]) -> BTreeMap<String, String> {
     let mut path: Vec<&str> = template_path.to_vec();
@@ -105,7 +99,7 @@ pub fn validate_template(
             } else if !selector_matches(sel, &labels) {
                 errs.push(FieldError::invalid(
                     "spec.template.metadata.labels",
-                    go_map(&labels),
+                    BadValue::string_map(at(obj, &["spec", "template", "metadata", "labels"])),
                     "`selector` does not match template `labels`",
                 ));
             }
@@ -135,15 +129,17 @@ pub fn validate_template(
     crate::resources::non_negative(errs, obj, &["spec", "replicas"], "spec.replicas");
 }
 
+/// `spec.selector` as upstream prints it in a field error (a `metav1.LabelSelector`).
+pub fn selector_value(obj: &Object) -> BadValue {
+    BadValue::Go(goformat::label_selector(at(obj, &["spec", "selector"])))
+}
+
 /// The selector may not change after creation (apps/v1).
 pub fn validate_selector_immutable(errs: &mut Vec<FieldError>, new: &Object, old: &Object) {
     if at(new, &["spec", "selector"]) != at(old, &["spec", "selector"]) {
         errs.push(FieldError::invalid(
             "spec.selector",
-            at(new, &["spec", "selector"])
-                .cloned()
-                .unwrap_or(Value::Null)
-                .to_string(),
+            selector_value(new),
             "field is immutable",
         ));
     }

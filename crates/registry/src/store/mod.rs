@@ -193,7 +193,10 @@ impl rest::Storage for Store {
         Some(self)
     }
     fn field_labels(&self) -> &[&'static str] {
-        self.strategy.field_labels()
+        match self.strategy.field_label_conversion() {
+            Some(c) => c.labels,
+            None => &["metadata.name", "metadata.namespace"],
+        }
     }
     fn openapi_schema(
         &self,

@@ -3,6 +3,7 @@
 
 use super::Store;
 use crate::rest::{Context, Getter, Lister, ObjectList, WatchEvent, WatchEventStream, Watcher};
+use crate::strategy::default_field_label_error;
 use async_trait::async_trait;
 use futures::{stream, StreamExt};
 use kapi_machinery::fields::FieldRequirement;
@@ -15,18 +16,19 @@ use std::sync::Arc;
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
 impl Store {
-    /// 400 `field label not supported: X` for any field the resource does not index.
+    /// 400 BadRequest for a field label the kind's conversion does not take, worded as the
+    /// conversion's error (upstream's list handler wraps it into `NewBadRequest` unchanged).
     fn check_field_selector(&self, predicate: &SelectionPredicate) -> Result<(), ApiError> {
+        let conversion = self.strategy.field_label_conversion();
         for r in &predicate.field.requirements {
-            let ok = r.field == "metadata.name"
-                || r.field == "metadata.namespace"
-                || self.strategy.field_labels().contains(&r.field.as_str());
-            if !ok {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {}",
-                    r.field
-                )));
-            }
+            let field = r.field.as_str();
+            let message = match &conversion {
+                Some(c) if c.labels.contains(&field) => continue,
+                Some(c) => (c.unsupported)(field),
+                None if matches!(field, "metadata.name" | "metadata.namespace") => continue,
+                None => default_field_label_error(field),
+            };
+            return Err(ApiError::bad_request(message));
         }
         Ok(())
     }

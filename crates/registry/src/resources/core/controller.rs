@@ -4,7 +4,7 @@ use crate::resources::core::pod::validate_pod_spec;
 use crate::resources::workload::{default_template, validate_template};
 use crate::resources::{at, info, set_status, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::Strategy;
+use crate::strategy::{FieldLabelConversion, Strategy};
 use k8s_openapi::api::core::v1 as core;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Map, Value};
@@ -32,8 +32,12 @@ impl Strategy for ReplicationControllerStrategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["status.replicas"]
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "metadata.namespace",
+            "status.replicas",
+        ]))
     }
     /// `SetDefaults_ReplicationController`: selector and labels from the template's labels.
     fn defaults(&self, obj: &mut Object) {

@@ -4,7 +4,7 @@
 
 use crate::resources::{at, info, obj_mut, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::{NameRule, Strategy};
+use crate::strategy::{FieldLabelConversion, NameRule, Strategy};
 use k8s_openapi::api::core::v1::Namespace;
 use kapi_machinery::validation::is_qualified_name;
 use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
@@ -98,8 +98,11 @@ impl Strategy for NamespaceStrategy {
         }
         Vec::new()
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["status.phase"]
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "status.phase",
+        ]))
     }
     fn holds_deletion(&self, obj: &Object) -> bool {
         !spec_finalizers(obj).is_empty()

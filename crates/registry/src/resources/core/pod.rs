@@ -3,7 +3,7 @@
 
 use crate::resources::{at, default_in, info, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::{GracefulDelete, Strategy};
+use crate::strategy::{FieldLabelConversion, GracefulDelete, Strategy};
 use k8s_openapi::api::core::v1::Pod;
 use kapi_machinery::validation::is_dns1123_label;
 use kapi_machinery::{DeleteOptions, FieldError, Object};
@@ -211,9 +211,13 @@ impl Strategy for PodStrategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &[
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "metadata.namespace",
             "spec.nodeName",
+            // old v1 clients' name for spec.nodeName
+            "spec.host",
             "spec.restartPolicy",
             "spec.schedulerName",
             "spec.serviceAccountName",
@@ -221,7 +225,10 @@ impl Strategy for PodStrategy {
             "status.phase",
             "status.podIP",
             "status.nominatedNodeName",
-        ]
+        ]))
+    }
+    fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
+        &[("spec.host", "spec.nodeName")]
     }
     fn bool_field_labels(&self) -> &'static [&'static str] {
         &["spec.hostNetwork"]

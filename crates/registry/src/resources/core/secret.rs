@@ -3,7 +3,7 @@
 use super::configmap::{validate_immutable, validate_keys, MAX_DATA_SIZE};
 use crate::resources::{at, info, obj_mut, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::Strategy;
+use crate::strategy::{FieldLabelConversion, Strategy};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
 use kapi_machinery::{FieldError, Object};
@@ -44,8 +44,12 @@ impl Strategy for SecretStrategy {
             }
         }
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["type"]
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "metadata.namespace",
+            "type",
+        ]))
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

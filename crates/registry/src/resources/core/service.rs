@@ -3,7 +3,7 @@
 use crate::allocator::{AllocationError, IpAllocator, PortAllocator};
 use crate::resources::{at, default_in, info, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::{NameRule, Strategy};
+use crate::strategy::{FieldLabelConversion, NameRule, Strategy};
 use k8s_openapi::api::core::v1::Service;
 use kapi_machinery::validation::is_dns1123_label;
 use kapi_machinery::{ApiError, FieldError, GroupVersionKind, ListOptions, Object};
@@ -108,8 +108,13 @@ impl Strategy for ServiceStrategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["spec.clusterIP", "spec.type"]
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.clusterIP",
+            "spec.type",
+        ]))
     }
     fn defaults(&self, obj: &mut Object) {
         let t = svc_type(obj).to_string();

@@ -3,7 +3,7 @@
 
 use crate::resources::{at, info, require, set_status, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::Strategy;
+use crate::strategy::{FieldLabelConversion, Strategy};
 use k8s_openapi::api::core::v1 as core;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
@@ -93,8 +93,10 @@ impl Strategy for EventStrategy {
     fn allow_create_on_update(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &[
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.namespace",
+            "metadata.name",
             "involvedObject.kind",
             "involvedObject.namespace",
             "involvedObject.name",
@@ -106,7 +108,7 @@ impl Strategy for EventStrategy {
             "reportingComponent",
             "source",
             "type",
-        ]
+        ]))
     }
     fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
         &[("source", "source.component")]
@@ -289,8 +291,11 @@ impl Strategy for NodeStrategy {
     fn has_status(&self) -> bool {
         true
     }
-    fn field_labels(&self) -> &'static [&'static str] {
-        &["spec.unschedulable"]
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "spec.unschedulable",
+        ]))
     }
     fn bool_field_labels(&self) -> &'static [&'static str] {
         &["spec.unschedulable"]
