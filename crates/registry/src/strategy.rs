@@ -53,6 +53,58 @@ pub fn default_field_label_error(label: &str) -> String {
     )
 }
 
+/// Every top-level field but `metadata` and `status` (the spec, or a kind's other fields)
+/// taken from `old`: the part of a status strategy every kind shares.
+pub fn keep_all_but_status_and_metadata(new: &mut Object, old: &Object) {
+    const OWN: [&str; 4] = ["apiVersion", "kind", "metadata", "status"];
+    let drop: Vec<String> = new
+        .as_map()
+        .keys()
+        .filter(|k| !OWN.contains(&k.as_str()) && !old.as_map().contains_key(k.as_str()))
+        .cloned()
+        .collect();
+    for k in drop {
+        new.remove(&k);
+    }
+    for (k, v) in old.as_map() {
+        if !OWN.contains(&k.as_str()) {
+            new.insert(k, v.clone());
+        }
+    }
+}
+
+/// Copies `metadata.<field>` of `old` into `new` for each field (absent stays absent).
+pub fn keep_old_metadata(new: &mut Object, old: &Object, fields: &[&str]) {
+    for f in fields {
+        let v = old
+            .as_map()
+            .get("metadata")
+            .and_then(|m| m.get(*f))
+            .cloned();
+        if let Some(serde_json::Value::Object(meta)) = new.as_map_mut().get_mut("metadata") {
+            match v {
+                Some(v) => {
+                    meta.insert(f.to_string(), v);
+                }
+                None => {
+                    meta.remove(*f);
+                }
+            }
+        }
+    }
+}
+
+/// `metav1.ResetObjectMetaForStatus`: a status write changes no labels, annotations,
+/// finalizers or owner references (generation, deletionTimestamp and selfLink the Store
+/// keeps for every write).
+pub fn reset_object_meta_for_status(new: &mut Object, old: &Object) {
+    keep_old_metadata(
+        new,
+        old,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
+}
+
 /// A resource's behaviour. Everything not described here is generic and lives in `Store`.
 pub trait Strategy: Send + Sync + 'static {
     /// The main resource's description (kind, names, scope).
@@ -130,6 +182,15 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// Upstream's status strategy `PrepareForUpdate`: a `/status` write keeps the request's
+    /// status and metadata and takes everything else (the spec) from the stored object. Most
+    /// kinds keep metadata changes (namespaces' labels and annotations included); kinds whose
+    /// status strategy calls `metav1.ResetObjectMetaForStatus`, or copies single metadata
+    /// fields back, say so by overriding this.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+    }
+
     /// Field errors of a `/status` update.
     fn validate_status_update(&self, _new: &Object, _old: &Object) -> Vec<FieldError> {
         Vec::new()
@@ -196,5 +257,50 @@ pub trait Strategy: Send + Sync + 'static {
     /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete.
     fn before_delete(&self, _obj: &Object) -> Result<Option<Object>, ApiError> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Strategy;
+    use crate::resources::apps::DeploymentStrategy;
+    use crate::resources::core::namespace::NamespaceStrategy;
+    use crate::resources::core::pod::PodStrategy;
+    use kapi_machinery::Object;
+    use serde_json::{json, Value};
+
+    fn obj(v: Value) -> Object {
+        Object::from_value(v).unwrap()
+    }
+
+    /// A status write that also changes labels, annotations, owner references and the spec.
+    fn status_write(s: &dyn Strategy) -> Value {
+        let old = obj(
+            json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "old"}, "ownerReferences": [{"name": "o"}]}, "spec": {"f": 1}, "status": {"phase": "A"}}),
+        );
+        let mut new = obj(
+            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}}, "spec": {"f": 2}, "extra": true, "status": {"phase": "B"}}),
+        );
+        s.prepare_for_status_update(&mut new, &old);
+        new.into_value()
+    }
+
+    #[test]
+    fn status_strategies_keep_what_upstream_keeps() {
+        // namespaces (and most kinds): metadata changes stay, the spec is the stored one
+        assert_eq!(
+            status_write(&NamespaceStrategy),
+            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}}, "spec": {"f": 1}, "status": {"phase": "B"}})
+        );
+        // deployments keep the stored labels
+        assert_eq!(
+            status_write(&DeploymentStrategy),
+            json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "new"}}, "spec": {"f": 1}, "status": {"phase": "B"}})
+        );
+        // pods keep the stored owner references
+        assert_eq!(
+            status_write(&PodStrategy),
+            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}, "ownerReferences": [{"name": "o"}]}, "spec": {"f": 1}, "status": {"phase": "B"}})
+        );
     }
 }

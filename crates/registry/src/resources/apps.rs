@@ -7,7 +7,7 @@ use crate::resources::workload::{
 };
 use crate::resources::{default_in, info, set_status, typed};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
-use crate::strategy::Strategy;
+use crate::strategy::{keep_all_but_status_and_metadata, keep_old_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::apps::v1 as apps;
 use kapi_machinery::{FieldError, Object};
@@ -76,6 +76,11 @@ pub struct DeploymentStrategy;
 impl Strategy for DeploymentStrategy {
     typed!(apps::Deployment);
     apps_common!();
+    /// Upstream's deployment status strategy also keeps the stored labels.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+        keep_old_metadata(new, old, &["labels"]);
+    }
     fn info(&self) -> ResourceInfo {
         info(
             "apps",

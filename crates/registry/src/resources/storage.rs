@@ -5,7 +5,7 @@ use crate::resources::core::push;
 use crate::resources::group_util::{decode_filled, immutable};
 use crate::resources::{at, default_in, info, str_at};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
-use crate::strategy::Strategy;
+use crate::strategy::{keep_all_but_status_and_metadata, reset_object_meta_for_status, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::storage::v1 as st;
 use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
@@ -298,6 +298,11 @@ impl Strategy for CsiNodeStrategy {
 
 pub struct VolumeAttachmentStrategy;
 impl Strategy for VolumeAttachmentStrategy {
+    /// Upstream's status strategy calls `metav1.ResetObjectMetaForStatus`.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+        reset_object_meta_for_status(new, old);
+    }
     typed_filled!(
         st::VolumeAttachment,
         &[

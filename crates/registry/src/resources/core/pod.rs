@@ -3,7 +3,10 @@
 
 use crate::resources::{at, default_in, info, str_at, typed};
 use crate::rest::ResourceInfo;
-use crate::strategy::{FieldLabelConversion, GracefulDelete, Strategy};
+use crate::strategy::{
+    keep_all_but_status_and_metadata, keep_old_metadata, FieldLabelConversion, GracefulDelete,
+    Strategy,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kapi_machinery::validation::is_dns1123_label;
 use kapi_machinery::{DeleteOptions, FieldError, Object};
@@ -201,6 +204,13 @@ fn immutable_view(obj: &Object) -> Value {
 
 impl Strategy for PodStrategy {
     typed!(Pod);
+
+    /// Upstream's pod status strategy keeps the stored owner references (old kubelets
+    /// corrupted them through `/status`).
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+        keep_old_metadata(new, old, &["ownerReferences"]);
+    }
 
     fn info(&self) -> ResourceInfo {
         info("", "v1", "pods", "Pod", true, &["po"], &["all"])
