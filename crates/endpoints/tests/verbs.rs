@@ -250,19 +250,62 @@ async fn merge_and_json_patch() {
         apply.json()["message"],
         r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
     );
-    let unknown = s
+    // A PATCH has no default type: without a Content-Type, or with an unknown one, it is a
+    // 415 listing the patch types in upstream's order.
+    for headers in [&[("content-type", "application/x-unknown")][..], &[][..]] {
+        let unknown = s
+            .send(request(Method::PATCH, &format!("{CMS}/p"), headers, "{}"))
+            .await;
+        assert_eq!(unknown.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(unknown.json()["reason"], "UnsupportedMediaType");
+        assert_eq!(
+            unknown.json()["message"],
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        );
+    }
+}
+
+/// Typed clients (the official Python client) send create and update bodies without a
+/// Content-Type and may leave out apiVersion/kind: upstream reads them as JSON of the
+/// endpoint's kind.
+#[tokio::test]
+async fn bodies_without_content_type_are_json() {
+    let s = server().await;
+    let created = s
         .send(request(
-            Method::PATCH,
-            &format!("{CMS}/p"),
-            &[("content-type", "application/x-unknown")],
-            "{}",
+            Method::POST,
+            CMS,
+            &[],
+            r#"{"metadata":{"name":"bare"},"data":{"a":"1"}}"#,
         ))
         .await;
-    assert_eq!(unknown.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert!(unknown.json()["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(created.json()["kind"], "ConfigMap");
+    assert_eq!(created.json()["apiVersion"], "v1");
+    assert_eq!(created.json()["data"]["a"], "1");
+    let updated = s
+        .send(request(
+            Method::PUT,
+            &format!("{CMS}/bare"),
+            &[],
+            r#"{"metadata":{"name":"bare"},"data":{"a":"2"}}"#,
+        ))
+        .await;
+    assert_eq!(updated.status, StatusCode::OK);
+    assert_eq!(updated.json()["data"]["a"], "2");
+    let other = s
+        .send(request(
+            Method::POST,
+            CMS,
+            &[],
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
+        ))
+        .await;
+    assert_eq!(other.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        other.json()["message"],
+        r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#
+    );
 }
 
 #[tokio::test]
