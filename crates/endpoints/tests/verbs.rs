@@ -425,3 +425,40 @@ async fn duplicate_fields_follow_field_validation() {
         r#"299 - "duplicate field \"metadata.name\"""#
     );
 }
+
+/// Upstream's `ReturnDeletedObject`: services (like pods, namespaces, serviceaccounts and
+/// storageclasses) answer a delete with the deleted object; other resources with a Status.
+#[tokio::test]
+async fn deletes_return_the_object_where_upstream_does() {
+    let s = server().await;
+    let svc = serde_json::json!({"metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]}});
+    let created = s
+        .post_json("/api/v1/namespaces/default/services", &svc)
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let deleted = s.delete("/api/v1/namespaces/default/services/web").await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.json()["kind"], "Service");
+    assert_eq!(deleted.json()["metadata"]["name"], "web");
+    assert_eq!(
+        deleted.json()["metadata"]["uid"],
+        created.json()["metadata"]["uid"]
+    );
+    assert_eq!(deleted.json()["spec"]["ports"][0]["port"], 80);
+
+    let sa = serde_json::json!({"metadata": {"name": "robot"}});
+    s.post_json("/api/v1/namespaces/default/serviceaccounts", &sa)
+        .await;
+    let deleted = s
+        .delete("/api/v1/namespaces/default/serviceaccounts/robot")
+        .await;
+    assert_eq!(deleted.json()["kind"], "ServiceAccount");
+
+    s.post_json(CMS, &configmap("plain", &[])).await;
+    let deleted = s.delete(&format!("{CMS}/plain")).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.json()["kind"], "Status");
+    assert_eq!(deleted.json()["status"], "Success");
+    assert_eq!(deleted.json()["details"]["name"], "plain");
+}
