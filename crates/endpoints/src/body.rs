@@ -29,9 +29,12 @@ pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, 
 /// Parses a body into a JSON value in the given format.
 pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError> {
     match format {
-        InputFormat::Json => serde_json::from_slice(bytes).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        }),
+        InputFormat::Json => {
+            kapi_registry::codec::find_kind(bytes).map_err(ApiError::bad_request)?;
+            serde_json::from_slice(bytes).map_err(|e| {
+                ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+            })
+        }
         InputFormat::Protobuf => crate::protobuf::decode_object(bytes).map(Value::from),
         InputFormat::Yaml => {
             let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -50,39 +53,32 @@ pub fn decode_object(bytes: &[u8], format: InputFormat) -> Result<Object, ApiErr
     }
     match decode_value(bytes, format)? {
         Value::Object(m) => Ok(Object::from(m)),
-        other => Err(ApiError::bad_request(format!(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-            go_json_type(&other)
-        ))),
-    }
-}
-
-fn go_json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+        // What upstream's JSON serializer says of the JSON the body converts to.
+        other => Err(ApiError::bad_request(
+            kapi_registry::codec::find_kind(&serde_json::to_vec(&other).unwrap_or_default())
+                .err()
+                .unwrap_or_else(|| "the body is not an object".to_string()),
+        )),
     }
 }
 
 /// Decodes a write body for `storage`: JSON through `decode_bytes` (which also finds duplicate
-/// keys), YAML parsed first and then decoded; both apply `fieldValidation`.
+/// keys), YAML parsed first and then decoded; both apply `fieldValidation`. A body that cannot
+/// be read is upstream's 400 `the object provided is unrecognized (must be of type <Kind>)`.
 pub fn decode_for(
     storage: &dyn kapi_registry::rest::Storage,
     bytes: &[u8],
     format: InputFormat,
     validation: kapi_registry::rest::FieldValidation,
 ) -> Result<(Object, Vec<String>), ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request("the body of the request was empty"));
-    }
     match format {
         InputFormat::Json => storage.decode_bytes(bytes, validation),
-        InputFormat::Yaml | InputFormat::Protobuf => {
-            storage.decode(decode_object(bytes, format)?, validation)
+        InputFormat::Yaml => {
+            let obj = decode_object(bytes, format).map_err(|e| {
+                kapi_registry::codec::unrecognized(&storage.info().kind, &e.message, bytes)
+            })?;
+            storage.decode(obj, validation)
         }
+        InputFormat::Protobuf => storage.decode(decode_object(bytes, format)?, validation),
     }
 }

@@ -22,10 +22,20 @@ pub const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json"];
 /// The encodings of watch streams of kinds with a protobuf form.
 pub const SUPPORTED_STREAM_MEDIA_TYPES_PROTOBUF: &[&str] =
     &["application/json", "application/vnd.kubernetes.protobuf"];
-/// The patch content types kapi applies today.
+/// The patch content types of built-in kinds, in upstream's installer order (the order its 415
+/// message lists them in).
 pub const SUPPORTED_PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+/// The patch content types of kinds without strategic-merge metadata (custom resources), as
+/// upstream's custom resource handler lists them.
+pub const SUPPORTED_PATCH_TYPES_UNSTRUCTURED: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
 ];
 
 /// A response encoding.
@@ -252,8 +262,9 @@ pub fn media_type_of(content_type: Option<&str>) -> String {
         .to_ascii_lowercase()
 }
 
-/// The format of a create/update body; 415 for anything kapi cannot read (an absent
-/// Content-Type is `application/octet-stream` upstream, so it is refused too).
+/// The format of a create/update body (upstream's `NegotiateInputSerializerForMediaType`): an
+/// absent or empty Content-Type is the first supported type, JSON (typed clients such as the
+/// official Python client send none); 415 for anything else kapi cannot read.
 pub fn negotiate_input(content_type: Option<&str>) -> Result<InputFormat, ApiError> {
     negotiate_input_for(content_type, false)
 }
@@ -264,7 +275,7 @@ pub fn negotiate_input_for(
     protobuf: bool,
 ) -> Result<InputFormat, ApiError> {
     match media_type_of(content_type).as_str() {
-        "application/json" => Ok(InputFormat::Json),
+        "" | "application/json" => Ok(InputFormat::Json),
         "application/yaml" => Ok(InputFormat::Yaml),
         crate::protobuf::MEDIA_TYPE if protobuf => Ok(InputFormat::Protobuf),
         other => Err(ApiError::unsupported_media_type(
@@ -283,18 +294,28 @@ pub fn negotiate_input_for(
 pub enum PatchType {
     Json,
     Merge,
+    Strategic,
+    Apply,
 }
 
-/// The patch type of a PATCH request; 415 with the supported list otherwise.
-pub fn negotiate_patch(content_type: Option<&str>) -> Result<PatchType, ApiError> {
-    match media_type_of(content_type).as_str() {
-        "application/json-patch+json" => Ok(PatchType::Json),
-        "application/merge-patch+json" => Ok(PatchType::Merge),
-        other => Err(ApiError::unsupported_media_type(
-            other,
-            SUPPORTED_PATCH_TYPES,
-        )),
-    }
+/// The patch type of a PATCH request (upstream's `PatchResource`: the Content-Type without
+/// parameters must be one of the endpoint's patch types; an absent one is not, so it is a 415
+/// too). `strategic` is false for kinds without strategic-merge metadata, which do not list it.
+pub fn negotiate_patch(content_type: Option<&str>, strategic: bool) -> Result<PatchType, ApiError> {
+    let supported = if strategic {
+        SUPPORTED_PATCH_TYPES
+    } else {
+        SUPPORTED_PATCH_TYPES_UNSTRUCTURED
+    };
+    let media = media_type_of(content_type);
+    let kind = match media.as_str() {
+        "application/json-patch+json" => PatchType::Json,
+        "application/merge-patch+json" => PatchType::Merge,
+        "application/strategic-merge-patch+json" if strategic => PatchType::Strategic,
+        "application/apply-patch+yaml" => PatchType::Apply,
+        other => return Err(ApiError::unsupported_media_type(other, supported)),
+    };
+    Ok(kind)
 }
 
 #[cfg(test)]
@@ -420,21 +441,45 @@ mod tests {
             negotiate_input(Some("application/yaml")).unwrap(),
             InputFormat::Yaml
         );
-        let e = negotiate_input(None).unwrap_err();
+        // No Content-Type, or an empty one, is read as JSON, as upstream reads it.
+        assert_eq!(negotiate_input(None).unwrap(), InputFormat::Json);
+        assert_eq!(negotiate_input(Some("")).unwrap(), InputFormat::Json);
+        let e = negotiate_input(Some("text/plain")).unwrap_err();
         assert_eq!((e.code, e.reason.as_str()), (415, "UnsupportedMediaType"));
         assert_eq!(
             e.message,
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
         );
+        let e = negotiate_input_for(Some("application/octet-stream"), true).unwrap_err();
         assert_eq!(
-            negotiate_patch(Some("application/merge-patch+json")).unwrap(),
+            e.message,
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+    }
+
+    #[test]
+    fn patch_types() {
+        assert_eq!(
+            negotiate_patch(Some("application/merge-patch+json; charset=utf-8"), true).unwrap(),
             PatchType::Merge
         );
         assert_eq!(
-            negotiate_patch(Some("application/strategic-merge-patch+json"))
-                .unwrap_err()
-                .code,
-            415
+            negotiate_patch(Some("application/apply-patch+yaml"), false).unwrap(),
+            PatchType::Apply
+        );
+        // A PATCH has no default type: without a Content-Type it is a 415 listing the types.
+        for ct in [None, Some(""), Some("application/json")] {
+            let e = negotiate_patch(ct, true).unwrap_err();
+            assert_eq!((e.code, e.reason.as_str()), (415, "UnsupportedMediaType"));
+            assert_eq!(
+                e.message,
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+            );
+        }
+        let e = negotiate_patch(Some("application/strategic-merge-patch+json"), false).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
         );
     }
 }

@@ -250,19 +250,62 @@ async fn merge_and_json_patch() {
         apply.json()["message"],
         r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
     );
-    let unknown = s
+    // A PATCH has no default type: without a Content-Type, or with an unknown one, it is a
+    // 415 listing the patch types in upstream's order.
+    for headers in [&[("content-type", "application/x-unknown")][..], &[][..]] {
+        let unknown = s
+            .send(request(Method::PATCH, &format!("{CMS}/p"), headers, "{}"))
+            .await;
+        assert_eq!(unknown.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(unknown.json()["reason"], "UnsupportedMediaType");
+        assert_eq!(
+            unknown.json()["message"],
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+        );
+    }
+}
+
+/// Typed clients (the official Python client) send create and update bodies without a
+/// Content-Type and may leave out apiVersion/kind: upstream reads them as JSON of the
+/// endpoint's kind.
+#[tokio::test]
+async fn bodies_without_content_type_are_json() {
+    let s = server().await;
+    let created = s
         .send(request(
-            Method::PATCH,
-            &format!("{CMS}/p"),
-            &[("content-type", "application/x-unknown")],
-            "{}",
+            Method::POST,
+            CMS,
+            &[],
+            r#"{"metadata":{"name":"bare"},"data":{"a":"1"}}"#,
         ))
         .await;
-    assert_eq!(unknown.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert!(unknown.json()["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(created.json()["kind"], "ConfigMap");
+    assert_eq!(created.json()["apiVersion"], "v1");
+    assert_eq!(created.json()["data"]["a"], "1");
+    let updated = s
+        .send(request(
+            Method::PUT,
+            &format!("{CMS}/bare"),
+            &[],
+            r#"{"metadata":{"name":"bare"},"data":{"a":"2"}}"#,
+        ))
+        .await;
+    assert_eq!(updated.status, StatusCode::OK);
+    assert_eq!(updated.json()["data"]["a"], "2");
+    let other = s
+        .send(request(
+            Method::POST,
+            CMS,
+            &[],
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
+        ))
+        .await;
+    assert_eq!(other.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        other.json()["message"],
+        r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#
+    );
 }
 
 #[tokio::test]
@@ -381,4 +424,41 @@ async fn duplicate_fields_follow_field_validation() {
         warn.header("warning"),
         r#"299 - "duplicate field \"metadata.name\"""#
     );
+}
+
+/// Upstream's `ReturnDeletedObject`: services (like pods, namespaces, serviceaccounts and
+/// storageclasses) answer a delete with the deleted object; other resources with a Status.
+#[tokio::test]
+async fn deletes_return_the_object_where_upstream_does() {
+    let s = server().await;
+    let svc = serde_json::json!({"metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]}});
+    let created = s
+        .post_json("/api/v1/namespaces/default/services", &svc)
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let deleted = s.delete("/api/v1/namespaces/default/services/web").await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.json()["kind"], "Service");
+    assert_eq!(deleted.json()["metadata"]["name"], "web");
+    assert_eq!(
+        deleted.json()["metadata"]["uid"],
+        created.json()["metadata"]["uid"]
+    );
+    assert_eq!(deleted.json()["spec"]["ports"][0]["port"], 80);
+
+    let sa = serde_json::json!({"metadata": {"name": "robot"}});
+    s.post_json("/api/v1/namespaces/default/serviceaccounts", &sa)
+        .await;
+    let deleted = s
+        .delete("/api/v1/namespaces/default/serviceaccounts/robot")
+        .await;
+    assert_eq!(deleted.json()["kind"], "ServiceAccount");
+
+    s.post_json(CMS, &configmap("plain", &[])).await;
+    let deleted = s.delete(&format!("{CMS}/plain")).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.json()["kind"], "Status");
+    assert_eq!(deleted.json()["status"], "Success");
+    assert_eq!(deleted.json()["details"]["name"], "plain");
 }

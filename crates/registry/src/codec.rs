@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
 
+mod go_json;
+
 /// Prefix of every strict decoding error, as upstream words it.
 pub const STRICT_PREFIX: &str = "strict decoding error: ";
 
@@ -104,6 +106,39 @@ pub fn check_type_meta(body: &mut Object, api_version: &str, kind: &str) -> Resu
     Ok(())
 }
 
+/// Upstream's JSON serializer's error when it cannot read apiVersion/kind from `bytes`
+/// (`couldn't get version/kind; json parse error: <Go's encoding/json error>`).
+pub fn find_kind(bytes: &[u8]) -> Result<(), String> {
+    match go_json::find_kind_error(bytes) {
+        Some(e) => Err(format!("couldn't get version/kind; json parse error: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// 400 for a body that could not be decoded and names no kind, as upstream's
+/// `transformDecodeError` words it: `the object provided is unrecognized (must be of type
+/// <kind>): <why> (<the body's first 30 bytes>)`.
+pub fn unrecognized(kind: &str, err: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): {err} ({})",
+        summarize(body, 30)
+    ))
+}
+
+/// Upstream's `summarizeData`: an object's first bytes as text, anything else in hex.
+fn summarize(body: &[u8], max: usize) -> String {
+    let head = &body[..body.len().min(max)];
+    let more = if body.len() > max { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => {
+            let hex: String = head.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
+    }
+}
+
 /// Renders a serde_ignored path as upstream's JSON paths (`spec.containers[0].foo`).
 fn format_path(path: &serde_ignored::Path<'_>) -> String {
     use serde_ignored::Path;
@@ -124,9 +159,14 @@ fn format_path(path: &serde_ignored::Path<'_>) -> String {
     }
 }
 
-/// Parses JSON bytes into an object, also returning upstream-style messages for each
-/// duplicated key (`duplicate field "metadata.name"`); the last value wins, as in Go.
-pub fn parse_json_with_duplicates(bytes: &[u8]) -> Result<(Object, Vec<String>), ApiError> {
+/// Parses JSON bytes into an object of `kind`, also returning upstream-style messages for each
+/// duplicated key (`duplicate field "metadata.name"`); the last value wins, as in Go. A body
+/// that cannot be read is a 400 [`unrecognized`] with Go's parse error.
+pub fn parse_json_with_duplicates(
+    kind: &str,
+    bytes: &[u8],
+) -> Result<(Object, Vec<String>), ApiError> {
+    find_kind(bytes).map_err(|e| unrecognized(kind, &e, bytes))?;
     let mut dups = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = TrackingSeed {
@@ -135,8 +175,13 @@ pub fn parse_json_with_duplicates(bytes: &[u8]) -> Result<(Object, Vec<String>),
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|_| v))
+    // What Go reads and serde does not (invalid UTF-8 in strings, nesting deeper than 128).
     .map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        unrecognized(
+            kind,
+            &format!("couldn't get version/kind; json parse error: {e}"),
+            bytes,
+        )
     })?;
     let messages = dups
         .into_iter()
@@ -145,14 +190,16 @@ pub fn parse_json_with_duplicates(bytes: &[u8]) -> Result<(Object, Vec<String>),
     Ok((Object::from_value(value)?, messages))
 }
 
-/// Parses `body`, runs `decode` on the object, and merges duplicate-key findings into its
-/// result: Strict -> one 400 listing unknown and duplicate fields; Warn -> warnings.
+/// Parses `body` (an object of `kind`), runs `decode` on the object, and merges duplicate-key
+/// findings into its result: Strict -> one 400 listing unknown and duplicate fields; Warn ->
+/// warnings.
 pub fn decode_bytes_with(
+    kind: &str,
     body: &[u8],
     validation: FieldValidation,
     decode: impl FnOnce(Object, FieldValidation) -> Result<(Object, Vec<String>), ApiError>,
 ) -> Result<(Object, Vec<String>), ApiError> {
-    let (obj, dups) = parse_json_with_duplicates(body)?;
+    let (obj, dups) = parse_json_with_duplicates(kind, body)?;
     match (validation, decode(obj, validation)) {
         (FieldValidation::Strict, Err(mut e))
             if !dups.is_empty() && e.message.contains(STRICT_PREFIX) =>
@@ -318,10 +365,34 @@ mod tests {
 
     #[test]
     fn duplicates_are_found() {
-        let (o, dups) =
-            parse_json_with_duplicates(br#"{"metadata":{"name":"a","name":"b"},"data":{"k":"1"}}"#)
-                .unwrap();
+        let (o, dups) = parse_json_with_duplicates(
+            "ConfigMap",
+            br#"{"metadata":{"name":"a","name":"b"},"data":{"k":"1"}}"#,
+        )
+        .unwrap();
         assert_eq!(o.name(), "b");
         assert_eq!(dups, vec![r#"duplicate field "metadata.name""#.to_string()]);
+    }
+
+    #[test]
+    fn undecodable_bodies_are_unrecognized() {
+        let e =
+            parse_json_with_duplicates("ConfigMap", br#"{"metadata": {"name": "x"}, "data": {"#)
+                .unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (400, "BadRequest"));
+        assert_eq!(
+            e.message,
+            r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"metadata": {"name": "x"}, "d ...)"#
+        );
+        let e = parse_json_with_duplicates("Service", b"[1]").unwrap_err();
+        assert_eq!(
+            e.message,
+            r#"the object provided is unrecognized (must be of type Service): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } (5b315d)"#
+        );
+        let e = parse_json_with_duplicates("ConfigMap", b"").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)"
+        );
     }
 }

@@ -172,7 +172,9 @@ pub trait Storage: Send + Sync + 'static {
         body: &[u8],
         validation: FieldValidation,
     ) -> Result<(Object, Vec<String>), ApiError> {
-        crate::codec::decode_bytes_with(body, validation, |obj, v| self.decode(obj, v))
+        crate::codec::decode_bytes_with(&self.info().kind, body, validation, |obj, v| {
+            self.decode(obj, v)
+        })
     }
     /// The concrete storage, for callers that know it (start-up code reaching a Store).
     fn as_any(&self) -> Option<&dyn std::any::Any> {

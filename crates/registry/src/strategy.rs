@@ -200,6 +200,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether a delete that removes the object at once answers with the deleted object rather
+    /// than a `Success` Status (upstream's `ReturnDeletedObject`, set per resource).
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
+
     /// Whether `deletecollection` is served (upstream serves it for all but namespaces).
     fn allow_delete_collection(&self) -> bool {
         true

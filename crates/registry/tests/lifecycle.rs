@@ -87,11 +87,37 @@ async fn propagation_policy_and_preconditions() {
         .await
         .unwrap_err();
     assert_eq!(e.code, 409);
+    // Upstream's BeforeDelete wording, on the kind.
     assert_eq!(
         e.message,
         format!(
-            r#"Operation cannot be fulfilled on configmaps "orphaned": Precondition failed: UID in precondition: nope, UID in object meta: {}"#,
+            r#"Operation cannot be fulfilled on ConfigMap "orphaned": the UID in the precondition (nope) does not match the UID in record ({}). The object might have been deleted and then recreated"#,
             created.uid()
+        )
+    );
+    assert_eq!(e.details.as_ref().unwrap().kind, "ConfigMap");
+    let stale = DeleteOptions {
+        preconditions: Preconditions {
+            uid: None,
+            resource_version: Some("1".into()),
+        },
+        ..Default::default()
+    };
+    let e = d
+        .delete(
+            &ctx("default"),
+            "orphaned",
+            rest::validate_nothing(),
+            &stale,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, 409);
+    assert_eq!(
+        e.message,
+        format!(
+            r#"Operation cannot be fulfilled on ConfigMap "orphaned": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({}). The object might have been modified"#,
+            created.resource_version()
         )
     );
 

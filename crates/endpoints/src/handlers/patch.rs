@@ -34,56 +34,26 @@ enum PatchDoc {
     Apply(Value),
 }
 
-const STRATEGIC: &str = "application/strategic-merge-patch+json";
-const APPLY: &str = "application/apply-patch+yaml";
-
-/// Patch types accepted, in upstream's order; custom kinds take all but the last.
-const BUILTIN_PATCH_TYPES: &[&str] = &[
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    APPLY,
-    STRATEGIC,
-];
-
-fn media_type(content_type: Option<&str>) -> String {
-    content_type
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// Parses the body per its content type. Strategic merge needs the kind's upstream patch
-/// metadata: kinds without it (custom resources) get 415, as upstream.
-fn parse_patch(scope: &RequestScope, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
-    let media = media_type(scope.content_type());
-    if media == APPLY {
-        let config = crate::body::decode_value(bytes, InputFormat::Yaml)?;
-        return Ok(PatchDoc::Apply(config));
-    }
-    if media == STRATEGIC {
-        let Some(schema) = PatchSchema::for_storage(scope.storage.as_ref()) else {
-            return Err(ApiError::unsupported_media_type(
-                &media,
-                &BUILTIN_PATCH_TYPES[..3],
-            ));
-        };
-        let map = serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        return Ok(PatchDoc::Strategic(map, schema));
-    }
-    let kind = negotiate_patch(scope.content_type()).map_err(|_| {
-        let builtin = PatchSchema::for_storage(scope.storage.as_ref()).is_some();
-        let n = if builtin { 4 } else { 3 };
-        ApiError::unsupported_media_type(&media, &BUILTIN_PATCH_TYPES[..n])
-    })?;
-    match kind {
+/// Parses the body per its content type (already negotiated). Strategic merge needs the
+/// kind's upstream patch metadata, which negotiation checked.
+fn parse_patch(scope: &RequestScope, kind: PatchType, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
+    let doc = match kind {
+        PatchType::Apply => {
+            return Ok(PatchDoc::Apply(crate::body::decode_value(
+                bytes,
+                InputFormat::Yaml,
+            )?))
+        }
+        PatchType::Strategic => {
+            let schema = PatchSchema::for_storage(scope.storage.as_ref())
+                .ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
+            serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
+                .map(|map| PatchDoc::Strategic(map, schema))
+        }
         PatchType::Json => serde_json::from_slice::<json_patch::Patch>(bytes).map(PatchDoc::Json),
         PatchType::Merge => serde_json::from_slice::<Value>(bytes).map(PatchDoc::Merge),
-    }
-    .map_err(|e| ApiError::bad_request(e.to_string()))
+    };
+    doc.map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 /// Applies the patch to the current object's JSON.
@@ -239,12 +209,17 @@ pub async fn patch(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
+    // The content type is checked first, before the body is read, as upstream does.
+    let kind = negotiate_patch(
+        scope.content_type(),
+        PatchSchema::for_storage(scope.storage.as_ref()).is_some(),
+    )?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
     let opts = write_options(&scope.query, "PatchOptions")?;
-    let is_apply = media_type(scope.content_type()) == APPLY;
+    let is_apply = kind == PatchType::Apply;
     let force = patch_options(scope, is_apply, opts.field_manager.as_deref())?;
-    let mut doc = parse_patch(scope, &bytes)?;
+    let mut doc = parse_patch(scope, kind, &bytes)?;
     if let PatchDoc::Apply(config) = &mut doc {
         check_apply_config(scope, config)?;
     }

@@ -68,6 +68,10 @@ const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
 
 pub struct StorageClassStrategy;
 impl Strategy for StorageClassStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed_filled!(st::StorageClass, &[(&["provisioner"], json!(""))]);
     fn info(&self) -> ResourceInfo {
         info(

@@ -10,7 +10,7 @@ use crate::strategy::GracefulDelete;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kapi_machinery::options::PropagationPolicy;
-use kapi_machinery::{ApiError, DeleteOptions, ListOptions, Object};
+use kapi_machinery::{ApiError, DeleteOptions, GroupResource, ListOptions, Object};
 use kapi_storage::GetOptions;
 
 /// Upstream's `metav1.FinalizerOrphanDependents`.
@@ -46,6 +46,43 @@ fn finalizers_for_policy(current: &[String], opts: &DeleteOptions) -> Vec<String
 impl Store {
     /// Marks `obj` as being deleted (the Store's part of upstream's
     /// `updateForGracefulDeletionAndFinalizers`).
+    /// Upstream's `BeforeDelete` check of `preconditions` against the object read for the
+    /// delete: a 409 on the kind (`Operation cannot be fulfilled on ConfigMap "x": the UID in
+    /// the precondition ...`), before the storage enforces them again on the write.
+    fn check_delete_preconditions(
+        &self,
+        current: &Object,
+        opts: &DeleteOptions,
+    ) -> Result<(), ApiError> {
+        let on_kind = GroupResource::new(self.info.group.clone(), self.info.kind.clone());
+        let p = &opts.preconditions;
+        if let Some(uid) = p.uid.as_deref().filter(|u| *u != current.uid()) {
+            return Err(ApiError::conflict(
+                &on_kind,
+                current.name(),
+                format!(
+                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                    current.uid()
+                ),
+            ));
+        }
+        if let Some(rv) = p
+            .resource_version
+            .as_deref()
+            .filter(|rv| *rv != current.resource_version())
+        {
+            return Err(ApiError::conflict(
+                &on_kind,
+                current.name(),
+                format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    current.resource_version()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn mark_deleting(
         &self,
         obj: Object,
@@ -101,9 +138,7 @@ impl Store {
             .map_err(|e| e.into_api_error(&gr, name, "delete"))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;
         let current = self.read_stored(current);
-        opts.preconditions
-            .check(&current)
-            .map_err(|why| ApiError::conflict(&gr, name, why))?;
+        self.check_delete_preconditions(&current, opts)?;
 
         let finalizers = finalizers_for_policy(&current.finalizers(), opts);
         let mut grace = match opts.grace_period_seconds {

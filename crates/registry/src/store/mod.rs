@@ -207,6 +207,9 @@ impl rest::Storage for Store {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
+    fn return_deleted_object(&self) -> bool {
+        self.strategy.return_deleted_object()
+    }
 }
 
 impl rest::TableConvertor for Store {

@@ -31,6 +31,10 @@ fn spec_finalizers(obj: &Object) -> Vec<String> {
 }
 
 impl Strategy for NamespaceStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(Namespace);
 
     fn info(&self) -> ResourceInfo {

@@ -203,6 +203,10 @@ fn immutable_view(obj: &Object) -> Value {
 }
 
 impl Strategy for PodStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(Pod);
 
     /// Upstream's pod status strategy keeps the stored owner references (old kubelets

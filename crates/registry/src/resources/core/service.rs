@@ -94,6 +94,10 @@ impl ServiceStrategy {
 }
 
 impl Strategy for ServiceStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(Service);
 
     fn info(&self) -> ResourceInfo {

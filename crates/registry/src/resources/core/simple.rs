@@ -26,6 +26,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
 
 pub struct ServiceAccountStrategy;
 impl Strategy for ServiceAccountStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(core::ServiceAccount);
     fn info(&self) -> ResourceInfo {
         info(
