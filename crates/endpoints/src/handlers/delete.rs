@@ -2,14 +2,48 @@
 //! resource returns deleted objects; else a `Success` Status) and of a collection (the list of what was deleted).
 
 use super::capability;
-use crate::body::read_limited;
+use crate::body::{decode_value, read_limited};
+use crate::negotiation::{media_type_of, negotiate_input_for, InputFormat};
 use crate::scope::RequestScope;
 use crate::transform::{ListPayload, Payload};
 use crate::{RequestBody, ResponseBody};
 use http::{Response, StatusCode};
 use kapi_admission::Operation;
-use kapi_machinery::error::success_status;
+use kapi_machinery::error::{success_status, StatusReason};
 use kapi_machinery::{ApiError, DeleteOptions, ListOptions};
+use serde_json::Value;
+
+/// The DeleteOptions of a DELETE as upstream's delete handlers read them: an empty body leaves
+/// the query parameters; a body is decoded in its Content-Type (none means JSON, the first
+/// type meta.k8s.io serves; protobuf as client-go sends it; anything else is 415), and any
+/// group version's `DeleteOptions` is accepted.
+fn delete_options(scope: &RequestScope, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    if body.is_empty() {
+        return DeleteOptions::from_body_and_query(body, &scope.query);
+    }
+    let format = if media_type_of(scope.content_type()).is_empty() {
+        InputFormat::Json
+    } else {
+        negotiate_input_for(scope.content_type(), true)?
+    };
+    if format == InputFormat::Json {
+        return DeleteOptions::from_body_and_query(body, &scope.query);
+    }
+    let decoded = decode_value(body, format)?;
+    match decoded.get("kind").and_then(Value::as_str) {
+        None | Some("DeleteOptions") => {}
+        // Not an apimachinery status error upstream, so a 500 with no reason.
+        Some(_) => {
+            return Err(ApiError::new(
+                500,
+                StatusReason::Unknown,
+                "decoded object cannot be converted to DeleteOptions",
+            ))
+        }
+    }
+    let json = serde_json::to_vec(&decoded).map_err(ApiError::internal)?;
+    DeleteOptions::from_body_and_query(&json, &scope.query)
+}
 
 /// Mutating admission sees a delete with no object, as upstream's delete handler runs it.
 async fn admit_delete(scope: &RequestScope, dry_run: bool) -> Result<(), ApiError> {
@@ -24,7 +58,7 @@ pub async fn delete(
     let deleter = capability(scope, scope.storage.as_graceful_deleter(), "delete")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
-    let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
+    let opts = delete_options(scope, &bytes)?;
     admit_delete(scope, opts.dry_run).await?;
     let validate = scope.validate_create_fn(Operation::Delete, opts.dry_run);
     let result = deleter
@@ -56,7 +90,7 @@ pub async fn delete_collection(
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
     let list_opts = ListOptions::from_query(&scope.query)?;
-    let opts = DeleteOptions::from_body_and_query(&bytes, &scope.query)?;
+    let opts = delete_options(scope, &bytes)?;
     admit_delete(scope, opts.dry_run).await?;
     let validate = scope.validate_create_fn(Operation::Delete, opts.dry_run);
     let list = deleter

@@ -69,10 +69,13 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<&'static MessageDef>
     {
         return Some(m);
     }
-    // Kinds every group version carries, defined once in meta/v1.
+    // Kinds every group version carries, defined once in meta/v1 (upstream registers
+    // `DeleteOptions` in every group version, and `meta.k8s.io/v1` names it too).
     match kind {
         "Status" | "WatchEvent" | "APIResourceList" | "APIGroupList" | "APIGroup"
-        | "APIVersions" => message(&format!("k8s.io.apimachinery.pkg.apis.meta.v1.{lower}")),
+        | "APIVersions" | "DeleteOptions" => {
+            message(&format!("k8s.io.apimachinery.pkg.apis.meta.v1.{lower}"))
+        }
         _ => None,
     }
 }

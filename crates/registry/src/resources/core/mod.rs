@@ -4,6 +4,7 @@ pub mod configmap;
 pub mod controller;
 pub mod namespace;
 pub mod pod;
+pub mod pod_subresources;
 pub mod secret;
 pub mod service;
 pub mod simple;
@@ -41,7 +42,20 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
     );
     services.load(&ctx.config.storage).await?;
     push(&mut s, ctx, Arc::new(services));
-    push(&mut s, ctx, Arc::new(pod::PodStrategy));
+    let pods = push(&mut s, ctx, Arc::new(pod::PodStrategy));
+    s.push(Arc::new(pod_subresources::BindingStorage::new(
+        pods.clone(),
+    )));
+    // Evictions read budgets straight from storage, as upstream's eviction reads them through
+    // a client rather than a cache.
+    let budgets = crate::Store::new(
+        Arc::new(crate::resources::policy::PodDisruptionBudgetStrategy),
+        ctx.config.storage.clone(),
+    )
+    .with_namespace_lifecycle(ctx.namespaces.clone());
+    s.push(Arc::new(pod_subresources::EvictionStorage::new(
+        pods, budgets,
+    )));
     for st in simple::strategies() {
         push(&mut s, ctx, st);
     }
