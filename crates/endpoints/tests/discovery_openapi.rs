@@ -294,3 +294,48 @@ fn check_refs(doc: &Value, schemas: &Value) {
         _ => {}
     }
 }
+
+/// The protobuf form of the real registry's v2 document: every key has a field, and it
+/// decodes to a message whose definitions and GVK extensions are the JSON document's.
+#[tokio::test]
+async fn v2_protobuf_holds_the_whole_document() {
+    use kapi_endpoints::openapi::{gnostic, v2proto, V2_PROTOBUF};
+    use prost::Message;
+    let (groups, _dir) = groups().await;
+    let api = OpenApi::new(&groups, "v1.33.0");
+    let json = get_json(api.serve("/openapi/v2", None, &headers("application/json")));
+    let (_, unplaced) = v2proto::document(&json);
+    assert_eq!(unplaced, Vec::<String>::new());
+
+    let resp = api
+        .serve("/openapi/v2", None, &headers(V2_PROTOBUF))
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let doc = gnostic::Document::decode(resp.body().as_ref()).unwrap();
+    let defs = &doc.definitions.as_ref().unwrap().additional_properties;
+    assert_eq!(defs.len(), json["definitions"].as_object().unwrap().len());
+    let mut kinds = 0;
+    for d in defs {
+        let schema = d.value.as_ref().unwrap();
+        let want = &json["definitions"][&d.name];
+        assert_eq!(
+            schema.description,
+            want["description"].as_str().unwrap_or("")
+        );
+        let props = schema
+            .properties
+            .as_ref()
+            .map(|p| p.additional_properties.len())
+            .unwrap_or(0);
+        let want_props = want["properties"].as_object().map_or(0, |p| p.len());
+        assert_eq!(props, want_props, "{}", d.name);
+        for ext in &schema.vendor_extension {
+            let value: Value = serde_saphyr::from_str(&ext.value.as_ref().unwrap().yaml).unwrap();
+            assert_eq!(value, want[&ext.name], "{} {}", d.name, ext.name);
+            kinds += usize::from(ext.name == "x-kubernetes-group-version-kind");
+        }
+    }
+    assert!(kinds > 50, "every kind carries its GVK ({kinds})");
+    let paths = &doc.paths.as_ref().unwrap().path;
+    assert_eq!(paths.len(), json["paths"].as_object().unwrap().len());
+}

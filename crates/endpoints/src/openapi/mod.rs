@@ -5,14 +5,20 @@
 //! Documents are large, so [`OpenApi`] builds and serializes them once per set of installed
 //! groups; serving is a lookup. Headers follow kube-openapi's handlers: `ETag` (quoted
 //! uppercase sha512), 304 on `If-None-Match`, `Vary: Accept`, and for a hashed v3 request
-//! `Cache-Control: public, immutable` or a 301 to the current hash.
+//! `Cache-Control: public, immutable` or a 301 to the current hash. `/openapi/v2` is also
+//! served as gnostic's protobuf `openapi.v2.Document` (see [`v2proto`]), gzipped when the
+//! client accepts it, as kube-openapi's v2 handler does.
 
+pub mod gnostic;
 pub mod params;
 pub mod paths;
 mod render;
 pub mod schemas;
 #[cfg(test)]
 mod tests;
+pub mod v2proto;
+#[cfg(test)]
+mod v2proto_tests;
 
 use crate::discovery::accept::parse_accept;
 use crate::discovery::{core_group, ordered_groups, sha512_hex};
@@ -50,9 +56,113 @@ pub struct OpenApi {
     groups: Vec<ApiGroupInfo>,
     server_version: String,
     v3: OnceLock<V3>,
-    v2: OnceLock<Served>,
-    /// Created at, for `Last-Modified`.
-    created: String,
+    v2: OnceLock<V2>,
+    /// Created at, for `Last-Modified` (whole seconds, as HTTP dates have).
+    created: chrono::DateTime<chrono::Utc>,
+}
+
+/// The v2 document in both encodings kube-openapi serves. Both carry the JSON form's ETag
+/// (responses differ by `Vary: Accept`); gzipped bodies are made on first request.
+struct V2 {
+    json: Served,
+    protobuf: Bytes,
+    json_gzip: OnceLock<Bytes>,
+    protobuf_gzip: OnceLock<Bytes>,
+}
+
+/// The encodings of `/openapi/v2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum V2Format {
+    Json,
+    Protobuf,
+}
+
+/// What kube-openapi's v2 handler offers, in its order: `application/<subtype>` and the
+/// encoding it answers with. The `@` spelling is the deprecated one older clients send; both
+/// are answered with the `.v1.0` content type.
+const V2_OFFERS: [(&str, V2Format); 3] = [
+    ("json", V2Format::Json),
+    (
+        "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        V2Format::Protobuf,
+    ),
+    (
+        "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        V2Format::Protobuf,
+    ),
+];
+
+/// The content type of the protobuf form.
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// gziphandler's `DefaultMinSize`: smaller bodies are sent as they are.
+const GZIP_MIN_SIZE: usize = 1400;
+
+impl V2Format {
+    fn content_type(self) -> &'static str {
+        match self {
+            V2Format::Json => "application/json",
+            V2Format::Protobuf => V2_PROTOBUF,
+        }
+    }
+}
+
+impl V2 {
+    fn new(doc: &Value) -> Self {
+        let (message, unplaced) = v2proto::document(doc);
+        if !unplaced.is_empty() {
+            tracing::warn!(
+                ?unplaced,
+                "OpenAPI v2 keys with no place in the protobuf form"
+            );
+        }
+        Self {
+            json: Served::new(doc),
+            protobuf: Bytes::from(prost::Message::encode_to_vec(&message)),
+            json_gzip: OnceLock::new(),
+            protobuf_gzip: OnceLock::new(),
+        }
+    }
+
+    fn body(&self, format: V2Format, gzip: bool) -> Bytes {
+        let (plain, cached) = match format {
+            V2Format::Json => (&self.json.body, &self.json_gzip),
+            V2Format::Protobuf => (&self.protobuf, &self.protobuf_gzip),
+        };
+        if gzip {
+            cached.get_or_init(|| gzip_bytes(plain)).clone()
+        } else {
+            plain.clone()
+        }
+    }
+}
+
+/// gzip at the default level (gziphandler's `gzip.DefaultCompression`).
+fn gzip_bytes(plain: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let _ = enc.write_all(plain);
+    Bytes::from(enc.finish().unwrap_or_default())
+}
+
+/// Whether `Accept-Encoding` names gzip with a non-zero quality (gziphandler's test; `*` does
+/// not count).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .next()
+                .map_or(1.0, |q| q.trim().parse::<f32>().unwrap_or(0.0));
+            name.eq_ignore_ascii_case("gzip") && q > 0.0
+        })
 }
 
 struct V3 {
@@ -191,9 +301,8 @@ impl OpenApi {
             server_version: server_version.to_string(),
             v3: OnceLock::new(),
             v2: OnceLock::new(),
-            created: chrono::Utc::now()
-                .format("%a, %d %b %Y %H:%M:%S GMT")
-                .to_string(),
+            created: chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0)
+                .unwrap_or_default(),
         }
     }
 
@@ -209,9 +318,9 @@ impl OpenApi {
             .get_or_init(|| build_v3(&self.groups, &self.server_version))
     }
 
-    fn v2(&self) -> &Served {
+    fn v2(&self) -> &V2 {
         self.v2
-            .get_or_init(|| build_v2(&self.groups, &self.server_version))
+            .get_or_init(|| V2::new(&build_v2(&self.groups, &self.server_version)))
     }
 
     /// The `/openapi/v3` index keys (`api/v1`, `apis/apps/v1`, ...).
@@ -232,9 +341,16 @@ impl OpenApi {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         match path.trim_end_matches('/') {
             "/openapi/v2" => Some(self.serve_v2(accept, headers)),
-            "/openapi/v3" => {
-                Some(self.serve_content(&self.v3().index, "application/json", headers, false))
-            }
+            "/openapi/v3" => Some({
+                let index = &self.v3().index;
+                self.serve_content(
+                    &index.hash,
+                    || index.body.clone(),
+                    "application/json",
+                    headers,
+                    false,
+                )
+            }),
             p => {
                 let key = p.strip_prefix("/openapi/v3/")?;
                 Some(self.serve_v3(key, query, accept, headers))
@@ -242,17 +358,38 @@ impl OpenApi {
         }
     }
 
+    /// kube-openapi's v2 handler: the first Accept clause (in quality order) that admits one of
+    /// its offers picks the encoding; none is a bare 406. Inside gziphandler, so every answer
+    /// varies by `Accept-Encoding` too.
     fn serve_v2(&self, accept: Option<&str>, headers: &HeaderMap) -> Response<Bytes> {
-        // kube-openapi offers JSON and two protobuf spellings and serves the first clause it
-        // can; kapi has JSON only, so a protobuf-only Accept gets the same 406 a server
-        // without a match gives.
-        let mut resp = if json_acceptable(accept) {
-            self.serve_content(self.v2(), "application/json", headers, false)
-        } else {
-            empty(StatusCode::NOT_ACCEPTABLE)
+        let format = parse_accept(accept).iter().find_map(|clause| {
+            V2_OFFERS
+                .iter()
+                .find(|(sub_type, _)| clause.matches("application", sub_type))
+                .map(|(_, format)| *format)
+        });
+        let mut resp = match format {
+            None => empty(StatusCode::NOT_ACCEPTABLE),
+            Some(format) => {
+                let v2 = self.v2();
+                let gzip = accepts_gzip(headers) && v2.body(format, false).len() >= GZIP_MIN_SIZE;
+                let mut resp = self.serve_content(
+                    &v2.json.hash,
+                    || v2.body(format, gzip),
+                    format.content_type(),
+                    headers,
+                    false,
+                );
+                if gzip && resp.status() == StatusCode::OK {
+                    resp.headers_mut()
+                        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                }
+                resp
+            }
         };
-        resp.headers_mut()
-            .append(header::VARY, HeaderValue::from_static("Accept"));
+        let h = resp.headers_mut();
+        h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+        h.append(header::VARY, HeaderValue::from_static("Accept"));
         resp
     }
 
@@ -297,9 +434,21 @@ impl OpenApi {
                 }
                 resp
             }
-            Some(h) if !h.is_empty() => self.serve_content(doc, "application/json", headers, true),
+            Some(h) if !h.is_empty() => self.serve_content(
+                &doc.hash,
+                || doc.body.clone(),
+                "application/json",
+                headers,
+                true,
+            ),
             _ => {
-                let mut resp = self.serve_content(doc, "application/json", headers, false);
+                let mut resp = self.serve_content(
+                    &doc.hash,
+                    || doc.body.clone(),
+                    "application/json",
+                    headers,
+                    false,
+                );
                 resp.headers_mut()
                     .insert(header::VARY, HeaderValue::from_static("Accept"));
                 resp
@@ -307,31 +456,41 @@ impl OpenApi {
         }
     }
 
-    /// `http.ServeContent` with an ETag: 304 on a matching `If-None-Match`.
+    /// `http.ServeContent` after the handler set `ETag`: `Last-Modified` and
+    /// `Accept-Ranges: bytes`, then 304 when `If-None-Match` names the ETag (weak comparison,
+    /// or `*`) or, without `If-None-Match`, when `If-Modified-Since` is not older than the
+    /// document. A 304 carries no `Content-Type` and, having an ETag, no `Last-Modified`.
+    /// `body` is only asked for when the body is sent.
     fn serve_content(
         &self,
-        doc: &Served,
+        hash: &str,
+        body: impl FnOnce() -> Bytes,
         content_type: &'static str,
         headers: &HeaderMap,
         immutable: bool,
     ) -> Response<Bytes> {
-        let quoted = format!("\"{}\"", doc.hash);
-        let matched = headers
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').any(|t| t.trim() == quoted || t.trim() == "*"));
-        let mut resp = if matched {
+        let not_modified = match headers.get(header::IF_NONE_MATCH) {
+            Some(v) => v.to_str().is_ok_and(|v| etag_listed(v, hash)),
+            None => headers
+                .get(header::IF_MODIFIED_SINCE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_http_date)
+                .is_some_and(|since| self.created.timestamp() <= since.timestamp()),
+        };
+        let mut resp = if not_modified {
             empty(StatusCode::NOT_MODIFIED)
         } else {
-            Response::new(doc.body.clone())
+            Response::new(body())
         };
         let h = resp.headers_mut();
-        if !matched {
+        set_etag(h, hash);
+        if !not_modified {
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        }
-        set_etag(h, &doc.hash);
-        if let Ok(v) = HeaderValue::from_str(&self.created) {
-            h.insert(header::LAST_MODIFIED, v);
+            h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            let last_modified = self.created.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+            if let Ok(v) = HeaderValue::from_str(&last_modified) {
+                h.insert(header::LAST_MODIFIED, v);
+            }
         }
         if immutable {
             h.insert(header::VARY, HeaderValue::from_static("Accept"));
@@ -348,6 +507,33 @@ impl OpenApi {
         }
         resp
     }
+}
+
+/// Whether an `If-None-Match` list names `hash`'s quoted ETag, compared weakly (a `W/`
+/// prefix on either side is ignored), or is `*`.
+fn etag_listed(if_none_match: &str, hash: &str) -> bool {
+    if_none_match.split(',').map(str::trim).any(|tag| {
+        tag == "*"
+            || tag
+                .strip_prefix("W/")
+                .unwrap_or(tag)
+                .strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                == Some(hash)
+    })
+}
+
+/// An HTTP date in any of the three forms Go's `http.ParseTime` reads (RFC 1123 with GMT,
+/// RFC 850, ANSI C).
+fn parse_http_date(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    [
+        "%a, %d %b %Y %H:%M:%S GMT",
+        "%A, %d-%b-%y %H:%M:%S GMT",
+        "%a %b %e %H:%M:%S %Y",
+    ]
+    .iter()
+    .find_map(|f| chrono::NaiveDateTime::parse_from_str(s.trim(), f).ok())
+    .map(|t| t.and_utc())
 }
 
 /// DeleteOptions and WatchEvent are registered in every group/version upstream; their
@@ -440,7 +626,7 @@ fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
 }
 
 /// The one Swagger 2.0 document.
-fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Served {
+fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Value {
     let gvs = group_versions(groups);
     let mut defs = Definitions::new();
     let mut routes = Vec::new();
@@ -463,5 +649,5 @@ fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Served {
     doc.insert("security".into(), json!([{ "BearerToken": [] }]));
     doc.insert("securityDefinitions".into(), render::bearer_scheme());
     doc.insert("swagger".into(), json!("2.0"));
-    Served::new(&Value::Object(doc))
+    Value::Object(doc)
 }
