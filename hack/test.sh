@@ -3,7 +3,7 @@
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
 # server tests with the kube crate, the check that the generated protobuf table is current),
 # then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, rbac, auth,
-# audit) and the official Python and JavaScript clients (e2e/clients.sh, both backends).
+# audit, validate) and the official Python and JavaScript clients (e2e/clients.sh, both backends).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
 # Exits non-zero on any failure.
@@ -46,6 +46,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh
 
 step "e2e audit (kapi with an audit policy and log, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/audit.sh
+
+step "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/validate.sh
 
 step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh
