@@ -106,12 +106,17 @@ impl RequestScope {
     }
 
     fn encode_payload(&self, payload: Payload) -> Result<(&'static str, Vec<u8>), ApiError> {
-        let media = negotiation::negotiate_output_for(
-            self.accept(),
-            true,
-            false,
-            crate::protobuf::serves(self),
-        )?;
+        let protobuf = crate::protobuf::serves(self);
+        let media = match (self.storage.as_table_convertor(), self.accept()) {
+            // No table convertor: Table is not on offer (upstream's AllowsMediaTypeTransform).
+            (None, Some(accept)) => match transform::accept_without_table(accept) {
+                Some(rest) => {
+                    negotiation::negotiate_output_for(Some(&rest), true, false, protobuf)?
+                }
+                None => negotiation::negotiate_output_for(Some(accept), false, false, protobuf)?,
+            },
+            (_, accept) => negotiation::negotiate_output_for(accept, true, false, protobuf)?,
+        };
         let include = match media.transform {
             Some(negotiation::Transform::Table(_)) => transform::table_options(&self.query)?,
             _ => Default::default(),

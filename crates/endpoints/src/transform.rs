@@ -58,6 +58,25 @@ pub fn table_options(query: &str) -> Result<IncludeObject, ApiError> {
     Ok(IncludeObject::Metadata)
 }
 
+/// The `Accept` header without its `as=Table` ranges, for a storage with no table convertor:
+/// upstream's `AllowsMediaTypeTransform` refuses Table there, so negotiation falls through to
+/// the next range (`, application/json`) or, with none left, answers 406. `None` when every
+/// range asked for a Table.
+pub fn accept_without_table(accept: &str) -> Option<String> {
+    let kept: Vec<&str> = accept
+        .split(',')
+        .filter(|range| {
+            !range.split(';').skip(1).any(|param| {
+                param.split_once('=').is_some_and(|(k, v)| {
+                    k.trim().eq_ignore_ascii_case("as")
+                        && v.trim().trim_matches('"').eq_ignore_ascii_case("table")
+                })
+            })
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(","))
+}
+
 fn not_acceptable(message: String) -> ApiError {
     ApiError::new(406, StatusReason::NotAcceptable, message)
 }
@@ -250,3 +269,26 @@ impl TableConvertor for DefaultTableConvertor {
 
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+#[cfg(test)]
+mod tests {
+    use super::accept_without_table;
+
+    #[test]
+    fn table_ranges_dropped_for_storages_without_a_table_convertor() {
+        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            accept_without_table(kubectl).as_deref(),
+            Some("application/json")
+        );
+        assert_eq!(
+            accept_without_table("application/json;as=Table;v=v1;g=meta.k8s.io"),
+            None
+        );
+        assert_eq!(
+            accept_without_table("application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
+                .as_deref(),
+            Some("application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io")
+        );
+    }
+}
