@@ -79,6 +79,7 @@ pub fn write_options(query: &str, kind: &str) -> Result<WriteOptions, ApiError> 
         dry_run,
         field_manager: field_manager.filter(|m| !m.is_empty()),
         field_validation,
+        preconditions: Default::default(),
     })
 }
 

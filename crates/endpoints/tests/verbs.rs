@@ -462,3 +462,32 @@ async fn deletes_return_the_object_where_upstream_does() {
     assert_eq!(deleted.json()["status"], "Success");
     assert_eq!(deleted.json()["details"]["name"], "plain");
 }
+
+/// A PUT whose body names a uid is conditional on it (upstream's `UpdatedObjectInfo`
+/// preconditions), failing with the storage's wording inside a 409.
+#[tokio::test]
+async fn an_update_naming_another_uid_is_a_conflict() {
+    let s = server().await;
+    let created = s.post_json(CMS, &configmap("owned", &[("a", "1")])).await;
+    let uid = created.json()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut body = created.json();
+    body["metadata"]["uid"] = "someone-else".into();
+    let r = s.put_json(&format!("{CMS}/owned"), &body).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.json()["reason"], "Conflict");
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            r#"Operation cannot be fulfilled on configmaps "owned": StorageError: invalid object, Code: 4, Key: /configmaps/default/owned, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: someone-else, UID in object meta: {uid}"#
+        )
+    );
+    // Its own uid is fine.
+    body["metadata"]["uid"] = uid.into();
+    assert_eq!(
+        s.put_json(&format!("{CMS}/owned"), &body).await.status,
+        StatusCode::OK
+    );
+}

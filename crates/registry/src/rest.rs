@@ -34,6 +34,9 @@ pub struct WriteOptions {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
+    /// Preconditions the storage enforces on an update (upstream's
+    /// `UpdatedObjectInfo.Preconditions`: the `metadata.uid` of a PUT's body).
+    pub preconditions: kapi_machinery::Preconditions,
 }
 
 /// The result of a write: the object and any warnings to send as `Warning: 299` headers.

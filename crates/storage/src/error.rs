@@ -74,17 +74,21 @@ pub fn too_large_resource_version(requested: i64, current: i64) -> Error {
     Error::Api(Box::new(e))
 }
 
-/// Checks `preconditions` (if any) against the current object at `key`; a mismatch is the
-/// `Conflict` every backend reports for it.
+/// Checks `preconditions` (if any) against the current object at `key` (as the backend names
+/// it: etcd's full key); a mismatch is the `Conflict` every backend reports for it, worded as
+/// upstream's storage error (`StorageError: invalid object, Code: 4, Key: /registry/..., ...`),
+/// which the registry wraps in its 409.
 pub fn check_preconditions(
     preconditions: Option<&kapi_machinery::Preconditions>,
     key: &str,
     current: &kapi_machinery::Object,
 ) -> Result<()> {
     match preconditions {
-        Some(p) => p.check(current).map_err(|message| Error::Conflict {
+        Some(p) => p.check(current).map_err(|why| Error::Conflict {
             key: key.into(),
-            message,
+            message: format!(
+                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: {why}"
+            ),
         }),
         None => Ok(()),
     }

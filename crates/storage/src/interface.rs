@@ -45,6 +45,10 @@ pub struct WatchOptions {
     pub predicate: SelectionPredicate,
     /// Emit BOOKMARK events carrying only the current revision.
     pub bookmarks: bool,
+    /// How long the watch is served (its `timeoutSeconds`): the watch cache sends a watcher
+    /// that asked for bookmarks one shortly before then, as upstream's cacher does. `None`:
+    /// no deadline (only the periodic bookmarks).
+    pub timeout: Option<Duration>,
 }
 
 /// One event of a watch stream. The object is shared: many watchers, one copy.

@@ -20,7 +20,7 @@ mod list;
 pub mod testing;
 
 pub use error::{
-    continue_expired, too_large_resource_version, too_old_message, Error, Result,
-    CONTINUE_EXPIRED_MESSAGE,
+    check_preconditions, continue_expired, too_large_resource_version, too_old_message, Error,
+    Result, CONTINUE_EXPIRED_MESSAGE,
 };
 pub use interface::*;

@@ -1,14 +1,16 @@
 //! Watch-cache behaviour beyond the shared suite: slow watchers are closed without holding
 //! anyone up, objects are shared between watchers, the window is bounded, and `limit` with
-//! `resourceVersion=0` is ignored when served from memory.
+//! `resourceVersion=0` is ignored when served from memory, and bookmarks come before a
+//! watch's timeout.
 
 #![allow(clippy::unwrap_used)]
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
+use kapi_machinery::EventType;
 use kapi_machinery::ListOptions;
 use kapi_storage::cacher::{Cacher, CacherConfig};
 use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
-use kapi_storage::testing::{eventually, key, next_change, pod, rv, PREFIX};
+use kapi_storage::testing::{eventually, key, next_change, next_event, pod, rv, PREFIX};
 use kapi_storage::{DynStorage, Error, Storage, WatchOptions};
 use std::sync::Arc;
 
@@ -154,4 +156,49 @@ async fn watchers_share_one_copy_and_window_is_bounded() {
         (paged.items.len(), paged.remaining_item_count),
         (2, Some(10))
     );
+}
+
+/// Upstream's cacher sends a watcher that asked for bookmarks one 2s before its timeout, at
+/// the newest revision the cache has seen; a watcher that did not ask gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bookmark_comes_before_the_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, cache) = setup(tmp.path(), CacherConfig::default());
+    let first = cache
+        .create(&key("ns", "a"), pod("ns", "a", &[]), None)
+        .await
+        .unwrap();
+    let opts = |bookmarks| WatchOptions {
+        from_revision: Some(rv(&first)),
+        recursive: true,
+        bookmarks,
+        timeout: Some(std::time::Duration::from_secs(3)),
+        ..Default::default()
+    };
+    let last = rv(&cache
+        .create(&key("ns", "b"), pod("ns", "b", &[]), None)
+        .await
+        .unwrap());
+    eventually("the cache to see the last write", || async {
+        cache.revision() >= last
+    })
+    .await;
+    // From the first write: the second is replayed from the window, then the bookmark.
+    let mut with = cache.watch(PREFIX, opts(true)).await.unwrap();
+    let mut without = cache.watch(PREFIX, opts(false)).await.unwrap();
+    let change = next_event(&mut with).await.unwrap();
+    assert_eq!(
+        (change.event_type, change.revision),
+        (EventType::Added, last)
+    );
+    let bookmark = next_event(&mut with).await.unwrap();
+    assert_eq!(bookmark.event_type, EventType::Bookmark);
+    assert!(
+        bookmark.revision >= last,
+        "the bookmark carries the newest revision: {} < {last}",
+        bookmark.revision
+    );
+    // Both watchers are served by the same bookmark pass: the other one has only the change.
+    assert_eq!(next_event(&mut without).await.unwrap().revision, last);
+    assert!(without.next().now_or_never().is_none());
 }

@@ -21,7 +21,7 @@ pub async fn update(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let updater = capability(scope, scope.storage.as_updater(), "update")?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
-    let opts = write_options(&scope.query, "UpdateOptions")?;
+    let mut opts = write_options(&scope.query, "UpdateOptions")?;
     let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
     let (mut obj, mut warnings) = decode_for(
         scope.storage.as_ref(),
@@ -31,6 +31,10 @@ pub async fn update(
     )?;
     ensure_name(scope, &mut obj)?;
     ensure_namespace(scope, &mut obj)?;
+    // A body naming a uid updates only that object, not one recreated under its name.
+    if !obj.uid().is_empty() {
+        opts.preconditions.uid = Some(obj.uid().to_string());
+    }
     scope.audit_request_object(&obj);
 
     // Mutating admission runs inside the storage's compare-and-swap loop, against the object

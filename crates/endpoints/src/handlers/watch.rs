@@ -158,6 +158,8 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         });
     }
     let timeout = timeout_of(&opts, scope.config.min_request_timeout);
+    // The storage learns the deadline, chosen or defaulted, to send its last bookmark before it.
+    opts.timeout_seconds = Some(timeout.as_secs() as i64);
     let ctx = scope.ctx();
 
     // Initial state: synthetic ADDED events, then changes after the list's revision.

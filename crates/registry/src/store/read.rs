@@ -187,6 +187,10 @@ impl Watcher for Store {
             recursive: true,
             predicate: self.storage_predicate(&opts.predicate),
             bookmarks: opts.allow_watch_bookmarks,
+            timeout: opts
+                .timeout_seconds
+                .filter(|s| *s > 0)
+                .map(|s| std::time::Duration::from_secs(s as u64)),
         };
         let events = self
             .storage

@@ -209,6 +209,8 @@ impl Store {
             ""
         };
         let key = self.key(namespace, call.name);
+        let preconditions =
+            (!call.opts.preconditions.is_empty()).then_some(&call.opts.preconditions);
         if call.opts.dry_run {
             let current = self
                 .storage
@@ -220,8 +222,12 @@ impl Store {
                     },
                 )
                 .await
-                .map_err(|e| e.into_api_error(&gr, call.name, "update"))?
-                .map(|o| self.read_stored(o));
+                .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
+            if let Some(cur) = &current {
+                kapi_storage::check_preconditions(preconditions, &key, cur)
+                    .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
+            }
+            let current = current.map(|o| self.read_stored(o));
             let old = current.clone();
             let (mut obj, created) = self.compute_update(&call, current).await?;
             self.strategy.allocate(&mut obj, old.as_ref())?;
@@ -259,7 +265,7 @@ impl Store {
             };
         let result = self
             .storage
-            .guaranteed_update(&key, None, true, &mut try_update)
+            .guaranteed_update(&key, preconditions, true, &mut try_update)
             .await;
         let (created, attempt) = state
             .lock()

@@ -10,6 +10,8 @@
 //!   Each watcher has a bounded queue: one that cannot keep up is closed, never waited for.
 //! - Objects are shared `Arc`s: the store, the window and every watcher hold the same copy.
 //! - A failed backend watch (e.g. 410 after compaction) relists and closes every watcher.
+//! - A watcher that asked for bookmarks gets a BOOKMARK at the cache's revision about every
+//!   minute and 2s before its timeout, as upstream's `nextBookmarkTime` schedules them.
 
 mod state;
 
@@ -35,7 +37,8 @@ pub struct CacherConfig {
     pub window: usize,
     /// How many events a watcher may have queued before it is closed as too slow.
     pub watcher_buffer: usize,
-    /// How often watchers that asked for bookmarks get one (upstream: about a minute).
+    /// How often watchers that asked for bookmarks get one (upstream: a minute); each also
+    /// gets one 2s before its `timeout` ends.
     pub bookmark_interval: Duration,
     /// How long a read waits for the cache to reach a revision (upstream: 3s).
     pub freshness_timeout: Duration,
@@ -51,6 +54,9 @@ impl Default for CacherConfig {
         }
     }
 }
+
+/// How often the bookmark task looks for watchers whose bookmark is due (upstream: about 1s).
+const BOOKMARK_TICK: Duration = Duration::from_secs(1);
 
 /// How long a read waits for a cache that cannot learn its progress from the backend.
 const NO_PROGRESS_WAIT: Duration = Duration::from_millis(100);
@@ -206,12 +212,15 @@ async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
     Err(Error::Unavailable("the backend watch ended".into()))
 }
 
+/// Sends each watcher that asked for bookmarks its due ones: periodic, and shortly before its
+/// deadline (upstream's cacher keeps watchers in buckets by due time and checks every second).
 async fn bookmarks(shared: Arc<Shared>) {
-    let period = shared.config.bookmark_interval;
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let frequency = shared.config.bookmark_interval;
+    let mut ticker = tokio::time::interval(BOOKMARK_TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
-        shared.lock().send_bookmarks();
+        let now = ticker.tick().await;
+        shared.lock().send_due_bookmarks(now, frequency);
     }
 }
 
@@ -358,6 +367,8 @@ impl Storage for Cacher {
         }
         let id = st.next_id;
         st.next_id += 1;
+        let now = tokio::time::Instant::now();
+        let deadline = opts.timeout.map(|t| now + t);
         st.watchers.insert(
             id,
             Slot {
@@ -365,6 +376,13 @@ impl Storage for Cacher {
                 recursive: opts.recursive,
                 predicate: opts.predicate,
                 bookmarks: opts.bookmarks,
+                deadline,
+                next_bookmark: state::next_bookmark_time(
+                    opts.bookmarks,
+                    now,
+                    self.shared.config.bookmark_interval,
+                    deadline,
+                ),
                 tx,
             },
         );

@@ -7,7 +7,12 @@ use crate::Result;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// How long before a watch's deadline its last bookmark is due (upstream: 2s).
+const PRE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One registered watcher. Its channel is bounded: a watcher that cannot keep up is dropped
 /// (its stream ends), never waited for.
@@ -16,7 +21,36 @@ pub(super) struct Slot {
     pub recursive: bool,
     pub predicate: SelectionPredicate,
     pub bookmarks: bool,
+    /// When the watch ends (its `timeoutSeconds`), if it has a deadline.
+    pub deadline: Option<Instant>,
+    /// When this watcher's next bookmark is due; `None` when no more will be sent.
+    pub next_bookmark: Option<Instant>,
     pub tx: mpsc::Sender<Result<Event>>,
+}
+
+/// Upstream's `nextBookmarkTime`: a watcher that asked for bookmarks gets one every
+/// `frequency`, and one shortly before its deadline so that a client resuming after the
+/// timeout starts from a recent revision; none once that moment has passed.
+pub(super) fn next_bookmark_time(
+    bookmarks: bool,
+    now: Instant,
+    frequency: Duration,
+    deadline: Option<Instant>,
+) -> Option<Instant> {
+    if !bookmarks {
+        return None;
+    }
+    let periodic = now + frequency;
+    let Some(deadline) = deadline else {
+        return Some(periodic);
+    };
+    let due = match deadline.checked_sub(PRE_TIMEOUT) {
+        Some(pre_timeout) if pre_timeout < periodic => pre_timeout,
+        Some(_) => periodic,
+        // A deadline closer than the margin (only possible this early in a process's life).
+        None => return None,
+    };
+    (due >= now).then_some(due)
 }
 
 #[derive(Default)]
@@ -116,6 +150,19 @@ impl State {
         });
     }
 
+    /// Sends a BOOKMARK at the cache's revision to every watcher whose bookmark is due at
+    /// `now`, and schedules its next one.
+    pub fn send_due_bookmarks(&mut self, now: Instant, frequency: Duration) {
+        let rev = self.revision;
+        self.watchers.retain(|_, slot| {
+            if slot.next_bookmark.is_none_or(|due| due > now) {
+                return !slot.tx.is_closed();
+            }
+            slot.next_bookmark = next_bookmark_time(slot.bookmarks, now, frequency, slot.deadline);
+            slot.tx.try_send(Ok(bookmark(rev))).is_ok()
+        });
+    }
+
     /// Forgets the window up to `revision` (the backend compacted it).
     pub fn compacted(&mut self, revision: Revision) {
         while self.window.front().is_some_and(|c| c.revision <= revision) {
@@ -133,5 +180,39 @@ impl State {
             .filter(|(_, o)| everything || pred.matches(o))
             .map(|(_, o)| (**o).clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bookmarks_are_due_periodically_and_before_the_deadline() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        assert_eq!(next_bookmark_time(false, now, minute, None), None);
+        assert_eq!(
+            next_bookmark_time(true, now, minute, None),
+            Some(now + minute)
+        );
+        // A 3s watch: due 2s before its end, i.e. after 1s.
+        let deadline = now + Duration::from_secs(3);
+        assert_eq!(
+            next_bookmark_time(true, now, minute, Some(deadline)),
+            Some(now + Duration::from_secs(1))
+        );
+        // A long watch: the periodic one comes first.
+        let long = now + Duration::from_secs(600);
+        assert_eq!(
+            next_bookmark_time(true, now, minute, Some(long)),
+            Some(now + minute)
+        );
+        // Once the pre-timeout bookmark has gone out, no more.
+        let later = now + Duration::from_secs(2);
+        assert_eq!(
+            next_bookmark_time(true, later, minute, Some(deadline)),
+            None
+        );
     }
 }

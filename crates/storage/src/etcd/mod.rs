@@ -488,7 +488,7 @@ impl Storage for EtcdStorage {
                 }
             };
             let cur = decode_kv(self, &kv)?;
-            crate::error::check_preconditions(preconditions, key, &cur)?;
+            crate::error::check_preconditions(preconditions, &self.full(key), &cur)?;
             let object = strip_revision(try_update(Some(cur.clone())).await?);
             let value = encode_for_storage(&object);
             if value == kv.value() {
@@ -519,7 +519,7 @@ impl Storage for EtcdStorage {
                 return Err(Error::NotFound { key: key.into() });
             };
             let cur = decode_kv(self, &kv)?;
-            crate::error::check_preconditions(preconditions, key, &cur)?;
+            crate::error::check_preconditions(preconditions, &self.full(key), &cur)?;
             validate(&cur).await?;
             let txn = Txn::new()
                 .when([Compare::mod_revision(

@@ -101,10 +101,11 @@ pub async fn guaranteed_update_conflicts(s: DynStorage) {
         .await
         .unwrap_err();
     match err {
-        Error::Conflict { message, .. } => assert_eq!(
+        Error::Conflict { message, key: err_key } => assert_eq!(
             message,
             format!(
-                "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                err_key,
                 rv(&created),
                 rv(&updated)
             )
