@@ -32,6 +32,10 @@ pub struct FieldDef {
     pub kind: Kind,
     /// A Go struct embedded with `json:",inline"`: its fields are the parent's in JSON.
     pub inline: bool,
+    /// A Go pointer to a scalar: present on the wire only when set, so an explicit zero
+    /// (`replicas: 0`) is kept when decoding rather than dropped as Go's always-written
+    /// non-pointer zeros are.
+    pub presence: bool,
 }
 
 #[derive(Debug)]
