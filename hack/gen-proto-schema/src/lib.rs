@@ -1,10 +1,12 @@
 //! Generates kapi's protobuf schema table (`crates/endpoints/src/protobuf/generated.rs`) from
 //! the sources of the `k8s-pb` dependency (prost messages: field numbers, scalar kinds, labels,
 //! message types, `impl Resource` apiVersion/kind) and the JSON field names of `k8s-openapi`'s
-//! serde visitors, at the exact versions `Cargo.lock` pins. The output is committed so that the
+//! serde visitors, at the exact versions `Cargo.lock` pins, and which fields are Go pointers
+//! (presence kept for an explicit zero) from `go-pointer-fields.txt` and
+//! `go-pointer-fields.by-hand.txt` beside this crate. The output is committed so that the
 //! build never looks anything up; `tests/up_to_date.rs` fails when it is stale.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -20,17 +22,52 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// The lists of Go pointer fields, relative to the workspace root: the one generated from
+/// upstream's compiled types by `go-pointer-fields.py`, and the few kept by hand.
+pub const POINTER_LISTS: &[&str] = &[
+    "hack/gen-proto-schema/go-pointer-fields.txt",
+    "hack/gen-proto-schema/go-pointer-fields.by-hand.txt",
+];
+
 /// The table's source text, from the `k8s-pb` and `k8s-openapi` versions of `Cargo.lock`.
 pub fn generate(root: &Path) -> Result<String, String> {
     let lock = std::fs::read_to_string(root.join("Cargo.lock"))
         .map_err(|e| format!("reading Cargo.lock: {e}"))?;
     let pb = package_dir(&lock, "k8s-pb")?;
     let openapi = package_dir(&lock, "k8s-openapi")?;
-    Ok(generate_from(&pb, &openapi))
+    let mut lists = String::new();
+    for list in POINTER_LISTS {
+        let text =
+            std::fs::read_to_string(root.join(list)).map_err(|e| format!("reading {list}: {e}"))?;
+        lists.push_str(&text);
+        lists.push('\n');
+    }
+    Ok(generate_from(&pb, &openapi, &pointer_fields(&lists)))
 }
 
-/// The table's source text from the two crates' source directories.
-pub fn generate_from(pb: &Path, openapi: &Path) -> String {
+/// Go pointer fields keyed as the table names them: `(<proto message>, <json name>)` from
+/// lines `<go package path> <Type>.<json name>` (`#` starts a comment). k8s-pb's proto
+/// packages are the Go package paths with `.` for `/` and `_` for `-`.
+pub fn pointer_fields(lists: &str) -> HashSet<(String, String)> {
+    lists
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let (package, field) = l.split_once(' ')?;
+            let (ty, json) = field.trim().split_once('.')?;
+            let package = package.replace('/', ".").replace('-', "_");
+            Some((
+                format!("{package}.{}", ty.to_ascii_lowercase()),
+                json.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The table's source text from the two crates' source directories and the Go pointer
+/// fields.
+pub fn generate_from(pb: &Path, openapi: &Path, pointers: &HashSet<(String, String)>) -> String {
     let names = json_names(&openapi.join("src"));
     let mut out = String::new();
     out.push_str(
@@ -58,7 +95,7 @@ pub fn generate_from(pb: &Path, openapi: &Path) -> String {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         parse_file(&text, &module, &names, &mut messages, &mut resources);
     }
-    emit_messages(&messages, &names, &mut out);
+    emit_messages(&messages, &names, pointers, &mut out);
     out.push_str("];\n\n");
     out.push_str("pub static RESOURCES: &[(&str, &str, &str)] = &[\n");
     for (api_version, kind, message) in resources {
@@ -121,9 +158,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// A name without case or punctuation, so that a prost field (`x_kubernetes_list_type`,
+/// `ref`) meets its JSON name (`x-kubernetes-list-type`, `$ref`).
 fn normalize(s: &str) -> String {
     s.chars()
-        .filter(|c| *c != '_')
+        .filter(char::is_ascii_alphanumeric)
         .flat_map(char::to_lowercase)
         .collect()
 }
@@ -148,7 +187,15 @@ fn json_names(src: &Path) -> HashMap<String, HashMap<String, String>> {
             if let Some((lit, rest)) = line.split_once(" => Field::Key_") {
                 let json = lit.trim_matches('"');
                 if rest.ends_with(',') && !json.is_empty() {
-                    for key in [st.clone(), String::new()] {
+                    // Punctuated names (`$ref`, `x-kubernetes-*`) are JSONSchemaProps' own;
+                    // in the shared fallback they would rename other structs' plain fields.
+                    let shared = json.chars().all(|c| c.is_ascii_alphanumeric());
+                    let keys = if shared {
+                        vec![st.clone(), String::new()]
+                    } else {
+                        vec![st.clone()]
+                    };
+                    for key in keys {
                         names
                             .entry(key)
                             .or_default()
@@ -246,6 +293,7 @@ struct MessageOut {
 fn emit_messages(
     messages: &[MessageOut],
     names: &HashMap<String, HashMap<String, String>>,
+    pointers: &HashSet<(String, String)>,
     out: &mut String,
 ) {
     let by_name: HashMap<&str, &MessageOut> =
@@ -261,9 +309,13 @@ fn emit_messages(
                     (Some(child), Some(own)) => covered(child, own, &by_name, 0),
                     _ => false,
                 };
+            // Presence matters for scalars only: a message field is kept whenever it is sent.
+            let presence = f.label == "Label::Optional"
+                && f.child.is_none()
+                && pointers.contains(&(m.name.clone(), f.json.clone()));
             let _ = writeln!(
                 out,
-                "        FieldDef {{ json: {:?}, number: {}, label: {}, kind: {}, inline: {inline} }},",
+                "        FieldDef {{ json: {:?}, number: {}, label: {}, kind: {}, inline: {inline}, presence: {presence} }},",
                 f.json, f.tag, f.label, f.kind
             );
         }

@@ -18,6 +18,8 @@ mod wire;
 #[cfg(test)]
 mod gen;
 #[cfg(test)]
+mod presence_tests;
+#[cfg(test)]
 mod review_tests;
 #[cfg(test)]
 mod roundtrip_tests;

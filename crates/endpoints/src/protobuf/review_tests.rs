@@ -9,7 +9,7 @@ use k8s_pb::api::authorization::v1 as authz;
 use serde_json::json;
 
 /// `ObjectMeta` as Go writes an empty one.
-fn go_meta() -> metav1::ObjectMeta {
+pub(super) fn go_meta() -> metav1::ObjectMeta {
     metav1::ObjectMeta {
         name: Some(String::new()),
         generate_name: Some(String::new()),
@@ -27,7 +27,7 @@ fn go_meta() -> metav1::ObjectMeta {
 }
 
 /// The request body: magic, then `runtime.Unknown` around the message.
-fn body(api_version: &str, kind: &str, m: &impl Message) -> Vec<u8> {
+pub(super) fn body(api_version: &str, kind: &str, m: &impl Message) -> Vec<u8> {
     let unknown = Unknown {
         type_meta: Some(TypeMeta {
             api_version: Some(api_version.into()),

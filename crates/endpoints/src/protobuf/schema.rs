@@ -32,6 +32,10 @@ pub struct FieldDef {
     pub kind: Kind,
     /// A Go struct embedded with `json:",inline"`: its fields are the parent's in JSON.
     pub inline: bool,
+    /// A Go pointer to a scalar: present on the wire only when set, so an explicit zero
+    /// (`replicas: 0`) is kept when decoding rather than dropped as Go's always-written
+    /// non-pointer zeros are.
+    pub presence: bool,
 }
 
 #[derive(Debug)]
@@ -56,17 +60,38 @@ static PACKAGES: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|
     m
 });
 
+/// Proto package prefix per API group (the package less its version), for group versions
+/// that declare no resource of their own but still define kinds (`policy/v1beta1 Eviction`).
+static GROUPS: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
+    let mut m = HashMap::new();
+    for (api_version, package) in PACKAGES.iter() {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        if let Some((prefix, _)) = package.rsplit_once('.') {
+            m.insert(group, prefix);
+        }
+    }
+    m
+});
+
 pub fn message(name: &str) -> Option<&'static MessageDef> {
     BY_NAME.get(name).copied()
+}
+
+/// The proto package of `apiVersion`.
+fn package_of(api_version: &str) -> Option<String> {
+    if let Some(p) = PACKAGES.get(api_version) {
+        return Some(p.to_string());
+    }
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GROUPS
+        .get(group)
+        .map(|prefix| format!("{prefix}.{version}"))
 }
 
 /// The message of a top-level kind (objects, lists, reviews and `Status`).
 pub fn message_for(api_version: &str, kind: &str) -> Option<&'static MessageDef> {
     let lower = kind.to_ascii_lowercase();
-    if let Some(m) = PACKAGES
-        .get(api_version)
-        .and_then(|p| message(&format!("{p}.{lower}")))
-    {
+    if let Some(m) = package_of(api_version).and_then(|p| message(&format!("{p}.{lower}"))) {
         return Some(m);
     }
     // Kinds every group version carries, defined once in meta/v1 (upstream registers

@@ -136,6 +136,7 @@ fn encode_labeled(out: &mut Vec<u8>, f: &schema::FieldDef, v: &Value) -> Result<
                     label: Label::Optional,
                     kind: f.kind,
                     inline: false,
+                    presence: false,
                 };
                 if !map[k].is_null() {
                     encode_field(&mut entry, &value_def, &map[k])?;
@@ -182,8 +183,10 @@ fn encode_field(out: &mut Vec<u8>, f: &schema::FieldDef, v: &Value) -> Result<()
     Ok(())
 }
 
-/// Decodes message `m` into its JSON form. Unset scalars (Go writes every non-pointer field,
-/// even empty) are left out so defaulting sees them as absent, as upstream's decoded structs do.
+/// Decodes message `m` into its JSON form. Zero scalars of non-pointer Go fields (Go writes
+/// every one, even unset) are left out so defaulting sees them as absent, as upstream's
+/// decoded structs serialize them; a Go pointer field (`presence`) is on the wire only when
+/// set, so its zero is kept (`replicas: 0`).
 pub fn decode_message(m: &MessageDef, bytes: &[u8]) -> Result<Value, ProtoError> {
     let fields = read_fields(bytes)?;
     let first = |number: u32| {
@@ -258,6 +261,7 @@ pub fn decode_message(m: &MessageDef, bytes: &[u8]) -> Result<Value, ProtoError>
                     continue;
                 }
                 let v = match f.label {
+                    Label::Optional if f.presence => decode_single(f, &fields)?,
                     Label::Optional => decode_single(f, &fields)?.filter(|v| !is_unset(v)),
                     Label::Repeated => {
                         Some(Value::Array(decode_repeated(f, &fields)?)).filter(|v| !is_unset(v))

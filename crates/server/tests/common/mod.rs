@@ -166,6 +166,33 @@ impl Conn {
         read(self.sender.send_request(req).await.unwrap()).await
     }
 
+    /// Sends a body of raw bytes (a protobuf message, as client-go frames it) with its own
+    /// Content-Type and extra headers, asking for JSON back.
+    pub async fn send_bytes(
+        &mut self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Reply {
+        let body = Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed();
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "localhost")
+            .header("accept", "application/json")
+            .header("content-type", content_type);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(body).unwrap();
+        self.sender.ready().await.unwrap();
+        read(self.sender.send_request(req).await.unwrap()).await
+    }
+
     /// Sends a request whose body arrives in pieces: the returned sender delivers them, and
     /// dropping it ends the body. The reply comes from the returned handle.
     pub async fn send_streaming(

@@ -1,0 +1,789 @@
+//! Every request body kind client-go sends in protobuf (its default content type in
+//! kube-controller-manager and upstream's e2e framework), built with k8s-pb's types and framed
+//! as client-go frames them: the magic `k8s\0`, then a `runtime.Unknown` with the type meta
+//! and the message in `raw`. Each case checks the effect on the server, not only the code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Conn, Reply};
+use k8s_pb::api::apps::v1 as apps;
+use k8s_pb::api::authentication::v1 as authn;
+use k8s_pb::api::authorization::v1 as authz;
+use k8s_pb::api::autoscaling::v1 as autoscaling;
+use k8s_pb::api::core::v1 as core;
+use k8s_pb::api::policy::{v1 as policy, v1beta1 as policy_beta};
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as metav1;
+use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use prost::Message;
+use serde_json::{json, Value};
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// A body as client-go's protobuf serializer writes it.
+fn framed(api_version: &str, kind: &str, m: &impl Message) -> Vec<u8> {
+    let unknown = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(m.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = b"k8s\0".to_vec();
+    out.extend(unknown.encode_to_vec());
+    out
+}
+
+/// `ObjectMeta` as Go writes it: every non-pointer field present, empty unless given.
+fn meta(name: &str) -> metav1::ObjectMeta {
+    metav1::ObjectMeta {
+        name: Some(name.into()),
+        generate_name: Some(String::new()),
+        namespace: Some(String::new()),
+        uid: Some(String::new()),
+        resource_version: Some(String::new()),
+        generation: Some(0),
+        ..Default::default()
+    }
+}
+
+async fn send_pb(
+    conn: &mut Conn,
+    method: &str,
+    path: &str,
+    api_version: &str,
+    kind: &str,
+    m: &impl Message,
+) -> Reply {
+    conn.send_bytes(method, path, PROTOBUF, &[], framed(api_version, kind, m))
+        .await
+}
+
+async fn post_json(conn: &mut Conn, path: &str, body: Value) -> Value {
+    let r = conn.send("POST", path, Some(&body.to_string())).await;
+    assert_eq!(r.status, 201, "{path}: {}", r.body);
+    r.json()
+}
+
+async fn put_json(conn: &mut Conn, path: &str, body: Value) -> Value {
+    let r = conn.send("PUT", path, Some(&body.to_string())).await;
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+    r.json()
+}
+
+async fn get(conn: &mut Conn, path: &str) -> Reply {
+    conn.send("GET", path, None).await
+}
+
+/// The pod admission plugin names the namespace's `default` service account; it may not be
+/// there yet on a server that has just started.
+async fn ensure_default_service_account(conn: &mut Conn) {
+    let r = conn
+        .send(
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts",
+            Some(&json!({"metadata": {"name": "default"}}).to_string()),
+        )
+        .await;
+    assert!(r.status == 201 || r.status == 409, "{}", r.body);
+}
+
+async fn create_pod(conn: &mut Conn, name: &str, labels: Value, node: Option<&str>) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "nginx"}]});
+    if let Some(node) = node {
+        spec["nodeName"] = json!(node);
+    }
+    post_json(
+        conn,
+        "/api/v1/namespaces/default/pods",
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "labels": labels}, "spec": spec}),
+    )
+    .await
+}
+
+fn delete_options(f: impl FnOnce(&mut metav1::DeleteOptions)) -> metav1::DeleteOptions {
+    let mut o = metav1::DeleteOptions::default();
+    f(&mut o);
+    o
+}
+
+#[tokio::test]
+async fn delete_options_in_protobuf() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for name in ["a", "b", "c", "d", "e"] {
+        post_json(
+            &mut conn,
+            cms,
+            json!({"metadata": {"name": name, "labels": {"set": "pb"}}}),
+        )
+        .await;
+    }
+
+    // The body is read: a UID precondition that does not hold is refused.
+    let wrong_uid = delete_options(|o| {
+        o.preconditions = Some(metav1::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        })
+    });
+    let r = send_pb(
+        &mut conn,
+        "DELETE",
+        &format!("{cms}/a"),
+        "v1",
+        "DeleteOptions",
+        &wrong_uid,
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.json()["reason"], "Conflict");
+    assert_eq!(get(&mut conn, &format!("{cms}/a")).await.status, 200);
+
+    // dryRun from the body leaves the object; any group version's DeleteOptions is read.
+    let dry_run = delete_options(|o| o.dry_run = vec!["All".into()]);
+    for api_version in ["v1", "meta.k8s.io/v1"] {
+        let r = send_pb(
+            &mut conn,
+            "DELETE",
+            &format!("{cms}/a"),
+            api_version,
+            "DeleteOptions",
+            &dry_run,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["status"], "Success");
+        assert_eq!(get(&mut conn, &format!("{cms}/a")).await.status, 200);
+    }
+
+    // Propagation is honoured: Foreground leaves the object with its finalizer.
+    let foreground = delete_options(|o| o.propagation_policy = Some("Foreground".into()));
+    let r = send_pb(
+        &mut conn,
+        "DELETE",
+        &format!("{cms}/b"),
+        "v1",
+        "DeleteOptions",
+        &foreground,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let body = r.json();
+    assert_eq!(body["kind"], "ConfigMap", "{body}");
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert!(body["metadata"]["deletionTimestamp"].is_string(), "{body}");
+
+    // A plain delete answers a Success Status and the object is gone.
+    let plain = delete_options(|o| o.propagation_policy = Some("Background".into()));
+    let r = send_pb(
+        &mut conn,
+        "DELETE",
+        &format!("{cms}/a"),
+        "v1",
+        "DeleteOptions",
+        &plain,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(get(&mut conn, &format!("{cms}/a")).await.status, 404);
+
+    // gracePeriodSeconds: 0 is an explicit zero: a pod on a node goes at once rather than
+    // after its 30 s grace period.
+    ensure_default_service_account(&mut conn).await;
+    create_pod(&mut conn, "graceful", json!({}), Some("n1")).await;
+    let now = delete_options(|o| o.grace_period_seconds = Some(0));
+    let pod = "/api/v1/namespaces/default/pods/graceful";
+    let r = send_pb(&mut conn, "DELETE", pod, "v1", "DeleteOptions", &now).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(get(&mut conn, pod).await.status, 404);
+
+    // deletecollection reads the same body.
+    let r = send_pb(
+        &mut conn,
+        "DELETE",
+        &format!("{cms}?labelSelector=set%3Dpb"),
+        "v1",
+        "DeleteOptions",
+        &dry_run,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let listed = get(&mut conn, &format!("{cms}?labelSelector=set%3Dpb"))
+        .await
+        .json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 4, "{listed}");
+    let r = send_pb(
+        &mut conn,
+        "DELETE",
+        &format!("{cms}?labelSelector=set%3Dpb"),
+        "v1",
+        "DeleteOptions",
+        &plain,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let listed = get(&mut conn, &format!("{cms}?labelSelector=set%3Dpb"))
+        .await
+        .json();
+    let left: Vec<&Value> = listed["items"].as_array().unwrap().iter().collect();
+    // Only `b` stays, held by its foreground finalizer until the collector releases it.
+    assert!(
+        left.iter().all(|i| i["metadata"]["name"] == "b"),
+        "{listed}"
+    );
+
+    // An empty body leaves the query parameters; a content type meta.k8s.io does not serve
+    // is a 415 listing those it does.
+    post_json(&mut conn, cms, json!({"metadata": {"name": "q"}})).await;
+    let r = conn
+        .send_bytes(
+            "DELETE",
+            &format!("{cms}/q?dryRun=All"),
+            PROTOBUF,
+            &[],
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(get(&mut conn, &format!("{cms}/q")).await.status, 200);
+    let r = conn
+        .send_bytes(
+            "DELETE",
+            &format!("{cms}/q"),
+            "text/plain",
+            &[],
+            b"propagationPolicy=Background".to_vec(),
+        )
+        .await;
+    assert_eq!(r.status, 415, "{}", r.body);
+    let status = r.json();
+    assert_eq!(status["reason"], "UnsupportedMediaType");
+    assert_eq!(
+        status["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    assert_eq!(get(&mut conn, &format!("{cms}/q")).await.status, 200);
+}
+
+#[tokio::test]
+async fn scale_in_protobuf() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    post_json(
+        &mut conn,
+        deployments,
+        json!({"metadata": {"name": "web"}, "spec": {"replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    )
+    .await;
+    let scale = autoscaling::Scale {
+        metadata: Some(meta("web")),
+        spec: Some(autoscaling::ScaleSpec { replicas: Some(5) }),
+        status: Some(autoscaling::ScaleStatus {
+            replicas: Some(0),
+            selector: Some(String::new()),
+        }),
+    };
+    let r = send_pb(
+        &mut conn,
+        "PUT",
+        &format!("{deployments}/web/scale"),
+        "autoscaling/v1",
+        "Scale",
+        &scale,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let body = r.json();
+    assert_eq!(
+        (body["kind"].clone(), body["spec"]["replicas"].clone()),
+        (json!("Scale"), json!(5))
+    );
+    let d = get(&mut conn, &format!("{deployments}/web")).await.json();
+    assert_eq!(d["spec"]["replicas"], 5);
+}
+
+/// A policy/v1 PodDisruptionBudget over `app: <app>` whose status says how many disruptions
+/// it allows (as its controller would have written it).
+async fn budget(conn: &mut Conn, name: &str, app: &str, allowed: i64) {
+    let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let path = format!("{pdbs}/{name}");
+    let mut pdb = match get(conn, &path).await {
+        r if r.status == 200 => r.json(),
+        _ => {
+            post_json(
+                conn,
+                pdbs,
+                json!({"metadata": {"name": name},
+                       "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}}}),
+            )
+            .await
+        }
+    };
+    pdb["status"] = json!({"observedGeneration": pdb["metadata"]["generation"],
+        "disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1});
+    put_json(conn, &format!("{path}/status"), pdb).await;
+}
+
+/// A running, ready pod (so that an eviction has to ask its budget).
+async fn running_pod(conn: &mut Conn, name: &str, app: &str) {
+    let mut pod = create_pod(conn, name, json!({"app": app}), None).await;
+    pod["status"] = json!({"phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}]});
+    put_json(
+        conn,
+        &format!("/api/v1/namespaces/default/pods/{name}/status"),
+        pod,
+    )
+    .await;
+}
+
+fn eviction(name: &str) -> policy::Eviction {
+    policy::Eviction {
+        metadata: Some(meta(name)),
+        delete_options: None,
+    }
+}
+
+#[tokio::test]
+async fn binding_and_eviction_in_protobuf() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    ensure_default_service_account(&mut conn).await;
+    let pods = "/api/v1/namespaces/default/pods";
+
+    // Both subresources are in discovery as upstream lists them.
+    let v1 = get(&mut conn, "/api/v1").await.json();
+    let find = |name: &str| {
+        v1["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not in /api/v1"))
+    };
+    let b = find("pods/binding");
+    assert_eq!(
+        (b["kind"].clone(), b["verbs"].clone()),
+        (json!("Binding"), json!(["create"]))
+    );
+    let e = find("pods/eviction");
+    assert_eq!(
+        (e["group"].clone(), e["version"].clone(), e["kind"].clone()),
+        (json!("policy"), json!("v1"), json!("Eviction"))
+    );
+    assert_eq!(e["verbs"], json!(["create"]));
+
+    // Binding sets the node, merges annotations and marks the pod scheduled.
+    create_pod(&mut conn, "p", json!({}), None).await;
+    let mut binding_meta = meta("p");
+    binding_meta
+        .annotations
+        .insert("scheduler.example/by".into(), "pb".into());
+    let binding = core::Binding {
+        metadata: Some(binding_meta),
+        target: Some(core::ObjectReference {
+            kind: Some("Node".into()),
+            name: Some("node-1".into()),
+            ..Default::default()
+        }),
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/p/binding"),
+        "v1",
+        "Binding",
+        &binding,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let status = r.json();
+    assert_eq!(
+        (status["kind"].clone(), status["status"].clone()),
+        (json!("Status"), json!("Success"))
+    );
+    let pod = get(&mut conn, &format!("{pods}/p")).await.json();
+    assert_eq!(pod["spec"]["nodeName"], "node-1");
+    assert_eq!(pod["metadata"]["annotations"]["scheduler.example/by"], "pb");
+    let scheduled = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .cloned()
+        .unwrap();
+    assert_eq!(scheduled["status"], "True");
+    // A bound pod cannot be bound again.
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/p/binding"),
+        "v1",
+        "Binding",
+        &binding,
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"node-1\""
+    );
+
+    // An eviction the budget forbids is a 429 with the DisruptionBudget cause.
+    running_pod(&mut conn, "guarded", "guarded").await;
+    budget(&mut conn, "guard", "guarded", 0).await;
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/guarded/eviction"),
+        "policy/v1",
+        "Eviction",
+        &eviction("guarded"),
+    )
+    .await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    let status = r.json();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(
+        status["message"],
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "DisruptionBudget",
+                "message": "The disruption budget guard needs 1 healthy pods and has 1 currently"}])
+    );
+    assert_eq!(get(&mut conn, &format!("{pods}/guarded")).await.status, 200);
+
+    // Once the budget allows one, a policy/v1beta1 Eviction deletes the pod and takes the
+    // disruption from the budget.
+    budget(&mut conn, "guard", "guarded", 1).await;
+    let beta = policy_beta::Eviction {
+        metadata: Some(meta("guarded")),
+        delete_options: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/guarded/eviction"),
+        "policy/v1beta1",
+        "Eviction",
+        &beta,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(get(&mut conn, &format!("{pods}/guarded")).await.status, 404);
+    let pdb = get(
+        &mut conn,
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/guard",
+    )
+    .await
+    .json();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(
+        pdb["status"]["disruptedPods"]["guarded"].is_string(),
+        "{pdb}"
+    );
+
+    // A pod no budget covers is deleted, with the eviction's own DeleteOptions.
+    running_pod(&mut conn, "free", "free").await;
+    let mut free = eviction("free");
+    free.delete_options = Some(delete_options(|o| o.grace_period_seconds = Some(0)));
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/free/eviction"),
+        "policy/v1",
+        "Eviction",
+        &free,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(get(&mut conn, &format!("{pods}/free")).await.status, 404);
+}
+
+#[tokio::test]
+async fn subresources_are_authorized_by_their_own_name() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    ensure_default_service_account(&mut conn).await;
+    post_json(
+        &mut conn,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"metadata": {"name": "evictor"},
+               "rules": [{"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}]}),
+    )
+    .await;
+    post_json(
+        &mut conn,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        json!({"metadata": {"name": "evictor"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "evictor"},
+               "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    )
+    .await;
+    create_pod(&mut conn, "p", json!({}), None).await;
+    let as_alice = [("Impersonate-User", "alice")];
+    let binding = core::Binding {
+        metadata: Some(meta("p")),
+        target: Some(core::ObjectReference {
+            name: Some("node-1".into()),
+            ..Default::default()
+        }),
+    };
+    let r = conn
+        .send_bytes(
+            "POST",
+            "/api/v1/namespaces/default/pods/p/binding",
+            PROTOBUF,
+            &as_alice,
+            framed("v1", "Binding", &binding),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "pods \"p\" is forbidden: User \"alice\" cannot create resource \"pods/binding\" in API group \"\" in the namespace \"default\""
+    );
+    // The pod is Pending: an eviction deletes it without asking any budget.
+    let r = conn
+        .send_bytes(
+            "POST",
+            "/api/v1/namespaces/default/pods/p/eviction",
+            PROTOBUF,
+            &as_alice,
+            framed("policy/v1", "Eviction", &eviction("p")),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        get(&mut conn, "/api/v1/namespaces/default/pods/p")
+            .await
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn token_and_review_requests_in_protobuf() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    post_json(
+        &mut conn,
+        "/api/v1/namespaces/default/serviceaccounts",
+        json!({"metadata": {"name": "robot"}}),
+    )
+    .await;
+    let request = authn::TokenRequest {
+        metadata: Some(meta("robot")),
+        spec: Some(authn::TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            bound_object_ref: None,
+        }),
+        status: Some(authn::TokenRequestStatus {
+            token: Some(String::new()),
+            expiration_timestamp: None,
+        }),
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/robot/token",
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &request,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let issued = r.json();
+    assert_eq!(issued["kind"], "TokenRequest");
+    let token = issued["status"]["token"].as_str().unwrap().to_string();
+    assert!(!token.is_empty());
+
+    let review = authn::TokenReview {
+        metadata: Some(meta("")),
+        spec: Some(authn::TokenReviewSpec {
+            token: Some(token),
+            audiences: Vec::new(),
+        }),
+        status: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        "authentication.k8s.io/v1",
+        "TokenReview",
+        &review,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let reviewed = r.json();
+    assert_eq!(reviewed["status"]["authenticated"], true, "{reviewed}");
+    assert_eq!(
+        reviewed["status"]["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+
+    let attributes = || authz::ResourceAttributes {
+        namespace: Some("default".into()),
+        verb: Some("get".into()),
+        group: Some(String::new()),
+        version: Some(String::new()),
+        resource: Some("pods".into()),
+        subresource: Some(String::new()),
+        name: Some(String::new()),
+        ..Default::default()
+    };
+    let sar = authz::SubjectAccessReview {
+        metadata: Some(meta("")),
+        spec: Some(authz::SubjectAccessReviewSpec {
+            resource_attributes: Some(attributes()),
+            user: Some("alice".into()),
+            uid: Some(String::new()),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        "authorization.k8s.io/v1",
+        "SubjectAccessReview",
+        &sar,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["status"]["allowed"], false);
+
+    let local = authz::LocalSubjectAccessReview {
+        metadata: Some(metav1::ObjectMeta {
+            namespace: Some("default".into()),
+            ..meta("")
+        }),
+        spec: sar.spec.clone(),
+        status: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+        &local,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["status"]["allowed"], false);
+
+    let own = authz::SelfSubjectAccessReview {
+        metadata: Some(meta("")),
+        spec: Some(authz::SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(attributes()),
+            non_resource_attributes: None,
+        }),
+        status: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        &own,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["status"]["allowed"], true);
+}
+
+#[tokio::test]
+async fn explicit_zeros_are_stored() {
+    let t = common::start().await;
+    let admin = common::admin_identity(&t);
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let container = core::Container {
+        name: Some("c".into()),
+        image: Some("nginx".into()),
+        security_context: Some(core::SecurityContext {
+            privileged: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let labels = || [("app".to_string(), "zero".to_string())].into();
+    let deployment = apps::Deployment {
+        metadata: Some(meta("zero")),
+        spec: Some(apps::DeploymentSpec {
+            replicas: Some(0),
+            paused: Some(false),
+            min_ready_seconds: Some(0),
+            selector: Some(metav1::LabelSelector {
+                match_labels: labels(),
+                match_expressions: Vec::new(),
+            }),
+            template: Some(core::PodTemplateSpec {
+                metadata: Some(metav1::ObjectMeta {
+                    labels: labels(),
+                    ..meta("")
+                }),
+                spec: Some(core::PodSpec {
+                    containers: vec![container],
+                    termination_grace_period_seconds: Some(0),
+                    host_network: Some(false),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "apps/v1",
+        "Deployment",
+        &deployment,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let stored = get(
+        &mut conn,
+        "/apis/apps/v1/namespaces/default/deployments/zero",
+    )
+    .await
+    .json();
+    let spec = &stored["spec"];
+    assert_eq!(spec["replicas"], 0, "{stored}");
+    assert_eq!(spec["template"]["spec"]["terminationGracePeriodSeconds"], 0);
+    assert_eq!(
+        spec["template"]["spec"]["containers"][0]["securityContext"]["privileged"],
+        false
+    );
+    // Go's zeros for unset non-pointer fields stay unset.
+    assert!(spec.get("paused").is_none(), "{stored}");
+    assert!(spec["template"]["spec"].get("hostNetwork").is_none());
+}
