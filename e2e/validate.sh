@@ -4,8 +4,8 @@
 # validated by kubectl itself against /openapi/v2 in gnostic's protobuf form, so its messages
 # are kubectl's own over kapi's schemas; single objects are validated by the server
 # (fieldValidation=Strict). Also `kubectl create --raw`, `apply -f` of a List, `explain`, and
-# /openapi/v2 in both encodings. kubectl 1.27 and 1.33 are run directly as well as the one the
-# dispatcher picks.
+# /openapi/v2 in both encodings. Every bundled kubectl (1.27 to 1.33) is run directly as well as
+# the one the dispatcher picks.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/validate.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -159,15 +159,19 @@ run_cases() {
   expect_out "explain with kubectl 1.27 (OpenAPI v2 protobuf)" '^FIELD: *data' kv 27 explain configmap.data
   expect_out "explain with kubectl 1.27 walks nested fields" '^FIELD: *containers' kv 27 explain pod.spec.containers
 
-  # The oldest and newest bundled kubectl validate the same List the same way.
+  # Every bundled kubectl validates the same List the same way, and leaves a single object to
+  # the server.
   local minor
-  for minor in 27 33; do
+  for minor in 27 28 29 30 31 32 33; do
     list "v$minor" >"$f/list-$minor.yaml"
     expect_out "kubectl 1.$minor: create -f of a kind: List" "^service/svc-v$minor created$" \
       kv "$minor" create -f "$f/list-$minor.yaml"
     expect_fail "kubectl 1.$minor: an unknown field in a List item" \
       'error validating data: ValidationError(ConfigMap): unknown field "foo" in io.k8s.api.core.v1.ConfigMap' \
       kv "$minor" create -f "$f/list-unknown.yaml"
+    expect_fail "kubectl 1.$minor: an unknown field in a single object" \
+      'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "foo"' \
+      kv "$minor" create -f "$f/cm-unknown.json"
   done
 }
 

@@ -1,7 +1,8 @@
 //! kubectl against the discovery and OpenAPI documents of the real built-in registry, served
 //! over a real loopback HTTP/1.1 listener: `api-resources` (aggregated discovery, and legacy
 //! discovery for a client that only knows v2beta1 when that is switched off) and `explain`
-//! (OpenAPI v3). Skipped when the bundled kubectl binaries are not installed.
+//! (OpenAPI v3, and v2 in protobuf for kubectl 1.27 and 1.28). Skipped when the bundled
+//! kubectl binaries are not installed.
 
 // Helpers outside `#[test]` functions work on documents and processes the tests just made.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -220,10 +221,7 @@ async fn kubectl_api_resources_and_explain() {
                 .any(|l| l.starts_with("deployments ") && l.contains("apps/v1")),
             "{stdout}"
         );
-        // kubectl 1.27 and 1.28 explain from OpenAPI v2 in protobuf, which kapi does not encode.
-        if minor <= 28 {
-            continue;
-        }
+        // kubectl 1.27 and 1.28 explain from OpenAPI v2 in protobuf, the others from v3.
         let (ok, stdout, stderr) =
             kubectl(minor, &server, &cache, &["explain", "configmap.data"]).await;
         assert!(ok, "kubectl 1.{minor} explain: {stderr}");

@@ -23,9 +23,9 @@ pub const PRODUCES_STREAM: &[&str] = &[
     "application/json;stream=watch",
     "application/vnd.kubernetes.protobuf;stream=watch",
 ];
-/// Patch bodies kapi accepts. Strategic merge is deliberately not advertised: the schemas
-/// carry no `x-kubernetes-patch-strategy` metadata, and kubectl, seeing no strategic-merge
-/// body here, computes its patches from its compiled-in types, which do.
+/// Patch bodies advertised. Strategic merge is accepted but deliberately not listed: kubectl,
+/// seeing no strategic-merge body here, computes its strategic patches from its compiled-in
+/// types rather than from these documents' markers.
 pub const PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
     "application/json-patch+json",
