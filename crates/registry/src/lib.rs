@@ -96,5 +96,6 @@ pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, Ap
     groups.extend(resources::storage::groups(&ctx));
     groups.extend(resources::node::groups(&ctx));
     groups.extend(resources::autoscaling::groups(&ctx));
+    groups.extend(resources::certificates::groups(&ctx));
     Ok(groups)
 }

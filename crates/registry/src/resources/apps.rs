@@ -1,16 +1,19 @@
-//! apps/v1: deployments, replicasets, statefulsets, daemonsets (each with `/status`).
+//! apps/v1: deployments, replicasets, statefulsets, daemonsets (each with `/status`) and
+//! controllerrevisions.
 
 use crate::resources::core::push;
+use crate::resources::group_util::{decode_filled, immutable};
 use crate::resources::scale::ScaleStore;
+use crate::resources::storage::typed_filled;
 use crate::resources::workload::{
     default_template, validate_selector_immutable, validate_template,
 };
 use crate::resources::{default_in, info, set_status, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
 use crate::strategy::{keep_all_but_status_and_metadata, keep_old_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::apps::v1 as apps;
-use kapi_machinery::{FieldError, Object};
+use kapi_machinery::{ApiError, FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
         s.push(Arc::new(ScaleStore::new(store)));
     }
     push(&mut s, ctx, Arc::new(DaemonSetStrategy));
+    push(&mut s, ctx, Arc::new(ControllerRevisionStrategy));
     vec![ApiGroupInfo {
         group: "apps".into(),
         preferred_version: "v1".into(),
@@ -208,5 +212,77 @@ impl Strategy for DaemonSetStrategy {
             default_in(spec, "revisionHistoryLimit", json!(10));
         }
         default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+/// `apps/v1` controller revisions: the immutable snapshots deployments' and stateful sets'
+/// controllers keep (`pkg/registry/apps/controllerrevision`).
+pub struct ControllerRevisionStrategy;
+impl Strategy for ControllerRevisionStrategy {
+    typed_filled!(apps::ControllerRevision, &[(&["revision"], json!(0))]);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            &[],
+            &[],
+        )
+    }
+    /// `ValidateControllerRevision`.
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if obj.get("data").is_none_or(Value::is_null) {
+            errs.push(FieldError::required("data", "data is mandatory"));
+        }
+        crate::resources::non_negative(&mut errs, obj, &["revision"], "revision");
+        errs
+    }
+    /// `ValidateControllerRevisionUpdate`: the data may not change.
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        immutable(&mut errs, new, old, &["data"], "data");
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revision(v: Value) -> Object {
+        Object::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn controller_revision_validation() {
+        let s = ControllerRevisionStrategy;
+        let ok =
+            revision(json!({"metadata": {"name": "r"}, "data": {"spec": {"x": 1}}, "revision": 2}));
+        assert!(s.validate(&ok).is_empty());
+        let bad = revision(json!({"metadata": {"name": "r"}, "revision": -1}));
+        let msgs: Vec<String> = s.validate(&bad).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "data: Required value: data is mandatory",
+                "revision: Invalid value: -1: must be greater than or equal to 0",
+            ]
+        );
+        let changed =
+            revision(json!({"metadata": {"name": "r"}, "data": {"spec": {"x": 2}}, "revision": 2}));
+        let msgs: Vec<String> = s
+            .validate_update(&changed, &ok)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            msgs,
+            vec![
+                r#"data: Invalid value: map[string]interface {}{"spec":map[string]interface {}{"x":2}}: field is immutable"#
+            ]
+        );
     }
 }

@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod autoscaling;
 pub mod batch;
+pub mod certificates;
 pub mod core;
 pub mod group_util;
 pub mod misc;
