@@ -352,6 +352,45 @@ class ClientCases(unittest.TestCase):
         self.assertEqual(body["details"]["causes"][0]["reason"], "FieldValueInvalid")
 
 
+    def test_11_subresources_and_reviews(self):
+        """bodies without a Content-Type on /scale, token requests and review objects"""
+        self.apps.create_namespaced_deployment(NS, self.deployment("scaled"))
+        scale = self.apps.read_namespaced_deployment_scale("scaled", NS)
+        self.assertEqual((scale.kind, scale.spec.replicas), ("Scale", 1))
+        scale.spec.replicas = 4
+        replaced = self.apps.replace_namespaced_deployment_scale("scaled", NS, scale)
+        self.assertEqual(replaced.spec.replicas, 4)
+        self.assertEqual(self.apps.read_namespaced_deployment("scaled", NS).spec.replicas, 4)
+        patched = self.apps.patch_namespaced_deployment_scale(
+            "scaled", NS, {"spec": {"replicas": 2}},
+            _content_type="application/merge-patch+json")
+        self.assertEqual(patched.spec.replicas, 2)
+
+        self.core.create_namespaced_service_account(
+            NS, client.V1ServiceAccount(metadata=meta("robot")))
+        request = self.core.create_namespaced_service_account_token(
+            "robot", NS, client.AuthenticationV1TokenRequest(
+                spec=client.V1TokenRequestSpec(audiences=["py-e2e"], expiration_seconds=3600)))
+        self.assertEqual(request.kind, "TokenRequest")
+        self.assertEqual(request.spec.expiration_seconds, 3600)
+        self.assertTrue(request.status.token)
+        review = client.AuthenticationV1Api().create_token_review(client.V1TokenReview(
+            spec=client.V1TokenReviewSpec(token=request.status.token, audiences=["py-e2e"])))
+        self.assertTrue(review.status.authenticated)
+        self.assertEqual(review.status.user.username, "system:serviceaccount:%s:robot" % NS)
+        self.assertEqual(review.status.audiences, ["py-e2e"])
+
+        access = client.AuthorizationV1Api().create_self_subject_access_review(
+            client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=client.V1ResourceAttributes(
+                    verb="list", resource="pods", namespace=NS))))
+        self.assertEqual(access.kind, "SelfSubjectAccessReview")
+        self.assertTrue(access.status.allowed)
+        whoami = client.AuthenticationV1Api().create_self_subject_review(
+            client.V1SelfSubjectReview())
+        self.assertIn("system:masters", whoami.status.user_info.groups)
+
+
 class Result(unittest.TextTestResult):
     """Prints the suite's PASS/FAIL lines."""
 
