@@ -48,8 +48,8 @@ expect_fail "a token for a missing service account is 404" 'serviceaccounts "gho
 # Audiences.
 run_cmd k create token robot --audience=vault; VAULT="$OUT"
 expect_fail "a token for another audience is 401 on the API" "$UNAUTHORIZED" t "$VAULT" auth whoami
-# (--validate=false: kubectl's client-side validation falls back to /openapi/v2 as protobuf for
-# these kinds, which kapi does not serve yet.)
+# (--validate=false: for kinds without a PATCH operation kubectl's client-side validation lists
+# customresourcedefinitions, which kapi does not serve yet.)
 review() { printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"%s"%s}}' "$1" "${2:+,\"audiences\":[\"$2\"]}"; }
 expect_eq "TokenReview accepts the token for its audience" "true vault system:serviceaccount:default:robot" \
   k create --validate=false -f - -o jsonpath='{.status.authenticated} {.status.audiences[0]} {.status.user.username}' <<<"$(review "$VAULT" vault)"

@@ -116,6 +116,12 @@ impl ApiServerHandler {
         self.inner.router.set_server_version(version.into());
     }
 
+    /// Builds the current snapshot's OpenAPI documents (v2 in both encodings, v3) now, so the
+    /// first client to ask does not wait for them. CPU-bound: run it off the async runtime.
+    pub fn prepare_openapi(&self) {
+        self.inner.router.snapshot().prepare_openapi();
+    }
+
     /// The installed groups of the current snapshot.
     pub fn groups(&self) -> Arc<Vec<ApiGroupInfo>> {
         self.inner.router.snapshot().groups.clone()

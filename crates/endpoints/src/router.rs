@@ -63,6 +63,17 @@ impl RouteTable {
             .get_or_init(|| Discovery::new(&self.groups, &self.server_address))
     }
 
+    /// The OpenAPI documents of this snapshot.
+    fn openapi(&self) -> &OpenApi {
+        self.openapi
+            .get_or_init(|| OpenApi::new(&self.groups, &self.server_version))
+    }
+
+    /// Builds every OpenAPI document of this snapshot now.
+    pub fn prepare_openapi(&self) {
+        self.openapi().prepare();
+    }
+
     /// Answers `/openapi/v2`, `/openapi/v3` and `/openapi/v3/<gv>`; `None` for an unknown path.
     pub fn openapi_response(
         &self,
@@ -70,9 +81,7 @@ impl RouteTable {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Option<Response<Bytes>> {
-        self.openapi
-            .get_or_init(|| OpenApi::new(&self.groups, &self.server_version))
-            .serve(path, query, headers)
+        self.openapi().serve(path, query, headers)
     }
 
     /// True when some resource is served under this group/version (for 404 wording).

@@ -103,6 +103,10 @@ pub async fn run(
     shutdown_signal: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
     let server = start(config).await?;
+    // kubectl's first command asks for OpenAPI: build it while the server already answers.
+    // (Only here, for the binary: the many short-lived servers of tests never need it all.)
+    let warm = server.handler.clone();
+    tokio::task::spawn_blocking(move || warm.prepare_openapi());
     shutdown_signal.await;
     tracing::info!("shutting down: draining in-flight requests");
     server.shutdown().await;
