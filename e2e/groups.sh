@@ -146,7 +146,130 @@ Y
   expect_eq "hpa through autoscaling/v1" '70' \
     k get horizontalpodautoscalers.v1.autoscaling web -n "$G" -o 'jsonpath={.spec.targetCPUUtilizationPercentage}'
 
+  run_certificate_cases "$G" "$M"
+  run_wording_cases "$G" "$M"
+
   k delete ns "$G" --wait=false >/dev/null 2>&1
+  k delete csr "csr-a-$NS" "csr-d-$NS" >/dev/null 2>&1
   k delete clusterrole "cr-$NS" >/dev/null 2>&1
   k delete clusterrolebinding "crb-$NS" >/dev/null 2>&1
+}
+
+# admin_curl CURL_ARGS... PATH: curl as the admin user, for requests kubectl cannot shape
+# (an exact Accept header, a raw status body).
+admin_curl() {
+  local path=${*: -1} pki server
+  pki="$(dirname "$KUBECONFIG_FILE")/pki"
+  server=$(k config view --minify -o 'jsonpath={.clusters[0].cluster.server}')
+  curl -s --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "${@:1:$#-1}" "$server$path"
+}
+
+# csr_manifest NAME FILE [REQUEST_B64] [EXPIRATION]: a CertificateSigningRequest for a fresh
+# ECDSA key (or the given request bytes).
+csr_manifest() {
+  local name=$1 file=$2 request=${3:-} expiration=${4:-86400}
+  if [ -z "$request" ]; then
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$file.key" -subj "/CN=$name" -out "$file.csr" 2>/dev/null
+    request=$(base64 -w0 "$file.csr")
+  fi
+  cat >"$file" <<Y
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: $name}
+spec:
+  request: $request
+  signerName: kubernetes.io/kube-apiserver-client
+  expirationSeconds: $expiration
+  usages: [client auth]
+Y
+}
+
+# certificates.k8s.io CSRs (approve, deny, validation) and apps/v1 controller revisions: the
+# two resources kube-controller-manager lists.
+run_certificate_cases() {
+  local G=$1 M=$2
+  expect_out "api-resources: csr" '^certificatesigningrequests +csr +certificates.k8s.io/v1 +false +CertificateSigningRequest$' \
+    k api-resources --api-group=certificates.k8s.io
+  expect_out "api-resources: controllerrevisions" '^controllerrevisions +apps/v1 +true +ControllerRevision$' \
+    k api-resources --api-group=apps
+  csr_manifest "csr-a-$NS" "$M/csr-a.yaml"
+  csr_manifest "csr-d-$NS" "$M/csr-d.yaml"
+  expect_out "create csr" "^certificatesigningrequest.certificates.k8s.io/csr-a-$NS created$" k create -f "$M/csr-a.yaml"
+  expect_ok "create second csr" k create -f "$M/csr-d.yaml"
+  expect_out "get csr pending" "^csr-a-$NS +[0-9]+s +kubernetes.io/kube-apiserver-client +kubernetes-admin +24h +Pending$" \
+    k get csr "csr-a-$NS" --no-headers
+  expect_eq "csr requester groups from the request's user" '["system:masters","system:authenticated"]' \
+    k get csr "csr-a-$NS" -o 'jsonpath={.spec.groups}'
+  expect_out "certificate approve" "^certificatesigningrequest.certificates.k8s.io/csr-a-$NS approved$" \
+    k certificate approve "csr-a-$NS"
+  expect_out "certificate deny" "^certificatesigningrequest.certificates.k8s.io/csr-d-$NS denied$" \
+    k certificate deny "csr-d-$NS"
+  expect_out "get csr approved" "^csr-a-$NS +[0-9]+s +kubernetes.io/kube-apiserver-client +kubernetes-admin +24h +Approved$" \
+    k get csr "csr-a-$NS" --no-headers
+  expect_eq "denied condition" 'Denied/True' \
+    k get csr "csr-d-$NS" -o 'jsonpath={.status.conditions[0].type}/{.status.conditions[0].status}'
+  expect_out "describe csr" '^Requesting User: +kubernetes-admin$' k describe csr "csr-a-$NS"
+  expect_eq "csr field selector spec.signerName" "csr-a-$NS" \
+    k get csr --field-selector "metadata.name=csr-a-$NS,spec.signerName=kubernetes.io/kube-apiserver-client" -o 'jsonpath={.items[*].metadata.name}'
+  csr_manifest "csr-bad-$NS" "$M/csr-bad.yaml" "aGVsbG8=" 60
+  expect_fail "invalid csr 422: request" \
+    '* spec.request: Invalid value: []byte{0x68, 0x65, 0x6c, 0x6c, 0x6f}: PEM block type must be CERTIFICATE REQUEST' \
+    k create -f "$M/csr-bad.yaml"
+  expect_fail "invalid csr 422: expirationSeconds" \
+    '* spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 600 seconds (10 minutes)' \
+    k create -f "$M/csr-bad.yaml"
+  k create --dry-run=client -o json -f "$M/csr-bad.yaml" >"$M/csr-bad.json"
+  expect_out "invalid csr is 422 Invalid" '"code": 422' \
+    admin_curl -H 'Content-Type: application/json' --data-binary "@$M/csr-bad.json" \
+    "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+  expect_out "explain csr" 'signerName indicates the requested signer' k explain csr.spec.signerName
+
+  cat >"$M/cr.yaml" <<Y
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: web-1, namespace: $G}
+data: {spec: {replicas: 1}}
+revision: 1
+Y
+  expect_out "create controllerrevision" '^controllerrevision.apps/web-1 created$' k create -f "$M/cr.yaml"
+  expect_out "get controllerrevision" '^web-1 +<none> +1 +[0-9]+s$' k get controllerrevisions -n "$G" --no-headers
+  expect_fail "controllerrevision data immutable" 'data: Invalid value: map[string]interface {}{"spec":map[string]interface {}{"replicas":2}}: field is immutable' \
+    k patch controllerrevision web-1 -n "$G" --type=merge -p '{"data":{"spec":{"replicas":2}}}'
+  expect_fail "controllerrevision revision non-negative" 'revision: Invalid value: -1: must be greater than or equal to 0' \
+    k patch controllerrevision web-1 -n "$G" --type=merge -p '{"revision":-1}'
+}
+
+# Upstream's wording for field selectors, Go-printed invalid values and as=Table on a storage
+# without a table convertor.
+run_wording_cases() {
+  local G=$1 M=$2
+  expect_fail "field selector: default metav1 conversion" \
+    '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"' \
+    k get configmaps -n "$G" --field-selector data.x=1
+  expect_fail "field selector: a kind's own conversion" 'field label not supported: spec.foo' \
+    k get pods -n "$G" --field-selector spec.foo=1
+  expect_fail "field selector: namespaces take no metadata.namespace" 'field label not supported: metadata.namespace' \
+    k get namespaces --field-selector metadata.namespace=x
+  cat >"$M/deploy-mismatch.yaml" <<Y
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: mismatch, namespace: $G}
+spec:
+  selector: {matchLabels: {app: web-x}}
+  template:
+    metadata: {labels: {app: web-y}}
+    spec: {containers: [{name: c, image: nginx}]}
+Y
+  expect_fail "invalid value printed as Go prints a map" \
+    'spec.template.metadata.labels: Invalid value: map[string]string{"app":"web-y"}: `selector` does not match template `labels`' \
+    k create -f "$M/deploy-mismatch.yaml"
+  local ssar='{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}'
+  local review=/apis/authorization.k8s.io/v1/selfsubjectaccessreviews
+  expect_out "as=Table without a table convertor is 406" '"reason": "NotAcceptable"' \
+    admin_curl -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io' \
+    -H 'Content-Type: application/json' -d "$ssar" "$review"
+  expect_out "as=Table falls back to the next Accept range" '"kind": "SelfSubjectAccessReview"' \
+    admin_curl -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io, application/json' \
+    -H 'Content-Type: application/json' -d "$ssar" "$review"
 }

@@ -291,3 +291,36 @@ async fn endpointslices() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn controllerrevisions() {
+    run(
+        "apps",
+        "controllerrevisions",
+        json!({"metadata": {"name": "web-1"}, "data": {"spec": {"replicas": 1}}, "revision": 1}),
+        json!({"metadata": {"name": "web-2"}, "revision": -1}),
+        set_label,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn certificatesigningrequests() {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let request = rcgen::CertificateParams::new(vec!["example.com".to_string()])
+        .unwrap()
+        .serialize_request(&key)
+        .unwrap()
+        .pem()
+        .unwrap();
+    let request = base64::engine::general_purpose::STANDARD.encode(request);
+    run(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        json!({"metadata": {"name": "csr-1"}, "spec": {"request": request, "signerName": "example.com/signer", "usages": ["client auth"]}}),
+        json!({"metadata": {"name": "csr-2"}, "spec": {"request": "aGVsbG8=", "signerName": "example.com/signer", "usages": ["client auth"]}}),
+        set_label,
+    )
+    .await;
+}

@@ -60,10 +60,10 @@ fn unsupported_reason(name: &str) -> &'static str {
         "NodeRestriction" => "kapi has no node authorizer or node identities",
         "ImagePolicyWebhook" => "image review webhooks are not implemented",
         "PodSecurity" => "pod security standards are not implemented yet",
-        "CertificateApproval"
-        | "CertificateSigning"
-        | "ClusterTrustBundleAttest"
-        | "CertificateSubjectRestriction" => "certificates.k8s.io is not served",
+        "CertificateApproval" | "CertificateSigning" | "CertificateSubjectRestriction" => {
+            "certificate signing requests are served, but the approve/sign permission and subject checks on them are not implemented yet"
+        }
+        "ClusterTrustBundleAttest" => "clustertrustbundles are not served",
         "OwnerReferencesPermissionEnforcement" => "it needs an authorizer and a RESTMapper",
         "PodTopologyLabels" => "pods/binding does not copy node topology labels yet",
         _ => "it is not implemented yet",
