@@ -45,7 +45,8 @@ struct AttemptState {
 }
 
 impl Store {
-    /// Applies the subresource's scope: `/status` keeps all but status, `/finalize` all but
+    /// Applies the subresource's scope: `/status` keeps all but status and metadata (as the
+    /// kind's status strategy says), `/finalize` all but
     /// `spec.finalizers`, and main writes of a resource with `/status` keep the old status.
     fn scope_update(&self, new: Object, old: &Object) -> Object {
         match self.sub {
@@ -57,9 +58,10 @@ impl Store {
                 new
             }
             Subresource::Status => {
-                let mut out = old.clone();
-                set_or_remove(&mut out, "status", new.get("status").cloned());
-                out.set_resource_version(new.resource_version());
+                // Upstream's status strategies: status and metadata from the request, the rest
+                // (spec) from the stored object, with each kind's own metadata exceptions.
+                let mut out = new;
+                self.strategy.prepare_for_status_update(&mut out, old);
                 out
             }
             Subresource::Finalize => {
