@@ -34,9 +34,13 @@ enum PatchDoc {
     Apply(Value),
 }
 
-/// Parses the body per its content type (already negotiated). Strategic merge needs the
-/// kind's upstream patch metadata, which negotiation checked.
-fn parse_patch(scope: &RequestScope, kind: PatchType, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
+/// Parses the body per its negotiated patch type; strategic merge uses the kind's upstream
+/// patch metadata (`schema`, present whenever negotiation allowed a strategic patch).
+fn parse_patch(
+    kind: PatchType,
+    schema: Option<PatchSchema>,
+    bytes: &[u8],
+) -> Result<PatchDoc, ApiError> {
     let doc = match kind {
         PatchType::Apply => {
             return Ok(PatchDoc::Apply(crate::body::decode_value(
@@ -45,8 +49,7 @@ fn parse_patch(scope: &RequestScope, kind: PatchType, bytes: &[u8]) -> Result<Pa
             )?))
         }
         PatchType::Strategic => {
-            let schema = PatchSchema::for_storage(scope.storage.as_ref())
-                .ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
+            let schema = schema.ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
             serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
                 .map(|map| PatchDoc::Strategic(map, schema))
         }
@@ -210,16 +213,14 @@ pub async fn patch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     // The content type is checked first, before the body is read, as upstream does.
-    let kind = negotiate_patch(
-        scope.content_type(),
-        PatchSchema::for_storage(scope.storage.as_ref()).is_some(),
-    )?;
+    let schema = PatchSchema::for_storage(scope.storage.as_ref());
+    let kind = negotiate_patch(scope.content_type(), schema.is_some())?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
     let opts = write_options(&scope.query, "PatchOptions")?;
     let is_apply = kind == PatchType::Apply;
     let force = patch_options(scope, is_apply, opts.field_manager.as_deref())?;
-    let mut doc = parse_patch(scope, kind, &bytes)?;
+    let mut doc = parse_patch(kind, schema, &bytes)?;
     if let PatchDoc::Apply(config) = &mut doc {
         check_apply_config(scope, config)?;
     }
