@@ -111,6 +111,20 @@ class ClientCases(unittest.TestCase):
         self.assertEqual((status["kind"], status["status"]), ("Status", "Success"))
         self.assertEqual(status["details"],
                          {"name": "cm", "kind": "configmaps", "uid": created.metadata.uid})
+        # Kept by a finalizer: the answer is the object, marked for deletion.
+        held = client.V1ConfigMap(metadata=client.V1ObjectMeta(
+            name="held", finalizers=["example.com/hold"]))
+        self.core.create_namespaced_config_map(NS, held)
+        marked = self.core.delete_namespaced_config_map("held", NS)
+        self.assertEqual(marked["kind"], "ConfigMap")
+        self.assertIn("deletionTimestamp", marked["metadata"])
+        self.assertEqual(marked["metadata"]["finalizers"], ["example.com/hold"])
+        self.core.patch_namespaced_config_map(
+            "held", NS, {"metadata": {"finalizers": None}},
+            _content_type="application/merge-patch+json")
+        with self.assertRaises(ApiException) as ctx:
+            self.core.read_namespaced_config_map("held", NS)
+        self.assertEqual(ctx.exception.status, 404)
 
     def test_03_secret_crud(self):
         """secret: stringData is stored base64 in data; replace; delete"""

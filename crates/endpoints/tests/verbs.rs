@@ -491,3 +491,50 @@ async fn an_update_naming_another_uid_is_a_conflict() {
         StatusCode::OK
     );
 }
+
+/// Patch bodies that do not parse get upstream's 400s, worded as Go's JSON decoder.
+#[tokio::test]
+async fn undecodable_patches_are_bad_requests() {
+    let s = server().await;
+    s.post_json(CMS, &configmap("p", &[("a", "1")])).await;
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "application/merge-patch+json",
+            "{\"data\": ",
+            "error decoding patch: unexpected end of JSON input",
+        ),
+        (
+            "application/merge-patch+json",
+            "[1]",
+            "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}",
+        ),
+        (
+            "application/json-patch+json",
+            "{\"op\": \"add\"}",
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp",
+        ),
+        (
+            "application/json-patch+json",
+            "[{\"op\": 'add'}]",
+            "error decoding patch: invalid character '\\'' looking for beginning of value",
+        ),
+        (
+            "application/strategic-merge-patch+json",
+            "{\"data\" {}}",
+            "invalid character '{' after object key",
+        ),
+    ];
+    for (content_type, body, message) in cases {
+        let r = s
+            .send(request(
+                Method::PATCH,
+                &format!("{CMS}/p"),
+                &[("content-type", content_type)],
+                *body,
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{content_type} {body}");
+        assert_eq!(r.json()["reason"], "BadRequest");
+        assert_eq!(r.json()["message"], *message, "{content_type} {body}");
+    }
+}

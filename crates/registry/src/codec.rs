@@ -106,6 +106,27 @@ pub fn check_type_meta(body: &mut Object, api_version: &str, kind: &str) -> Resu
     Ok(())
 }
 
+/// Parses JSON as Go's `encoding/json` reads it into a value of Go type `go_type` (`map[string]interface {}`,
+/// `[]handlers.jsonPatchOp`, ...): a syntax error or a top-level value of another JSON type is
+/// Go's message, for the callers to wrap as upstream does.
+pub fn parse_json_as(
+    bytes: &[u8],
+    go_type: &str,
+    want: fn(&Value) -> bool,
+) -> Result<Value, String> {
+    if let Some(e) = go_json::syntax_error(bytes) {
+        return Err(e);
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if !want(&value) {
+        return Err(format!(
+            "json: cannot unmarshal {} into Go value of type {go_type}",
+            go_json::go_type(&value)
+        ));
+    }
+    Ok(value)
+}
+
 /// Upstream's JSON serializer's error when it cannot read apiVersion/kind from `bytes`
 /// (`couldn't get version/kind; json parse error: <Go's encoding/json error>`).
 pub fn find_kind(bytes: &[u8]) -> Result<(), String> {

@@ -34,26 +34,41 @@ enum PatchDoc {
     Apply(Value),
 }
 
-/// Parses the body per its content type (already negotiated). Strategic merge needs the
-/// kind's upstream patch metadata, which negotiation checked.
-fn parse_patch(scope: &RequestScope, kind: PatchType, bytes: &[u8]) -> Result<PatchDoc, ApiError> {
-    let doc = match kind {
-        PatchType::Apply => {
-            return Ok(PatchDoc::Apply(crate::body::decode_value(
-                bytes,
-                InputFormat::Yaml,
-            )?))
-        }
+/// Parses the body per its negotiated patch type, with upstream's messages for bodies that do
+/// not parse (Go's `encoding/json` errors; JSON and merge patches prefixed `error decoding
+/// patch: `). Strategic merge uses the kind's upstream patch metadata (`schema`, present
+/// whenever negotiation allowed a strategic patch).
+fn parse_patch(
+    kind: PatchType,
+    schema: Option<PatchSchema>,
+    bytes: &[u8],
+) -> Result<PatchDoc, ApiError> {
+    use kapi_registry::codec::parse_json_as;
+    const MAP: &str = "map[string]interface {}";
+    let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match kind {
+        PatchType::Apply => Ok(PatchDoc::Apply(crate::body::decode_value(
+            bytes,
+            InputFormat::Yaml,
+        )?)),
         PatchType::Strategic => {
-            let schema = PatchSchema::for_storage(scope.storage.as_ref())
-                .ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
-            serde_json::from_slice::<serde_json::Map<String, Value>>(bytes)
-                .map(|map| PatchDoc::Strategic(map, schema))
+            let schema = schema.ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
+            match parse_json_as(bytes, MAP, Value::is_object).map_err(ApiError::bad_request)? {
+                Value::Object(map) => Ok(PatchDoc::Strategic(map, schema)),
+                _ => Err(ApiError::internal("a parsed patch map is not an object")),
+            }
         }
-        PatchType::Json => serde_json::from_slice::<json_patch::Patch>(bytes).map(PatchDoc::Json),
-        PatchType::Merge => serde_json::from_slice::<Value>(bytes).map(PatchDoc::Merge),
-    };
-    doc.map_err(|e| ApiError::bad_request(e.to_string()))
+        PatchType::Json => {
+            let ops = parse_json_as(bytes, "[]handlers.jsonPatchOp", Value::is_array)
+                .map_err(decoding)?;
+            serde_json::from_value::<json_patch::Patch>(ops)
+                .map(PatchDoc::Json)
+                .map_err(|e| ApiError::bad_request(e.to_string()))
+        }
+        PatchType::Merge => parse_json_as(bytes, MAP, |v| v.is_object() || v.is_null())
+            .map(PatchDoc::Merge)
+            .map_err(decoding),
+    }
 }
 
 /// Applies the patch to the current object's JSON.
@@ -210,16 +225,14 @@ pub async fn patch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     // The content type is checked first, before the body is read, as upstream does.
-    let kind = negotiate_patch(
-        scope.content_type(),
-        PatchSchema::for_storage(scope.storage.as_ref()).is_some(),
-    )?;
+    let schema = PatchSchema::for_storage(scope.storage.as_ref());
+    let kind = negotiate_patch(scope.content_type(), schema.is_some())?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);
     let opts = write_options(&scope.query, "PatchOptions")?;
     let is_apply = kind == PatchType::Apply;
     let force = patch_options(scope, is_apply, opts.field_manager.as_deref())?;
-    let mut doc = parse_patch(scope, kind, &bytes)?;
+    let mut doc = parse_patch(kind, schema, &bytes)?;
     if let PatchDoc::Apply(config) = &mut doc {
         check_apply_config(scope, config)?;
     }

@@ -4,9 +4,14 @@
 
 use serde_json::Value;
 
+/// Go's syntax error for `bytes` (what any `json.Unmarshal` reports first), if any.
+pub fn syntax_error(bytes: &[u8]) -> Option<String> {
+    Scanner::new(bytes).check().err()
+}
+
 /// Go's message for `bytes`, or `None` when Go would read apiVersion/kind from it.
 pub fn find_kind_error(bytes: &[u8]) -> Option<String> {
-    if let Err(e) = Scanner::new(bytes).check() {
+    if let Some(e) = syntax_error(bytes) {
         return Some(e);
     }
     // The syntax is valid: the remaining errors are type errors against the struct.
@@ -39,7 +44,7 @@ pub fn find_kind_error(bytes: &[u8]) -> Option<String> {
 }
 
 /// The JSON type name Go's decoder reports.
-fn go_type(v: &Value) -> &'static str {
+pub fn go_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",
