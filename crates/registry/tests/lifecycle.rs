@@ -282,6 +282,21 @@ async fn status_subresource_and_generation() {
     assert_eq!(su.as_map()["spec"]["replicas"], 3);
     assert_eq!(su.generation(), 2);
 
+    // status update with metadata changes: deployments keep their stored labels (upstream's
+    // deploymentStatusStrategy), annotations from the request are kept
+    let mut sm = su.clone();
+    sm.metadata_mut()
+        .insert("labels".into(), json!({"changed": "by-status"}));
+    sm.metadata_mut()
+        .insert("annotations".into(), json!({"note": "by-status"}));
+    let smu = put(&status, "default", sm).await.unwrap().object;
+    assert!(smu.as_map()["metadata"].get("labels").is_none(), "{smu:?}");
+    assert_eq!(
+        smu.as_map()["metadata"]["annotations"],
+        json!({"note": "by-status"})
+    );
+    let su = smu;
+
     // metadata-only change does not bump generation
     let mut l = su.clone();
     l.metadata_mut().insert("labels".into(), json!({"x": "y"}));
@@ -863,4 +878,26 @@ async fn scale_subresource() {
         .await
         .unwrap_err()
         .is_not_found());
+}
+
+#[tokio::test]
+async fn namespace_status_update_keeps_metadata_changes() {
+    let r = registry().await;
+    let namespaces = r.storage("", "namespaces", "");
+    let status = r.storage("", "namespaces", "status");
+    let ns = create(&namespaces, "", json!({"metadata": {"name": "team-a"}}))
+        .await
+        .unwrap();
+    let mut s = ns.clone();
+    s.metadata_mut()
+        .insert("labels".into(), json!({"team": "a"}));
+    s.as_map_mut()["spec"] = json!({"finalizers": []});
+    s.insert("status", json!({"phase": "Active", "conditions": []}));
+    let updated = put(&status, "", s).await.unwrap().object;
+    // upstream's namespaceStatusStrategy copies only the spec back
+    assert_eq!(updated.as_map()["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        updated.as_map()["spec"]["finalizers"],
+        json!(["kubernetes"])
+    );
 }
