@@ -2,7 +2,8 @@
 # application/vnd.kubernetes.protobuf from kubectl 1.32 on), each with --dry-run=server first
 # (nothing stored), then read back with `get -o yaml`/jsonpath; a protobuf list and watch by a raw
 # client (curl with the admin certificate); a garbage protobuf body (400) and a protobuf body for
-# a custom resource (415). Run once per (backend, kubectl) in namespace $NS-pb.
+# a custom resource (415); an explicit zero (`--replicas=0`) kept; `kubectl drain` evicting
+# through pods/eviction. Run once per (backend, kubectl) in namespace $NS-pb.
 
 # pb_served RESOURCE [CASE]: whether `kubectl api-resources` lists RESOURCE; prints a SKIP line
 # naming CASE (default: protobuf create RESOURCE) when not.
@@ -95,6 +96,11 @@ run_protobuf_create_cases() {
     -o 'jsonpath={.spec.template.spec.containers[0].image}/{.spec.template.spec.containers[0].ports[0].containerPort}/{.spec.selector.matchLabels.app}'
   expect_eq "deployment defaults" 'RollingUpdate/25%/10' k get deployment pb-web "${g[@]}" \
     -o 'jsonpath={.spec.strategy.type}/{.spec.strategy.rollingUpdate.maxSurge}/{.spec.revisionHistoryLimit}'
+
+  # replicas is a Go pointer: its explicit zero survives the protobuf body.
+  expect_out "protobuf create deployment --replicas=0" "^deployment.apps/pb-zero created$" \
+    k create deployment pb-zero "${g[@]}" --image=nginx:1.25 --replicas=0
+  expect_eq "deployment keeps replicas 0" '0' k get deployment pb-zero "${g[@]}" -o 'jsonpath={.spec.replicas}'
 
   pb_create "job" "job.batch/pb-job" job pb-job "${g[@]}" -- \
     job pb-job "${g[@]}" --image=busybox:1.36 -- echo hi
@@ -208,10 +214,39 @@ Y
     bash -c "'$PB_CURL' -H 'Accept: $pb, application/json' '$cr' | tr -d ' \\n'"
 }
 
+# kubectl drain evicts through pods/eviction (found in discovery) with client-go's bodies: a
+# PodDisruptionBudget that allows nothing refuses with upstream's 429 message, and without it
+# the pod is evicted with drain's --grace-period=0 (an explicit zero) and gone at once.
+run_protobuf_eviction_cases() {
+  pb_served nodes "kubectl drain through pods/eviction" || return 0
+  local g=(-n "$PNS") node="pb-node-$PNS"
+  printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s"}}' "$node" >"$PB_DIR/node.json"
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pb-guarded","labels":{"app":"pb-guarded"}},"spec":{"nodeName":"%s","containers":[{"name":"c","image":"nginx:1.25","resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}}]}}' \
+    "$node" >"$PB_DIR/pod.json"
+  expect_ok "node for drain" k create -f "$PB_DIR/node.json"
+  # Requests and limits: the namespace's quota (above) counts cpu and memory.
+  wait_until 30 k create -f "$PB_DIR/pod.json" "${g[@]}" >/dev/null 2>&1
+  expect_ok "running pod on the node" k patch pod pb-guarded "${g[@]}" --subresource=status \
+    --type=merge -p '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}'
+  expect_ok "budget over the pod" k create poddisruptionbudget pb-guard "${g[@]}" \
+    --selector=app=pb-guarded --min-available=1
+  expect_fail "drain refused by the budget (429)" \
+    "Cannot evict pod as it would violate the pod's disruption budget." \
+    k drain "$node" --force --grace-period=0 --timeout=3s
+  expect_eq "the guarded pod stays" 'pb-guarded' k get pod pb-guarded "${g[@]}" -o 'jsonpath={.metadata.name}'
+  expect_ok "budget removed" k delete poddisruptionbudget pb-guard "${g[@]}"
+  expect_out "drain evicts the pod" "evicting pod $PNS/pb-guarded" \
+    k drain "$node" --force --grace-period=0 --timeout=20s
+  expect_fail "evicted pod is gone" "NotFound" k get pod pb-guarded "${g[@]}"
+  expect_eq "drained node is cordoned" 'true' k get node "$node" -o 'jsonpath={.spec.unschedulable}'
+  k delete node "$node" >/dev/null 2>&1
+}
+
 run_protobuf_cases() {
   PNS="$NS-pb"
   pb_creds
   PB_RESOURCES="$(k api-resources --no-headers 2>/dev/null)"
   run_protobuf_create_cases
   run_protobuf_raw_cases
+  run_protobuf_eviction_cases
 }

@@ -27,6 +27,8 @@ use serde_json::{json, Value};
 
 /// Upstream's `MaxDisruptedPodSize`.
 const MAX_DISRUPTED_POD_SIZE: usize = 2000;
+/// Upstream's `EvictionsRetry` steps.
+const EVICTION_RETRIES: usize = 20;
 /// `policyv1.DisruptionBudgetCause`.
 const DISRUPTION_BUDGET_CAUSE: &str = "DisruptionBudget";
 
@@ -519,23 +521,20 @@ impl Creater for EvictionStorage {
             }
             _ => DeleteOptions::default(),
         };
-        // The request's dryRun and the eviction's own must agree (upstream's propagateDryRun).
-        let body_dry_run = at(&eviction, &["deleteOptions", "dryRun"])
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-        if body_dry_run && opts.dry_run != delete_opts.dry_run {
-            return Err(ApiError::new(
-                500,
-                StatusReason::Unknown,
-                "Non-matching dry-run options in request and content: [All] and []",
-            ));
-        }
+        // The request's dryRun joins the eviction's own (upstream's propagateDryRun; `All`
+        // is the only value either may hold, so they cannot disagree).
         delete_opts.dry_run |= opts.dry_run;
         validate(eviction.clone()).await?;
         let caller_set_version = delete_opts.preconditions.resource_version.is_some();
 
-        let pod = rest::Getter::get(&self.pods, ctx, &name, &Default::default()).await?;
-        if can_ignore_budgets(&pod) {
+        // A pod that needs no budget is deleted at once; a conflict (the pod changed since it
+        // was read) reads it again, unless the caller set the resourceVersion.
+        let mut attempts = 0;
+        let pod = loop {
+            let pod = rest::Getter::get(&self.pods, ctx, &name, &Default::default()).await?;
+            if !can_ignore_budgets(&pod) {
+                break pod;
+            }
             let mut opts = delete_opts.clone();
             let terminal = matches!(str_at(&pod, &["status", "phase"]), "Succeeded" | "Failed")
                 || pod.deletion_timestamp().is_some();
@@ -543,12 +542,20 @@ impl Creater for EvictionStorage {
             if !terminal && !caller_set_version {
                 opts.preconditions.resource_version = Some(pod.resource_version().to_string());
             }
-            self.delete_pod(ctx, &name, &opts).await?;
-            return Ok(WriteResult {
-                object: success(),
-                warnings: Vec::new(),
-            });
-        }
+            attempts += 1;
+            match self.delete_pod(ctx, &name, &opts).await {
+                Err(e) if e.is_conflict() && !caller_set_version && attempts < EVICTION_RETRIES => {
+                    continue
+                }
+                Err(e) => return Err(e),
+                Ok(()) => {
+                    return Ok(WriteResult {
+                        object: success(),
+                        warnings: Vec::new(),
+                    })
+                }
+            }
+        };
 
         let budgets = self.budgets_of(ctx, &pod).await?;
         if budgets.len() > 1 {
