@@ -91,17 +91,17 @@ e2e_start_etcd() {
   wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "e2e: etcd did not start"; exit 1; }
 }
 
-# start_kapi_on_etcd NAME FLAGS...: (re)starts kapi on the script's etcd with FLAGS. A NAME keeps
-# its data dir ($WORK/kapi-NAME) and key prefix (/registry-NAME) across restarts; stdout goes to
-# $WORK/kapi-NAME.out and the log to $WORK/kapi-NAME.log (both appended). The port is
-# E2E_KAPI_PORT when set, else a free one. Sets KAPI_PID, PORT, KUBECONFIG_FILE and CA.
-start_kapi_on_etcd() {
+# start_kapi_process NAME FLAGS...: (re)starts kapi with FLAGS; a NAME keeps its data dir
+# ($WORK/kapi-NAME) across restarts; stdout goes to $WORK/kapi-NAME.out and the log to
+# $WORK/kapi-NAME.log (both appended). The port is E2E_KAPI_PORT when set, else a free one.
+# Returns once kapi is ready. Sets KAPI_PID, PORT, KUBECONFIG_FILE and CA.
+start_kapi_process() {
   local name=$1; shift
   [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
   PORT="${E2E_KAPI_PORT:-$(free_port)}"
   local dir="$WORK/kapi-$name"
-  "$KAPI_BIN" --secure-port "$PORT" --data-dir "$dir" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --etcd-prefix "/registry-$name" "$@" >>"$WORK/kapi-$name.out" 2>>"$WORK/kapi-$name.log" &
+  "$KAPI_BIN" --secure-port "$PORT" --data-dir "$dir" "$@" \
+    >>"$WORK/kapi-$name.out" 2>>"$WORK/kapi-$name.log" &
   KAPI_PID=$!
   KUBECONFIG_FILE="$dir/admin.kubeconfig"
   CA="$dir/pki/ca.crt"
@@ -110,3 +110,13 @@ start_kapi_on_etcd() {
   wait_until 30 k get --raw /readyz >/dev/null 2>&1 \
     || { echo "e2e: kapi ($name) not ready"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
 }
+
+# start_kapi_on_etcd NAME FLAGS...: start_kapi_process on the script's etcd, under the key
+# prefix /registry-NAME (kept across restarts).
+start_kapi_on_etcd() {
+  local name=$1; shift
+  start_kapi_process "$name" --etcd-servers "http://127.0.0.1:$ETCD_PORT" --etcd-prefix "/registry-$name" "$@"
+}
+
+# start_kapi_embedded NAME FLAGS...: start_kapi_process on kapi's embedded store in its data dir.
+start_kapi_embedded() { start_kapi_process "$@"; }

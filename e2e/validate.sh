@@ -18,23 +18,6 @@ e2e_init validate
 e2e_start_etcd
 KUBECTL_BIN_DIR=/usr/lib/google-cloud-sdk/bin
 
-# start_kapi_embedded NAME: (re)starts kapi on its embedded store under $WORK/kapi-NAME; sets what
-# start_kapi_on_etcd sets.
-start_kapi_embedded() {
-  local name=$1
-  [ -n "$KAPI_PID" ] && { kill "$KAPI_PID" 2>/dev/null; wait "$KAPI_PID" 2>/dev/null; }
-  PORT="$(free_port)"
-  local dir="$WORK/kapi-$name"
-  "$KAPI_BIN" --secure-port "$PORT" --data-dir "$dir" >>"$WORK/kapi-$name.out" 2>>"$WORK/kapi-$name.log" &
-  KAPI_PID=$!
-  KUBECONFIG_FILE="$dir/admin.kubeconfig"
-  CA="$dir/pki/ca.crt"
-  wait_until 30 curl -s -o /dev/null --cacert "$CA" "https://127.0.0.1:$PORT/livez" \
-    || { echo "e2e: kapi ($name) not serving"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
-  wait_until 30 k get --raw /readyz >/dev/null 2>&1 \
-    || { echo "e2e: kapi ($name) not ready"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
-}
-
 # kv MINOR ARGS...: a bundled kubectl of that minor, on the server under test, own cache.
 kv() {
   local minor=$1; shift
