@@ -230,6 +230,11 @@ run_protobuf_eviction_cases() {
     --type=merge -p '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}'
   expect_ok "budget over the pod" k create poddisruptionbudget pb-guard "${g[@]}" \
     --selector=app=pb-guarded --min-available=1
+  # Its status as the disruption controller would write it: observed, nothing to spare. (An
+  # unobserved budget answers 429 with Retry-After 10, which client-go itself waits out.)
+  expect_ok "budget status allows no disruption" k patch poddisruptionbudget pb-guard "${g[@]}" \
+    --subresource=status --type=merge \
+    -p '{"status":{"observedGeneration":1,"disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}'
   expect_fail "drain refused by the budget (429)" \
     "Cannot evict pod as it would violate the pod's disruption budget." \
     k drain "$node" --force --grace-period=0 --timeout=3s
