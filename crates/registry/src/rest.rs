@@ -215,6 +215,21 @@ pub trait Creater: Send + Sync {
         validate: ValidateObjectFn,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError>;
+
+    /// For a create on a named subresource (`POST .../pods/p/eviction`): whether the body's
+    /// name may stand with the URL's, checked before an unnamed body is named after the URL.
+    /// Upstream's storages each compare the two in their own words; a body naming another
+    /// object must never act on it.
+    fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
+        if obj.name().is_empty() || obj.name() == url_name {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({url_name})",
+                obj.name()
+            )))
+        }
+    }
 }
 
 #[async_trait]

@@ -446,8 +446,25 @@ async fn binding_and_eviction_in_protobuf() {
         "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"node-1\""
     );
 
-    // An eviction the budget forbids is a 429 with the DisruptionBudget cause.
+    // A body naming another pod than the URL acts on neither: upstream's 400.
     running_pod(&mut conn, "guarded", "guarded").await;
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        &format!("{pods}/guarded/eviction"),
+        "policy/v1",
+        "Eviction",
+        &eviction("p"),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "name in URL does not match name in Eviction object"
+    );
+    assert_eq!(get(&mut conn, &format!("{pods}/p")).await.status, 200);
+
+    // An eviction the budget forbids is a 429 with the DisruptionBudget cause.
     budget(&mut conn, "guard", "guarded", 0).await;
     let r = send_pb(
         &mut conn,
@@ -618,6 +635,24 @@ async fn token_and_review_requests_in_protobuf() {
     assert_eq!(r.status, 201, "{}", r.body);
     let issued = r.json();
     assert_eq!(issued["kind"], "TokenRequest");
+
+    // A body naming another service account is refused, as upstream's TokenREST.
+    let mut other = request.clone();
+    other.metadata = Some(meta("default"));
+    let r = send_pb(
+        &mut conn,
+        "POST",
+        "/api/v1/namespaces/default/serviceaccounts/robot/token",
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &other,
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "TokenRequest.authentication.k8s.io \"robot\" is invalid: metadata.name: Invalid value: \"default\": must match the service account name if specified"
+    );
     let token = issued["status"]["token"].as_str().unwrap().to_string();
     assert!(!token.is_empty());
 

@@ -32,8 +32,11 @@ pub async fn create(
         opts.field_validation,
     )?;
     ensure_namespace(scope, &mut obj)?;
-    if !scope.name.is_empty() && obj.name().is_empty() {
-        obj.set_name(&scope.name);
+    if !scope.name.is_empty() {
+        creater.check_url_name(&scope.name, &obj)?;
+        if obj.name().is_empty() {
+            obj.set_name(&scope.name);
+        }
     }
     // Ownership is recorded before mutating admission, as upstream does.
     super::patch::field_manager(scope, opts.field_manager.as_deref()).update(None, &mut obj);

@@ -179,6 +179,22 @@ impl TokenRequestStorage {
 
 #[async_trait]
 impl Creater for TokenRequestStorage {
+    /// Upstream's `TokenREST`: a body may leave the name out, or name the service account.
+    fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
+        if obj.name().is_empty() || obj.name() == url_name {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            &gvk(),
+            url_name,
+            &[FieldError::invalid(
+                "metadata.name",
+                obj.name(),
+                "must match the service account name if specified",
+            )],
+        ))
+    }
+
     async fn create(
         &self,
         ctx: &Context,

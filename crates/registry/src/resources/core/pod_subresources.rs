@@ -129,6 +129,17 @@ fn validate_binding(binding: &Object) -> Result<(), ApiError> {
 
 #[async_trait]
 impl Creater for BindingStorage {
+    /// Upstream's `BindingREST` compares the names exactly: an unnamed body is refused too.
+    fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
+        if obj.name() == url_name {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(
+                "name in URL does not match name in Binding object",
+            ))
+        }
+    }
+
     async fn create(
         &self,
         ctx: &Context,
@@ -506,6 +517,17 @@ impl rest::Storage for EvictionStorage {
 
 #[async_trait]
 impl Creater for EvictionStorage {
+    /// Upstream's `EvictionREST` compares the names exactly: an unnamed body is refused too.
+    fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
+        if obj.name() == url_name {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request(
+                "name in URL does not match name in Eviction object",
+            ))
+        }
+    }
+
     async fn create(
         &self,
         ctx: &Context,
