@@ -404,6 +404,60 @@ class ClientCases(unittest.TestCase):
             client.V1SelfSubjectReview())
         self.assertIn("system:masters", whoami.status.user_info.groups)
 
+    def test_12_binding_eviction_and_deleted_objects(self):
+        """pods/binding and pods/eviction; deletes that answer with the typed object"""
+        pod = client.V1Pod(metadata=meta("bound"), spec=client.V1PodSpec(
+            containers=[client.V1Container(name="app", image="nginx:1.27")]))
+        self.core.create_namespaced_pod(NS, pod)
+        # Both answer a Success Status, as kube-apiserver does, which the client's typed
+        # return (V1Binding, V1Eviction) cannot hold: read the raw answer.
+        answer = self.core.create_namespaced_pod_binding("bound", NS, client.V1Binding(
+            metadata=meta("bound"),
+            target=client.V1ObjectReference(kind="Node", name="node-1")),
+            _preload_content=False)
+        self.assertEqual(answer.status, 201)
+        self.assertEqual(
+            {k: v for k, v in json.loads(answer.data).items() if k != "metadata"},
+            {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+        bound = self.core.read_namespaced_pod("bound", NS)
+        self.assertEqual(bound.spec.node_name, "node-1")
+        with self.assertRaises(ApiException) as ctx:
+            self.core.create_namespaced_pod_binding("bound", NS, client.V1Binding(
+                metadata=meta("bound"),
+                target=client.V1ObjectReference(kind="Node", name="node-2")))
+        self.assertApiError(
+            ctx.exception, 409, "Conflict",
+            'Operation cannot be fulfilled on pods/binding "bound": '
+            'pod bound is already assigned to node "node-1"')
+
+        self.core.create_namespaced_pod(NS, client.V1Pod(
+            metadata=meta("evicted"), spec=pod.spec))
+        with self.assertRaises(ApiException) as ctx:
+            self.core.create_namespaced_pod_eviction("evicted", NS, client.V1Eviction(
+                metadata=meta("bound")))
+        self.assertApiError(ctx.exception, 400, "BadRequest",
+                            "name in URL does not match name in Eviction object")
+        answer = self.core.create_namespaced_pod_eviction("evicted", NS, client.V1Eviction(
+            metadata=meta("evicted")), _preload_content=False)
+        self.assertEqual(answer.status, 201)
+        self.assertEqual(json.loads(answer.data)["status"], "Success")
+        with self.assertRaises(ApiException) as ctx:
+            self.core.read_namespaced_pod("evicted", NS)
+        self.assertEqual(ctx.exception.status, 404)
+
+        quota = self.core.create_namespaced_resource_quota(NS, client.V1ResourceQuota(
+            metadata=meta("q"), spec=client.V1ResourceQuotaSpec(hard={"pods": "50"})))
+        deleted = self.core.delete_namespaced_resource_quota("q", NS)
+        self.assertIsInstance(deleted, client.V1ResourceQuota)
+        self.assertEqual(deleted.metadata.uid, quota.metadata.uid)
+        volume = self.core.create_persistent_volume(client.V1PersistentVolume(
+            metadata=meta("pv-" + NS), spec=client.V1PersistentVolumeSpec(
+                capacity={"storage": "1Gi"}, access_modes=["ReadWriteOnce"],
+                host_path=client.V1HostPathVolumeSource(path="/tmp/pv"))))
+        deleted = self.core.delete_persistent_volume("pv-" + NS)
+        self.assertIsInstance(deleted, client.V1PersistentVolume)
+        self.assertEqual(deleted.metadata.uid, volume.metadata.uid)
+
 
 class Result(unittest.TextTestResult):
     """Prints the suite's PASS/FAIL lines."""

@@ -149,6 +149,10 @@ impl Strategy for LimitRangeStrategy {
 
 pub struct ResourceQuotaStrategy;
 impl Strategy for ResourceQuotaStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(core::ResourceQuota);
     fn info(&self) -> ResourceInfo {
         info(
@@ -171,6 +175,10 @@ impl Strategy for ResourceQuotaStrategy {
 
 pub struct PvcStrategy;
 impl Strategy for PvcStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(core::PersistentVolumeClaim);
     fn info(&self) -> ResourceInfo {
         info(
@@ -244,6 +252,10 @@ impl Strategy for PvcStrategy {
 
 pub struct PvStrategy;
 impl Strategy for PvStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
     typed!(core::PersistentVolume);
     fn info(&self) -> ResourceInfo {
         info(
