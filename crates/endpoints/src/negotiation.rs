@@ -240,7 +240,8 @@ pub fn negotiate_output_for(
     Err(ApiError::not_acceptable(match (stream, protobuf) {
         (true, true) => SUPPORTED_STREAM_MEDIA_TYPES_PROTOBUF,
         (true, false) => SUPPORTED_STREAM_MEDIA_TYPES,
-        _ => SUPPORTED_MEDIA_TYPES,
+        (false, true) => SUPPORTED_MEDIA_TYPES_PROTOBUF,
+        (false, false) => SUPPORTED_MEDIA_TYPES,
     }))
 }
 

@@ -56,7 +56,7 @@ async fn unacceptable_accept_is_406() {
     assert_eq!(r.json()["reason"], "NotAcceptable");
     assert_eq!(
         r.json()["message"],
-        "only the following media types are accepted: application/json, application/yaml"
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
 }
 
