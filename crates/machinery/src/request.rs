@@ -153,6 +153,27 @@ pub struct UserInfo {
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
+impl UserInfo {
+    /// The fields of `authentication.k8s.io/v1 UserInfo` (`username`, `uid`, `groups`,
+    /// `extra`), empty ones left out as Go's omitempty does; CSR specs carry the same names.
+    pub fn to_json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if !self.name.is_empty() {
+            m.insert("username".into(), self.name.clone().into());
+        }
+        if !self.uid.is_empty() {
+            m.insert("uid".into(), self.uid.clone().into());
+        }
+        if !self.groups.is_empty() {
+            m.insert("groups".into(), serde_json::json!(self.groups));
+        }
+        if !self.extra.is_empty() {
+            m.insert("extra".into(), serde_json::json!(self.extra));
+        }
+        m
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -537,19 +537,7 @@ impl CsrStore {
         for key in ["username", "uid", "groups", "extra"] {
             spec.remove(key);
         }
-        let user = &ctx.user;
-        if !user.name.is_empty() {
-            spec.insert("username".into(), json!(user.name));
-        }
-        if !user.uid.is_empty() {
-            spec.insert("uid".into(), json!(user.uid));
-        }
-        if !user.groups.is_empty() {
-            spec.insert("groups".into(), json!(user.groups));
-        }
-        if !user.extra.is_empty() {
-            spec.insert("extra".into(), json!(user.extra));
-        }
+        spec.extend(ctx.user.to_json_fields());
         obj
     }
 }

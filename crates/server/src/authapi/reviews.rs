@@ -34,20 +34,7 @@ fn info(resource: &str, kind: &str, singular: &str) -> ResourceInfo {
 
 /// `authentication.k8s.io/v1 UserInfo` (empty fields omitted, as Go's omitempty does).
 pub fn user_info_json(u: &UserInfo) -> Value {
-    let mut m = Map::new();
-    if !u.name.is_empty() {
-        m.insert("username".into(), json!(u.name));
-    }
-    if !u.uid.is_empty() {
-        m.insert("uid".into(), json!(u.uid));
-    }
-    if !u.groups.is_empty() {
-        m.insert("groups".into(), json!(u.groups));
-    }
-    if !u.extra.is_empty() {
-        m.insert("extra".into(), json!(u.extra));
-    }
-    Value::Object(m)
+    Value::Object(u.to_json_fields())
 }
 
 /// `POST /apis/authentication.k8s.io/v1/tokenreviews`.
