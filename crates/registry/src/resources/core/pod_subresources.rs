@@ -62,6 +62,17 @@ fn storage_error(e: ApiError) -> kapi_storage::Error {
     kapi_storage::Error::Api(Box::new(e))
 }
 
+/// Binding and eviction bodies must carry the URL's pod name, as upstream's REST storages check.
+fn same_name_as_url(url_name: &str, obj: &Object, kind: &str) -> Result<(), ApiError> {
+    if obj.name() == url_name {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "name in URL does not match name in {kind} object"
+        )))
+    }
+}
+
 fn pods_gr() -> GroupResource {
     GroupResource::new("", "pods")
 }
@@ -131,13 +142,7 @@ fn validate_binding(binding: &Object) -> Result<(), ApiError> {
 impl Creater for BindingStorage {
     /// Upstream's `BindingREST` compares the names exactly: an unnamed body is refused too.
     fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
-        if obj.name() == url_name {
-            Ok(())
-        } else {
-            Err(ApiError::bad_request(
-                "name in URL does not match name in Binding object",
-            ))
-        }
+        same_name_as_url(url_name, obj, "Binding")
     }
 
     async fn create(
@@ -519,13 +524,7 @@ impl rest::Storage for EvictionStorage {
 impl Creater for EvictionStorage {
     /// Upstream's `EvictionREST` compares the names exactly: an unnamed body is refused too.
     fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
-        if obj.name() == url_name {
-            Ok(())
-        } else {
-            Err(ApiError::bad_request(
-                "name in URL does not match name in Eviction object",
-            ))
-        }
+        same_name_as_url(url_name, obj, "Eviction")
     }
 
     async fn create(
