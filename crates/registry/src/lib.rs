@@ -9,6 +9,7 @@ pub mod admission_objects;
 pub mod allocator;
 mod bootstrap;
 pub mod codec;
+pub mod customresource;
 pub mod meta;
 pub mod namespace_lifecycle;
 pub mod printers;
@@ -97,5 +98,6 @@ pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, Ap
     groups.extend(resources::node::groups(&ctx));
     groups.extend(resources::autoscaling::groups(&ctx));
     groups.extend(resources::certificates::groups(&ctx));
+    groups.extend(resources::apiextensions::groups(&ctx));
     Ok(groups)
 }
