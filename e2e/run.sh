@@ -19,6 +19,8 @@ cd "$ROOT"
 . "$ROOT/e2e/groups.sh"
 # shellcheck source=e2e/protobuf.sh
 . "$ROOT/e2e/protobuf.sh"
+# shellcheck source=e2e/crd.sh
+. "$ROOT/e2e/crd.sh"
 
 if [ -z "${KAPI_BIN:-}" ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
@@ -81,6 +83,7 @@ for backend in $BACKENDS; do
     run_patch_cases
     run_group_cases
     run_protobuf_cases
+    run_crd_cases
   done
 done
 summary

@@ -459,6 +459,203 @@ class ClientCases(unittest.TestCase):
         self.assertEqual(deleted.metadata.uid, volume.metadata.uid)
 
 
+GROUP = NS + ".py.example.com"
+CRD_NAME = "widgets." + GROUP
+
+
+def widget(name, **spec):
+    return {"apiVersion": GROUP + "/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+class CustomResourceCases(unittest.TestCase):
+    """A CRD through ApiextensionsV1Api's typed models, its objects through CustomObjectsApi."""
+
+    ext: client.ApiextensionsV1Api
+    custom: client.CustomObjectsApi
+    core: client.CoreV1Api
+
+    @classmethod
+    def setUpClass(cls):
+        config.load_kube_config(config_file=os.environ["KUBECONFIG"])
+        cls.ext = client.ApiextensionsV1Api()
+        cls.custom = client.CustomObjectsApi()
+        cls.core = client.CoreV1Api()
+        cls.core.create_namespace(client.V1Namespace(metadata=meta(NS + "-cr")))
+        cls.ns = NS + "-cr"
+        props = client.V1JSONSchemaProps
+        schema = props(
+            type="object",
+            properties={
+                "spec": props(
+                    type="object",
+                    required=["size"],
+                    x_kubernetes_validations=[
+                        client.V1ValidationRule(rule="self.size != 13", message="unlucky size")
+                    ],
+                    properties={
+                        "size": props(type="integer", minimum=1, maximum=100),
+                        "colour": props(type="string", default="blue"),
+                    },
+                ),
+                "status": props(type="object", properties={"ready": props(type="boolean"), "replicas": props(type="integer")}),
+            },
+        )
+        crd = client.V1CustomResourceDefinition(
+            metadata=meta(CRD_NAME),
+            spec=client.V1CustomResourceDefinitionSpec(
+                group=GROUP,
+                scope="Namespaced",
+                names=client.V1CustomResourceDefinitionNames(plural="widgets", singular="widget", kind="Widget", short_names=["wd"]),
+                versions=[
+                    client.V1CustomResourceDefinitionVersion(
+                        name="v1",
+                        served=True,
+                        storage=True,
+                        schema=client.V1CustomResourceValidation(open_apiv3_schema=schema),
+                        subresources=client.V1CustomResourceSubresources(
+                            status={},
+                            scale=client.V1CustomResourceSubresourceScale(
+                                spec_replicas_path=".spec.size", status_replicas_path=".status.replicas"
+                            ),
+                        ),
+                    )
+                ],
+            ),
+        )
+        cls.created = cls.ext.create_custom_resource_definition(crd)
+
+        def established():
+            got = cls.ext.read_custom_resource_definition(CRD_NAME)
+            conds = {c.type: c.status for c in (got.status.conditions or [])}
+            return conds.get("Established") == "True" and got
+
+        cls.established = eventually("the CRD to be Established", established)
+
+        def served():
+            try:
+                cls.custom.list_namespaced_custom_object(GROUP, "v1", cls.ns, "widgets")
+                return True
+            except ApiException:
+                return False
+
+        eventually("the custom resource to be served", served)
+
+    @classmethod
+    def tearDownClass(cls):
+        for call in (lambda: cls.ext.delete_custom_resource_definition(CRD_NAME), lambda: cls.core.delete_namespace(cls.ns)):
+            try:
+                call()
+            except ApiException:
+                pass
+
+    def test_01_crd_typed(self):
+        """crd: typed create answers the model with storedVersions; Established and NamesAccepted with acceptedNames"""
+        self.assertIsInstance(self.created, client.V1CustomResourceDefinition)
+        self.assertEqual(self.created.status.stored_versions, ["v1"])
+        got = self.established
+        conds = {c.type: c for c in got.status.conditions}
+        self.assertEqual(conds["NamesAccepted"].status, "True")
+        self.assertEqual(conds["NamesAccepted"].reason, "NoConflicts")
+        self.assertEqual(conds["Established"].reason, "InitialNamesAccepted")
+        self.assertEqual(got.status.accepted_names.kind, "Widget")
+        self.assertEqual(got.status.accepted_names.short_names, ["wd"])
+        listed = self.ext.list_custom_resource_definition(field_selector="metadata.name=" + CRD_NAME)
+        self.assertEqual([c.metadata.name for c in listed.items], [CRD_NAME])
+
+    def test_02_crd_invalid(self):
+        """crd: an invalid definition is 422 with upstream's cause"""
+        bad = client.V1CustomResourceDefinition(
+            metadata=meta("things." + GROUP),
+            spec=client.V1CustomResourceDefinitionSpec(
+                group=GROUP,
+                scope="Namespaced",
+                names=client.V1CustomResourceDefinitionNames(plural="things", kind="Thing"),
+                versions=[client.V1CustomResourceDefinitionVersion(name="v1", served=True, storage=False,
+                    schema=client.V1CustomResourceValidation(open_apiv3_schema=client.V1JSONSchemaProps(type="object")))],
+            ),
+        )
+        with self.assertRaises(ApiException) as ctx:
+            self.ext.create_custom_resource_definition(bad)
+        body = status_of(ctx.exception)
+        self.assertEqual((ctx.exception.status, body["reason"]), (422, "Invalid"))
+        self.assertIn("must have exactly one version marked as storage version", body["message"])
+        self.assertEqual(body["details"]["group"], "apiextensions.k8s.io")
+
+    def test_03_custom_object_crud(self):
+        """custom objects: create (defaults), get, list, replace, merge patch, delete"""
+        c = self.custom
+        made = c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("w1", size=3))
+        self.assertEqual(made["spec"], {"size": 3, "colour": "blue"})
+        self.assertEqual(made["metadata"]["generation"], 1)
+        self.assertEqual(made["apiVersion"], GROUP + "/v1")
+        got = c.get_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w1")
+        self.assertEqual(got["metadata"]["uid"], made["metadata"]["uid"])
+        listed = c.list_namespaced_custom_object(GROUP, "v1", self.ns, "widgets")
+        self.assertEqual(listed["kind"], "WidgetList")
+        self.assertEqual([i["metadata"]["name"] for i in listed["items"]], ["w1"])
+        got["spec"]["size"] = 4
+        replaced = c.replace_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w1", got)
+        self.assertEqual((replaced["spec"]["size"], replaced["metadata"]["generation"]), (4, 2))
+        patched = c.patch_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w1", {"spec": {"colour": "red"}})
+        self.assertEqual(patched["spec"], {"size": 4, "colour": "red"})
+        everywhere = c.list_cluster_custom_object(GROUP, "v1", "widgets")
+        self.assertEqual(len(everywhere["items"]), 1)
+        gone = c.delete_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w1")
+        self.assertEqual((gone["kind"], gone["status"]), ("Status", "Success"))
+        with self.assertRaises(ApiException) as ctx:
+            c.get_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w1")
+        self.assertEqual(status_of(ctx.exception)["message"], 'widgets.%s "w1" not found' % GROUP)
+
+    def test_04_custom_object_invalid(self):
+        """custom objects: schema and CEL violations are 422 with causes and field paths"""
+        c = self.custom
+        with self.assertRaises(ApiException) as ctx:
+            c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("bad", size=500))
+        body = status_of(ctx.exception)
+        self.assertEqual((ctx.exception.status, body["reason"]), (422, "Invalid"))
+        self.assertEqual(body["details"]["kind"], "Widget")
+        self.assertEqual(body["details"]["group"], GROUP)
+        self.assertEqual(body["details"]["causes"][0]["field"], "spec.size")
+        self.assertEqual(body["details"]["causes"][0]["reason"], "FieldValueInvalid")
+        with self.assertRaises(ApiException) as ctx:
+            c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("bad", size=13))
+        self.assertIn('spec: Invalid value: "object": unlucky size', status_of(ctx.exception)["message"])
+        with self.assertRaises(ApiException) as ctx:
+            c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("bad", colour="x"))
+        cause = status_of(ctx.exception)["details"]["causes"][0]
+        self.assertEqual((cause["field"], cause["reason"]), ("spec.size", "FieldValueRequired"))
+
+    def test_05_status_and_scale(self):
+        """custom objects: /status writes only status; /scale reads and writes the replicas paths"""
+        c = self.custom
+        c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("w2", size=2))
+        st = c.patch_namespaced_custom_object_status(GROUP, "v1", self.ns, "widgets", "w2",
+                                                     {"status": {"ready": True, "replicas": 2}, "spec": {"size": 9}})
+        self.assertEqual((st["status"], st["spec"]["size"], st["metadata"]["generation"]), ({"ready": True, "replicas": 2}, 2, 1))
+        scale = c.get_namespaced_custom_object_scale(GROUP, "v1", self.ns, "widgets", "w2")
+        self.assertEqual((scale["kind"], scale["apiVersion"]), ("Scale", "autoscaling/v1"))
+        self.assertEqual((scale["spec"]["replicas"], scale["status"]["replicas"]), (2, 2))
+        c.patch_namespaced_custom_object_scale(GROUP, "v1", self.ns, "widgets", "w2", {"spec": {"replicas": 7}})
+        self.assertEqual(c.get_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w2")["spec"]["size"], 7)
+
+    def test_06_watch(self):
+        """custom objects: a watch from a list's resourceVersion sees ADDED, MODIFIED, DELETED"""
+        c = self.custom
+        rv = c.list_namespaced_custom_object(GROUP, "v1", self.ns, "widgets")["metadata"]["resourceVersion"]
+        c.create_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", widget("w3", size=1))
+        c.patch_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w3", {"spec": {"size": 2}})
+        c.delete_namespaced_custom_object(GROUP, "v1", self.ns, "widgets", "w3")
+        seen = []
+        w = watch.Watch()
+        for ev in w.stream(c.list_namespaced_custom_object, GROUP, "v1", self.ns, "widgets",
+                           resource_version=rv, timeout_seconds=5):
+            if ev["object"]["metadata"]["name"] == "w3":
+                seen.append(ev["type"])
+            if len(seen) == 3:
+                w.stop()
+        self.assertEqual(seen, ["ADDED", "MODIFIED", "DELETED"])
+
+
 class Result(unittest.TextTestResult):
     """Prints the suite's PASS/FAIL lines."""
 
@@ -484,7 +681,8 @@ def main():
     global LABEL
     if len(sys.argv) > 1:
         LABEL = sys.argv[1]
-    suite = unittest.defaultTestLoader.loadTestsFromTestCase(ClientCases)
+    loader = unittest.defaultTestLoader
+    suite = unittest.TestSuite([loader.loadTestsFromTestCase(ClientCases), loader.loadTestsFromTestCase(CustomResourceCases)])
     runner = unittest.TextTestRunner(resultclass=Result, verbosity=0, stream=open(os.devnull, "w"))
     result = runner.run(suite)
     # Failures in class set-up (e.g. no server) are errors of no single case.

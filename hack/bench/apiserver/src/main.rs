@@ -1,9 +1,12 @@
 //! Benchmark of a running kapi through its full HTTPS + authentication path: time to
 //! `/readyz`, idle RSS, POST/GET rates and LIST-of-1,000 latency at a given concurrency, and
-//! RSS after the load. It starts the server binary itself (embedded store in a temporary
+//! RSS after the load, then the same POST and LIST load for a custom resource with a validated
+//! schema and one CEL rule, with its ratios to the ConfigMap figures. It starts the server binary itself (embedded store in a temporary
 //! directory, or the etcd given with `--etcd-servers`) and prints one table.
 //!
 //!   cargo run --release -p kapi-bench-apiserver -- --server target/release/kapi-apiserver
+
+mod crd;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -134,6 +137,33 @@ where
     Ok(n as f64 / elapsed)
 }
 
+/// Times `lists` LISTs of `path` with `concurrency` in flight: (lists per second, sorted latencies).
+async fn time_lists(
+    client: &kube::Client,
+    path: &str,
+    lists: usize,
+    concurrency: usize,
+) -> Result<(f64, Vec<Duration>)> {
+    let started = Instant::now();
+    let latencies: Vec<Result<Duration>> = stream::iter(0..lists)
+        .map(|_| {
+            let client = client.clone();
+            async move {
+                let req = http::Request::get(path).body(Vec::new())?;
+                let t = Instant::now();
+                client.request_text(req).await?;
+                Ok(t.elapsed())
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let rate = lists as f64 / started.elapsed().as_secs_f64();
+    let mut latencies: Vec<Duration> = latencies.into_iter().collect::<Result<_>>()?;
+    latencies.sort();
+    Ok((rate, latencies))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -170,25 +200,18 @@ async fn main() -> Result<()> {
     })
     .await?;
 
-    let list_started = Instant::now();
-    let latencies: Vec<Result<Duration>> = stream::iter(0..args.lists)
-        .map(|_| {
-            let client = client.clone();
-            async move {
-                let req = http::Request::get("/api/v1/namespaces/bench/configmaps?limit=1000")
-                    .body(Vec::new())?;
-                let t = Instant::now();
-                client.request_text(req).await?;
-                Ok(t.elapsed())
-            }
-        })
-        .buffer_unordered(c)
-        .collect()
-        .await;
-    let list_rate = args.lists as f64 / list_started.elapsed().as_secs_f64();
-    let mut latencies: Vec<Duration> = latencies.into_iter().collect::<Result<_>>()?;
-    latencies.sort();
+    let (list_rate, latencies) = time_lists(
+        &client,
+        "/api/v1/namespaces/bench/configmaps?limit=1000",
+        args.lists,
+        c,
+    )
+    .await?;
     let loaded_rss = rss_kib(pid)?;
+
+    crd::install(&client).await?;
+    let cr_post = rate(&client, args.objects, c, crd::create).await?;
+    let (cr_list_rate, cr_latencies) = time_lists(&client, crd::LIST, args.lists, c).await?;
 
     let backend = if args.etcd_servers.is_some() {
         "etcd"
@@ -210,5 +233,15 @@ async fn main() -> Result<()> {
         percentile(&latencies, 0.99).as_secs_f64() * 1000.0
     );
     println!("| RSS after load | {:.1} MB |", loaded_rss as f64 / 1024.0);
+    println!(
+        "| POST custom resource (schema + CEL rule) | {cr_post:.0} /s ({:.2}× ConfigMap) |",
+        cr_post / post
+    );
+    println!(
+        "| LIST of 1,000 custom resources | {cr_list_rate:.0} /s ({:.2}× ConfigMap; p50 {:.1} ms, p99 {:.1} ms) |",
+        cr_list_rate / list_rate,
+        percentile(&cr_latencies, 0.5).as_secs_f64() * 1000.0,
+        percentile(&cr_latencies, 0.99).as_secs_f64() * 1000.0
+    );
     Ok(())
 }
