@@ -277,5 +277,58 @@ await test('namespace delete is accepted', async () => {
   else assert.equal(read.status.phase, 'Terminating');
 });
 
+await test('custom resources: typed CRD, Established, CustomObjectsApi CRUD, status, 422', async () => {
+  const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const group = `${ns}.js.example.com`;
+  const name = `gadgets.${group}`;
+  const crd = await ext.createCustomResourceDefinition({
+    body: {
+      metadata: { name },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+        versions: [{
+          name: 'v1', served: true, storage: true, subresources: { status: {} },
+          schema: { openAPIV3Schema: { type: 'object', properties: {
+            spec: { type: 'object', properties: { size: { type: 'integer', maximum: 10 }, shape: { type: 'string', default: 'round' } } },
+            status: { type: 'object', properties: { ok: { type: 'boolean' } } },
+          } } },
+        }],
+      },
+    },
+  });
+  assert.deepEqual(crd.status.storedVersions, ['v1']);
+  await eventually('the CRD to be Established', async () => {
+    const got = await ext.readCustomResourceDefinition({ name });
+    return (got.status.conditions ?? []).some((c) => c.type === 'Established' && c.status === 'True');
+  });
+  const args = { group, version: 'v1', namespace: ns, plural: 'gadgets' };
+  await eventually('the custom resource to be served', async () =>
+    custom.listNamespacedCustomObject(args).then(() => true, () => false));
+  const made = await custom.createNamespacedCustomObject({
+    ...args, body: { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g1' }, spec: { size: 2 } },
+  });
+  assert.deepEqual(made.spec, { size: 2, shape: 'round' });
+  const patched = await custom.patchNamespacedCustomObject(
+    { ...args, name: 'g1', body: { spec: { size: 3 } } }, patchWith(k8s.PatchStrategy.MergePatch));
+  assert.equal(patched.spec.size, 3);
+  assert.equal(patched.metadata.generation, 2);
+  const st = await custom.patchNamespacedCustomObjectStatus(
+    { ...args, name: 'g1', body: { status: { ok: true } } }, patchWith(k8s.PatchStrategy.MergePatch));
+  assert.deepEqual(st.status, { ok: true });
+  const list = await custom.listNamespacedCustomObject(args);
+  assert.deepEqual(list.items.map((i) => i.metadata.name), ['g1']);
+  const { code, body } = await statusOf(custom.createNamespacedCustomObject({
+    ...args, body: { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g2' }, spec: { size: 11 } },
+  }));
+  assert.equal(code, 422);
+  assert.equal(body.details.causes[0].field, 'spec.size');
+  assert.equal(body.message, 'Gadget.' + group + ' "g2" is invalid: spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10');
+  await custom.deleteNamespacedCustomObject({ ...args, name: 'g1' });
+  await ext.deleteCustomResourceDefinition({ name });
+});
+
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);
