@@ -1,22 +1,51 @@
 //! A CRD version's OpenAPI v3 schema as upstream's apiextensions-apiserver uses it
 //! (`pkg/apiserver/schema`): the structural form, its checks, pruning of unknown fields,
 //! defaulting, validation of values and `x-kubernetes-validations` CEL rules.
+//!
+//! | file | follows upstream's |
+//! |---|---|
+//! | `node.rs` | `schema/structural.go`, `convert.go` (the parsed tree) |
+//! | `prune.rs` | `schema/pruning/algorithm.go`, `defaulting/prunenulls.go`, `objectmeta/coerce.go` |
+//! | `defaults.rs` | `schema/defaulting/algorithm.go` |
+//! | `validate.rs`, `formats.rs` | kube-openapi `pkg/validation/validate`, `apiserver/validation/{validation,formats}.go` |
+//! | `listtype.rs` | `schema/listtype/validation.go` |
+//! | `embedded.rs` | `schema/objectmeta/validation.go` |
+
+mod defaults;
+mod formats;
+mod goval;
+mod node;
+mod prune;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+pub use node::{Additional, Node};
+pub use validate::is_blocking;
 
 use kapi_machinery::FieldError;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One version's compiled schema: everything a custom object of that version is pruned,
-/// defaulted and validated with. Built once per CRD generation and shared by its storages.
+/// defaulted and validated with. Built once per CRD generation and shared by its storages
+/// (cloning is cheap: the parsed tree is shared).
 #[derive(Debug, Clone)]
 pub struct CompiledSchema {
     schema: Value,
+    root: Arc<Node>,
 }
 
 impl CompiledSchema {
     /// Compiles `openAPIV3Schema` (a `JSONSchemaProps` as JSON) of one version.
     pub fn new(open_api_v3_schema: &Value) -> Result<Self, String> {
+        if !open_api_v3_schema.is_object() {
+            return Err("openAPIV3Schema must be an object".into());
+        }
         Ok(Self {
             schema: open_api_v3_schema.clone(),
+            root: Arc::new(Node::parse(open_api_v3_schema)),
         })
     }
 
@@ -25,20 +54,29 @@ impl CompiledSchema {
         &self.schema
     }
 
+    /// The parsed schema tree.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+
     /// Removes fields the schema does not know (not under `x-kubernetes-preserve-unknown-fields`,
     /// and for `metadata` of the root and of embedded resources only what `ObjectMeta` lacks);
     /// returns the paths removed (`spec.foo`), for `fieldValidation` Strict and Warn.
-    pub fn prune(&self, _obj: &mut Value) -> Vec<String> {
-        Vec::new()
+    /// Nulls the schema neither allows nor defaults are dropped too (not reported), as
+    /// upstream does right after pruning.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        prune::prune_root(obj, &self.root)
     }
 
     /// Applies `default:` values (upstream's structural defaulting, after pruning).
-    pub fn apply_defaults(&self, _obj: &mut Value) {}
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaults::apply(obj, &self.root);
+    }
 
     /// Validates a value against the schema (types, formats, bounds, enums, list types, ...),
     /// with upstream's field paths (`spec.replicas`) and wording.
-    pub fn validate(&self, _obj: &Value) -> Vec<FieldError> {
-        Vec::new()
+    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        validate::validate(&self.root, obj)
     }
 
     /// Evaluates the `x-kubernetes-validations` rules (transition rules when `old` is given).

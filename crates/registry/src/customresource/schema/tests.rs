@@ -1,0 +1,352 @@
+//! Cases with kube-apiserver's exact messages for each part of the schema engine.
+
+use super::*;
+use serde_json::json;
+
+fn compiled(schema: Value) -> CompiledSchema {
+    CompiledSchema::new(&schema).expect("schema compiles")
+}
+
+fn messages(errs: &[FieldError]) -> Vec<String> {
+    errs.iter().map(ToString::to_string).collect()
+}
+
+fn widget() -> CompiledSchema {
+    compiled(json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["image"],
+                "properties": {
+                    "image": {"type": "string", "maxLength": 5},
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+                    "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+                    "ratio": {"type": "number", "multipleOf": 0.5},
+                    "name": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
+                    "tags": {"type": "array", "maxItems": 2, "minItems": 1, "items": {"type": "string"}},
+                    "labels": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}},
+                    "when": {"type": "string", "format": "date-time"},
+                    "id": {"type": "string", "format": "uuid"},
+                    "port": {"x-kubernetes-int-or-string": true},
+                    "opt": {"type": "string", "nullable": true},
+                    "list": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"x": {"type": "integer"}}
+                    }},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                        "properties": {"spec": {"type": "object"}}}
+                }
+            },
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+        }
+    }))
+}
+
+#[test]
+fn prunes_unknown_fields_with_upstream_paths() {
+    let s = widget();
+    let mut obj = json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "bogus": 1},
+        "spec": {
+            "image": "x", "foo": 1,
+            "list": [{"x": 1, "y": 2}],
+            "free": {"anything": {"goes": true}},
+            "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "zz": 1}, "spec": {}, "other": 1}
+        },
+        "extra": true
+    });
+    let pruned = s.prune(&mut obj);
+    assert_eq!(
+        pruned,
+        vec![
+            "extra",
+            "metadata.bogus",
+            "spec.foo",
+            "spec.list[0].y",
+            "spec.template.metadata.zz",
+            "spec.template.other"
+        ]
+    );
+    assert_eq!(
+        obj,
+        json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {
+                "image": "x",
+                "list": [{"x": 1}],
+                "free": {"anything": {"goes": true}},
+                "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+            }
+        })
+    );
+}
+
+#[test]
+fn pruning_is_idempotent() {
+    let s = widget();
+    let mut obj =
+        json!({"spec": {"image": "x", "foo": {"bar": 1}, "list": [{"y": 1}, {"x": 2}]}, "z": 1});
+    s.prune(&mut obj);
+    let once = obj.clone();
+    assert!(s.prune(&mut obj).is_empty());
+    assert_eq!(obj, once);
+}
+
+#[test]
+fn prunes_nulls_without_defaults() {
+    let s = widget();
+    let mut obj = json!({"spec": {"image": null, "opt": null, "replicas": null}});
+    s.prune(&mut obj);
+    // image: not nullable, no default: dropped; opt: nullable: kept; replicas: has a default.
+    assert_eq!(obj, json!({"spec": {"opt": null, "replicas": null}}));
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj,
+        json!({"spec": {"opt": null, "replicas": 1, "mode": "a"}})
+    );
+}
+
+#[test]
+fn defaults_then_pruning_keeps_defaults() {
+    let s = widget();
+    let mut obj = json!({"spec": {"image": "x"}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(obj["spec"]["replicas"], json!(1));
+    assert_eq!(obj["spec"]["mode"], json!("a"));
+    let before = obj.clone();
+    assert!(s.prune(&mut obj).is_empty());
+    assert_eq!(obj, before);
+}
+
+#[test]
+fn type_errors() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": "3"}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+        ]
+    );
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": 1.5}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number""#
+        ]
+    );
+    // 2.0 is an integer to upstream.
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "replicas": 2.0}}))
+        .is_empty());
+}
+
+#[test]
+fn null_where_not_nullable() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": null}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.image: Invalid value: "null": spec.image in body must be of type string: "null""#
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "opt": null}}))
+        .is_empty());
+}
+
+#[test]
+fn required() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {}}));
+    assert_eq!(messages(&errs), vec!["spec.image: Required value"]);
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueRequired");
+}
+
+#[test]
+fn enum_values() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "mode": "c"}}));
+    assert_eq!(
+        messages(&errs),
+        vec![r#"spec.mode: Unsupported value: "c": supported values: "a", "b""#]
+    );
+}
+
+#[test]
+fn numeric_bounds() {
+    let s = widget();
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "replicas": 0}}))),
+        vec!["spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "replicas": 11}}))),
+        vec!["spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "ratio": 0.7}}))),
+        vec!["spec.ratio: Invalid value: 0.7: spec.ratio in body should be a multiple of 0.5"]
+    );
+    let excl = compiled(json!({"type": "object", "properties": {"n": {
+        "type": "number", "minimum": 1, "exclusiveMinimum": true, "maximum": 2, "exclusiveMaximum": true}}}));
+    assert_eq!(
+        messages(&excl.validate(&json!({"n": 1}))),
+        vec!["n: Invalid value: 1: n in body should be greater than 1"]
+    );
+    assert_eq!(
+        messages(&excl.validate(&json!({"n": 2.0}))),
+        vec!["n: Invalid value: 2: n in body should be less than 2"]
+    );
+}
+
+#[test]
+fn string_bounds() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "abcdef"}}));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.image: Too long: may not be more than 5 bytes"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueTooLong");
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "name": "a"}}))),
+        vec![r#"spec.name: Invalid value: "a": spec.name in body should be at least 2 chars long"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "name": "AB"}}))),
+        vec![r#"spec.name: Invalid value: "AB": spec.name in body should match '^[a-z]+$'"#]
+    );
+}
+
+#[test]
+fn list_and_map_bounds() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "tags": ["a", "b", "c"]}}));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.tags: Too many: 3: must have at most 2 items"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "tags": []}}))),
+        vec!["spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "labels": {"a": "1", "b": "2"}}}))),
+        vec!["spec.labels: Too many: 2: must have at most 1 item"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "labels": {"a": 1}}}))),
+        vec![
+            r#"spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer""#
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "list": [{"x": "no"}]}}))),
+        vec![
+            r#"spec.list[0].x: Invalid value: "string": spec.list[0].x in body must be of type integer: "string""#
+        ]
+    );
+}
+
+#[test]
+fn formats() {
+    let s = widget();
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "when": "yesterday"}}))),
+        vec![
+            r#"spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday""#
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "when": "2024-01-02T03:04:05Z", "id": "123e4567-e89b-12d3-a456-426614174000"}}))
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "id": "nope"}}))),
+        vec![r#"spec.id: Invalid value: "nope": spec.id in body must be of type uuid: "nope""#]
+    );
+    for (format, good, bad) in [
+        ("byte", "aGVsbG8=", "not base64!"),
+        ("date", "2024-02-29", "2023-02-29"),
+        ("ipv4", "10.0.0.1", "10.0.0.256"),
+        ("ipv6", "::1", "10.0.0.1"),
+        ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
+        ("mac", "00:1a:2b:3c:4d:5e", "00:1a:2b"),
+        ("hostname", "example.com", "-bad-.com"),
+        ("email", "a@example.com", "not-an-email"),
+        ("duration", "1h30m", "forever"),
+        ("uri", "https://example.com/x", "no scheme"),
+    ] {
+        let s = compiled(
+            json!({"type": "object", "properties": {"f": {"type": "string", "format": format}}}),
+        );
+        assert!(
+            s.validate(&json!({"f": good})).is_empty(),
+            "{format} {good}"
+        );
+        assert_eq!(s.validate(&json!({"f": bad})).len(), 1, "{format} {bad}");
+    }
+    // Formats upstream does not know are ignored.
+    let s = compiled(
+        json!({"type": "object", "properties": {"f": {"type": "string", "format": "k8s-short-name"}}}),
+    );
+    assert!(s.validate(&json!({"f": "Anything Goes"})).is_empty());
+}
+
+#[test]
+fn int_or_string() {
+    let s = widget();
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "port": 80}}))
+        .is_empty());
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "port": "http"}}))
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "port": true}}))),
+        vec![
+            r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#
+        ]
+    );
+}
+
+#[test]
+fn composition() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "a": {"type": "string", "anyOf": [{"maxLength": 1}, {"pattern": "^x"}]},
+        "o": {"type": "integer", "oneOf": [{"minimum": 0}, {"maximum": 10}]},
+        "n": {"type": "string", "not": {"enum": ["bad"]}},
+        "all": {"type": "integer", "allOf": [{"minimum": 5}]}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"a": "abc"}))),
+        vec![
+            r#"<nil>: Invalid value: "": "a" must validate at least one schema (anyOf)"#,
+            "a: Too long: may not be more than 1 byte",
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"o": 5}))),
+        vec![
+            r#"<nil>: Invalid value: "": "o" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"n": "bad"}))),
+        vec![r#"<nil>: Invalid value: "": "n" must not validate the schema (not)"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"all": 1}))),
+        vec![
+            "all: Invalid value: 1: all in body should be greater than or equal to 5",
+            r#"<nil>: Invalid value: "": "all" must validate all the schemas (allOf). None validated"#,
+        ]
+    );
+}
