@@ -12,8 +12,10 @@
 //! | `embedded.rs` | `schema/objectmeta/validation.go` |
 
 mod defaults;
+mod embedded;
 mod formats;
 mod goval;
+mod listtype;
 mod node;
 mod prune;
 mod validate;
@@ -75,8 +77,13 @@ impl CompiledSchema {
 
     /// Validates a value against the schema (types, formats, bounds, enums, list types, ...),
     /// with upstream's field paths (`spec.replicas`) and wording.
+    /// Upstream's order: the OpenAPI checks, then embedded resources' `apiVersion`, `kind`
+    /// and `metadata`, then list-type `set` / `map` uniqueness.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate::validate(&self.root, obj)
+        let mut errs = validate::validate(&self.root, obj);
+        errs.extend(embedded::validate(&self.root, obj));
+        errs.extend(listtype::validate(&self.root, obj));
+        errs
     }
 
     /// Evaluates the `x-kubernetes-validations` rules (transition rules when `old` is given).

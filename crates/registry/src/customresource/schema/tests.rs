@@ -350,3 +350,69 @@ fn composition() {
         ]
     );
 }
+
+#[test]
+fn list_type_set_and_map_duplicates() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "objs": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+        "multi": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+            "items": {"type": "object", "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"set": ["a", "b", "a", "a"]}))),
+        vec![r#"set[2]: Duplicate value: "a""#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"objs": [{"a": 1}, {"a": 1}]}))),
+        vec![r#"objs[1]: Duplicate value: map[string]interface {}{"a":1}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(
+            &json!({"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]})
+        )),
+        vec![r#"ports[1]: Duplicate value: map[string]interface {}{"name":"http"}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"multi": [{"port": 80}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}]}))),
+        vec![r#"multi[1]: Duplicate value: map[string]interface {}{"port":80, "protocol":"TCP"}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"ports": ["x"]}))),
+        vec![
+            r#"ports[0]: Invalid value: "string": ports[0] in body must be of type object: "string""#,
+            r#"ports[0]: Invalid value: "x": must be an object for an array of list-type map"#
+        ]
+    );
+}
+
+#[test]
+fn embedded_resources() {
+    let s = widget();
+    let errs = s.validate(
+        &json!({"spec": {"image": "x", "template": {"metadata": {"name": "Bad_Name/x"}}}}),
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.template.apiVersion: Required value: must not be empty",
+            "spec.template.kind: Required value: must not be empty",
+            r#"spec.template.metadata.name: Invalid value: "Bad_Name/x": may not contain '/'"#,
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}}}}}))
+        .is_empty());
+    let errs = s.validate(
+        &json!({"spec": {"image": "x", "template": {"apiVersion": "a/b/c", "kind": ""}}}),
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.template.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
+            r#"spec.template.kind: Invalid value: "": must not be empty"#,
+        ]
+    );
+}
