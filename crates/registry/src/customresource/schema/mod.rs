@@ -10,7 +10,10 @@
 //! | `validate.rs`, `formats.rs` | kube-openapi `pkg/validation/validate`, `apiserver/validation/{validation,formats}.go` |
 //! | `listtype.rs` | `schema/listtype/validation.go` |
 //! | `embedded.rs` | `schema/objectmeta/validation.go` |
+//! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
+//! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
 
+mod cel;
 mod defaults;
 mod embedded;
 mod formats;
@@ -18,6 +21,7 @@ mod goval;
 mod listtype;
 mod node;
 mod prune;
+mod structural;
 mod validate;
 
 #[cfg(test)]
@@ -37,6 +41,8 @@ use std::sync::Arc;
 pub struct CompiledSchema {
     schema: Value,
     root: Arc<Node>,
+    /// The nodes with CEL rules, compiled; `None` when the schema has none.
+    rules: Option<Arc<cel::RuleTree>>,
 }
 
 impl CompiledSchema {
@@ -45,9 +51,12 @@ impl CompiledSchema {
         if !open_api_v3_schema.is_object() {
             return Err("openAPIV3Schema must be an object".into());
         }
+        let root = Node::parse(open_api_v3_schema);
+        let rules = cel::RuleTree::build(open_api_v3_schema, &root, 0).map(Arc::new);
         Ok(Self {
             schema: open_api_v3_schema.clone(),
-            root: Arc::new(Node::parse(open_api_v3_schema)),
+            root: Arc::new(root),
+            rules,
         })
     }
 
@@ -87,14 +96,42 @@ impl CompiledSchema {
     }
 
     /// Evaluates the `x-kubernetes-validations` rules (transition rules when `old` is given).
-    pub fn validate_rules(&self, _obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-        Vec::new()
+    /// Root failures are reported at `<nil>`, as upstream's nil path prints. Callers skip
+    /// this when [`validate`](Self::validate) found a blocking error ([`is_blocking`]), as
+    /// upstream does, and report [`rules_not_checked`] instead.
+    pub fn validate_rules(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        match &self.rules {
+            Some(t) => cel::validate(t, obj, old),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the schema has any `x-kubernetes-validations` rule.
+    pub fn has_rules(&self) -> bool {
+        self.rules.is_some()
     }
 }
 
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
-pub fn validate_structural(_schema: &Value, _path: &str) -> Vec<FieldError> {
-    Vec::new()
+/// When the schema is structural, the checks and compilation of its CEL rules follow
+/// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
+/// upstream only compiles rules of a structural schema.
+pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
+    let errs = structural::validate(schema, path);
+    if !errs.is_empty() {
+        return errs;
+    }
+    cel::check_rules(schema, path)
+}
+
+/// Upstream's error when value validation failed in a way that keeps CEL rules from running
+/// (`hasBlockingErr`).
+pub fn rules_not_checked() -> FieldError {
+    FieldError::invalid(
+        "<nil>",
+        kapi_machinery::BadValue::Null,
+        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+    )
 }

@@ -416,3 +416,259 @@ fn embedded_resources() {
         ]
     );
 }
+
+#[test]
+fn compiled_schema_is_shareable() {
+    fn shareable<T: Send + Sync + Clone>() {}
+    shareable::<CompiledSchema>();
+}
+
+fn ruled() -> CompiledSchema {
+    compiled(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.spec.min <= self.spec.max"}],
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.min >= 0", "message": "min must not be negative"},
+                {"rule": "self.name == oldSelf.name", "message": "name is immutable", "reason": "FieldValueForbidden", "fieldPath": ".name"},
+                {"rule": "self.min != 7", "messageExpression": "'min is ' + string(self.min)"},
+                {"rule": "self.min != 8", "reason": "FieldValueRequired"},
+                {"rule": "self.min != 9 || self.missing == 1"}
+            ],
+            "properties": {
+                "min": {"type": "integer"},
+                "max": {"type": "integer"},
+                "name": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3"}]}},
+                "byKey": {"type": "object", "additionalProperties": {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0"}]}}
+            }
+        }}
+    }))
+}
+
+#[test]
+fn cel_rules_fail_with_upstream_messages() {
+    let s = ruled();
+    assert!(s.has_rules());
+    assert!(s
+        .validate_rules(&json!({"spec": {"min": 1, "max": 2, "name": "a"}}), None)
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": 3, "max": 2}}), None)),
+        vec![r#"<nil>: Invalid value: "object": failed rule: self.spec.min <= self.spec.max"#]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": -1, "max": 2}}), None)),
+        vec![r#"spec: Invalid value: "object": min must not be negative"#]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": 7, "max": 9}}), None)),
+        vec![r#"spec: Invalid value: "object": min is 7"#]
+    );
+    let errs = s.validate_rules(&json!({"spec": {"min": 8, "max": 9}}), None);
+    assert_eq!(
+        messages(&errs),
+        vec!["spec: Required value: failed rule: self.min != 8"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueRequired");
+}
+
+#[test]
+fn cel_transition_rules_need_an_old_value() {
+    let s = ruled();
+    let new = json!({"spec": {"min": 1, "max": 2, "name": "b"}});
+    assert!(s.validate_rules(&new, None).is_empty());
+    let old = json!({"spec": {"min": 1, "max": 2, "name": "a"}});
+    let errs = s.validate_rules(&new, Some(&old));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.name: Forbidden: name is immutable"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueForbidden");
+}
+
+#[test]
+fn cel_rules_on_items_and_map_values() {
+    let s = ruled();
+    let errs = s.validate_rules(
+        &json!({"spec": {"min": 1, "max": 2, "items": ["ok", "long"], "byKey": {"a": 1, "b": 0}}}),
+        None,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.byKey[b]: Invalid value: "integer": failed rule: self > 0"#,
+            r#"spec.items[1]: Invalid value: "string": failed rule: self.size() < 3"#,
+        ]
+    );
+}
+
+#[test]
+fn cel_runtime_errors() {
+    let s = ruled();
+    let errs = s.validate_rules(&json!({"spec": {"min": 9, "max": 10}}), None);
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0]
+            .to_string()
+            .starts_with(r#"spec: Invalid value: "object": "#),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[0]
+            .to_string()
+            .ends_with(" evaluating rule: self.min != 9 || self.missing == 1"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn blocking_errors_keep_rules_from_running() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {}}));
+    assert!(errs.iter().any(is_blocking));
+    assert_eq!(
+        rules_not_checked().to_string(),
+        r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
+    );
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": 0}}));
+    assert!(!errs.iter().any(is_blocking));
+}
+
+const P: &str = "spec.validation.openAPIV3Schema";
+
+#[test]
+fn structural_type_required() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}, "list": {"type": "array"}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[list].items: Required value: must be specified",
+            "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+        ]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"properties": {}}), P)),
+        vec!["spec.validation.openAPIV3Schema.type: Required value: must not be empty at the root"]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"type": "object", "properties": {"l": {"type": "array", "items": {}}}}), P)),
+        vec!["spec.validation.openAPIV3Schema.properties[l].items.type: Required value: must not be empty for specified array items"]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"type": "string"}), P)),
+        vec![
+            r#"spec.validation.openAPIV3Schema.type: Invalid value: "string": must be object at the root"#
+        ]
+    );
+    // preserve-unknown-fields and int-or-string need no type.
+    assert!(validate_structural(
+        &json!({"type": "object", "properties": {"a": {"x-kubernetes-preserve-unknown-fields": true}, "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}}),
+        P
+    )
+    .is_empty());
+}
+
+#[test]
+fn structural_forbidden_in_value_validations() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "string", "anyOf": [
+            {"type": "string", "description": "d", "nullable": true, "default": "x", "x-kubernetes-validations": [{"rule": "true"}]}
+        ]}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].default: Forbidden: must be undefined to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].description: Forbidden: must be empty to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].nullable: Forbidden: must be false to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].type: Forbidden: must be empty to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].x-kubernetes-validations: Forbidden: must be empty to be structural",
+        ]
+    );
+}
+
+#[test]
+fn structural_completeness_and_metadata() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object"}},
+            "anyOf": [{"properties": {"spec": {"properties": {"x": {"minLength": 1}}}}}]}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.validation.openAPIV3Schema.properties[spec].properties[x]: Required value: because it is defined in spec.validation.openAPIV3Schema.anyOf[0].properties[spec].properties[x]"]
+    );
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}, "labels": {"type": "object"}}}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"]
+    );
+    assert!(validate_structural(
+        &json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}}}),
+        P
+    )
+    .is_empty());
+}
+
+#[test]
+fn structural_embedded_and_extensions() {
+    let errs = validate_structural(
+        &json!({"type": "object", "additionalProperties": {"type": "string"}, "properties": {
+            "e": {"x-kubernetes-embedded-resource": true},
+            "i": {"x-kubernetes-int-or-string": true, "x-kubernetes-preserve-unknown-fields": true}
+        }}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.additionalProperties: Forbidden: must not be used at the root",
+            "spec.validation.openAPIV3Schema.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+            "spec.validation.openAPIV3Schema.properties[e].type: Required value: must be object if x-kubernetes-embedded-resource is true",
+            "spec.validation.openAPIV3Schema.properties[i].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if x-kubernetes-int-or-string is true",
+        ]
+    );
+}
+
+#[test]
+fn rule_checks_and_compilation() {
+    let p = "spec.versions[0].schema.openAPIV3Schema";
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"a": {"type": "string"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.a ==", "message": "m"},
+            {"rule": " "},
+            {"rule": "true", "reason": "Nope"},
+            {"rule": "true", "fieldPath": ".b"},
+            {"rule": "true", "fieldPath": ".a"}
+        ]}}}),
+        p,
+    );
+    let m = messages(&errs);
+    assert_eq!(m.len(), 4, "{m:#?}");
+    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    assert_eq!(
+        m[1],
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified"
+    );
+    assert_eq!(
+        m[2],
+        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#
+    );
+    assert_eq!(
+        m[3],
+        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#
+    );
+}
