@@ -183,7 +183,7 @@ fn is_isbn10(s: &str) -> bool {
         };
         sum += (10 - i as u32) * d;
     }
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -201,7 +201,7 @@ fn is_isbn13(s: &str) -> bool {
         .enumerate()
         .map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Go's `net/url.ParseRequestURI`, closely enough: an absolute URI or an absolute path, no

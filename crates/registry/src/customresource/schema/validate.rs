@@ -214,7 +214,8 @@ fn type_check(s: &Node, data: &Value, path: &str) -> Option<OErr> {
     {
         return Some(invalid_type(path, &s.format, Some(format)));
     }
-    if !(types.contains(&"number") || types.contains(&"integer"))
+    if !types.contains(&"number")
+        && !types.contains(&"integer")
         && !s.format.is_empty()
         && stringish
     {
