@@ -454,20 +454,28 @@ fn check_rule(schema: &Map<String, Value>, r: &Rule, path: &str, errs: &mut Vec<
         ));
     }
     if !rule.is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.rule) {
+        let detail = match kube_cel::cel::Program::compile(&r.rule) {
+            Err(e) => Some(e.to_string()),
+            Ok(p) => undeclared(&r.rule, &p.expression().expr),
+        };
+        if let Some(detail) = detail {
             errs.push(FieldError::invalid(
                 format!("{path}.rule"),
                 BadValue::Go(r.go_syntax()),
-                format!("compilation failed: {e}"),
+                format!("compilation failed: {detail}"),
             ));
         }
     }
     if !r.message_expression.trim().is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.message_expression) {
+        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
+            Err(e) => Some(e.to_string()),
+            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
+        };
+        if let Some(detail) = detail {
             errs.push(FieldError::invalid(
                 format!("{path}.messageExpression"),
                 BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {e}"),
+                format!("messageExpression compilation failed: {detail}"),
             ));
         }
     }
@@ -503,4 +511,110 @@ fn field_path_valid(schema: &Map<String, Value>, fp: &str) -> bool {
         rest = next;
     }
     true
+}
+
+/// Identifiers a CRD rule may use without declaring them: its variables, and the names the
+/// parser sees as identifiers in type literals and namespaced library calls.
+const DECLARED: [&str; 21] = [
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+    "duration",
+    "timestamp",
+    "sets",
+    "math",
+    "strings",
+    "base64",
+    "optional",
+    "cel",
+];
+
+/// cel-go's type checker refuses a reference to an undeclared variable; the parser alone
+/// does not, so the first free identifier is reported as cel-go words it
+/// (`ERROR: <input>:1:1: undeclared reference to 'x' (in container '')` and a caret line).
+fn undeclared(source: &str, e: &kube_cel::cel::common::ast::Expr) -> Option<String> {
+    let mut bound: Vec<String> = Vec::new();
+    let name = free_ident(e, &mut bound)?;
+    let (line, col, text) = locate(source, &name);
+    Some(format!(
+        "ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+        ".".repeat(col.saturating_sub(1))
+    ))
+}
+
+fn free_ident(e: &kube_cel::cel::common::ast::Expr, bound: &mut Vec<String>) -> Option<String> {
+    use kube_cel::cel::common::ast::{EntryExpr, Expr};
+    let entry = |en: &EntryExpr, bound: &mut Vec<String>| match en {
+        EntryExpr::StructField(f) => free_ident(&f.value.expr, bound),
+        EntryExpr::MapEntry(m) => {
+            free_ident(&m.key.expr, bound).or_else(|| free_ident(&m.value.expr, bound))
+        }
+    };
+    match e {
+        Expr::Ident(name) => {
+            let known = name.starts_with('@')
+                || DECLARED.contains(&name.as_str())
+                || bound.iter().any(|b| b == name);
+            (!known).then(|| name.clone())
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                if let Some(n) = free_ident(&t.expr, bound) {
+                    return Some(n);
+                }
+            }
+            c.args.iter().find_map(|a| free_ident(&a.expr, bound))
+        }
+        Expr::Comprehension(c) => {
+            if let Some(n) = free_ident(&c.iter_range.expr, bound)
+                .or_else(|| free_ident(&c.accu_init.expr, bound))
+            {
+                return Some(n);
+            }
+            let depth = bound.len();
+            bound.push(c.iter_var.clone());
+            if let Some(v2) = &c.iter_var2 {
+                bound.push(v2.clone());
+            }
+            bound.push(c.accu_var.clone());
+            let found = free_ident(&c.loop_cond.expr, bound)
+                .or_else(|| free_ident(&c.loop_step.expr, bound))
+                .or_else(|| free_ident(&c.result.expr, bound));
+            bound.truncate(depth);
+            found
+        }
+        Expr::List(l) => l.elements.iter().find_map(|x| free_ident(&x.expr, bound)),
+        Expr::Map(m) => m.entries.iter().find_map(|x| entry(&x.expr, bound)),
+        Expr::Struct(s) => s.entries.iter().find_map(|x| entry(&x.expr, bound)),
+        Expr::Select(s) => free_ident(&s.operand.expr, bound),
+        _ => None,
+    }
+}
+
+/// Line, 1-based column and line text of the first whole-word occurrence of `name`.
+fn locate(source: &str, name: &str) -> (usize, usize, String) {
+    for (li, line) in source.lines().enumerate() {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(name) {
+            let at = from + i;
+            let before = line[..at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(before) && !word(after) && before != Some('.') {
+                return (li + 1, line[..at].chars().count() + 1, line.to_string());
+            }
+            from = at + name.len();
+        }
+    }
+    (1, 1, source.lines().next().unwrap_or_default().to_string())
 }

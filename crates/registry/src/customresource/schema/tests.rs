@@ -672,3 +672,21 @@ fn rule_checks_and_compilation() {
         r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#
     );
 }
+
+#[test]
+fn undeclared_references_fail_compilation() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.all(k, self[k] > 0) && foo == 1"},
+            {"rule": "self.exists(x, x == 'a') && sets.contains([1], [1]) && type(self) == map"}
+        ]}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.all(k, self[k] > 0) && foo == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:29: undeclared reference to 'foo' (in container '')\n | self.all(k, self[k] > 0) && foo == 1\n | ............................^"
+        ]
+    );
+}
