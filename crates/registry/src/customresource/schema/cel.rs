@@ -213,30 +213,70 @@ fn shown(path: &str) -> String {
 
 /// Evaluates every rule below `obj`, correlating `old` as upstream does (object fields and map
 /// keys by name, list-type map items by their keys; other list items not at all).
+///
+/// On update, failures of rules without `oldSelf` on a value equal to its correlated old value
+/// (or, where nothing correlates, to its nearest correlated ancestor's) are ratcheted away, as
+/// upstream's `CRDValidationRatcheting` turns them into warnings.
 pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    VALIDATOR.with(|v| walk(v, tree, obj, old, "", &mut errs));
+    let corr = Corr::Correlated(old);
+    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs));
     errs
+}
+
+/// Upstream's `ratchetingOptions`: the old value at this node when it correlates, else
+/// whether the nearest correlated ancestor is unchanged.
+#[derive(Clone, Copy)]
+enum Corr<'a> {
+    Correlated(Option<&'a Value>),
+    Uncorrelated(bool),
+}
+
+impl<'a> Corr<'a> {
+    fn old(self) -> Option<&'a Value> {
+        match self {
+            Corr::Correlated(o) => o,
+            Corr::Uncorrelated(_) => None,
+        }
+    }
+
+    fn unchanged(self, obj: &Value) -> bool {
+        match self {
+            Corr::Correlated(Some(o)) => super::validate::json_equal(o, obj),
+            Corr::Correlated(None) => false,
+            Corr::Uncorrelated(eq) => eq,
+        }
+    }
+
+    fn key(self, k: &str) -> Corr<'a> {
+        match self {
+            Corr::Correlated(o) => Corr::Correlated(o.and_then(|o| o.get(k))),
+            u => u,
+        }
+    }
 }
 
 fn walk(
     v: &Validator,
     t: &RuleTree,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
 ) {
+    // Rules only see non-null values (upstream: a rule on a nullable field checks the value,
+    // the surrounding schema checks its presence).
+    if obj.is_null() {
+        return;
+    }
     if let Some(here) = &t.here {
-        evaluate(v, here, obj, old, path, errs);
+        evaluate(v, here, obj, corr, path, errs);
     }
     match obj {
         Value::Object(m) => {
-            let old_m = old.and_then(Value::as_object);
             for (k, child) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, child, x, o, &field_child(path, k), errs);
+                    walk(v, child, x, corr.key(k), &field_child(path, k), errs);
                 }
             }
             if let Some(ap) = &t.additional {
@@ -244,22 +284,25 @@ fn walk(
                     if t.properties.contains_key(k) {
                         continue;
                     }
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, ap, x, o, &format!("{path}[{k}]"), errs);
+                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs);
                 }
             }
         }
         Value::Array(items) => {
             let Some(it) = &t.items else { return };
-            let old_items = old.and_then(Value::as_array);
+            let old_items = corr.old().and_then(Value::as_array);
+            let unchanged = corr.unchanged(obj);
             for (i, x) in items.iter().enumerate() {
-                let o = match (t.list_type.as_deref(), old_items) {
-                    (Some("map"), Some(olds)) => {
-                        olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                let item_corr = match (corr, t.list_type.as_deref()) {
+                    (Corr::Correlated(_), Some("map")) => {
+                        Corr::Correlated(old_items.and_then(|olds| {
+                            olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                        }))
                     }
-                    _ => None,
+                    (Corr::Correlated(_), _) => Corr::Uncorrelated(unchanged),
+                    (u, _) => u,
                 };
-                walk(v, it, x, o, &format!("{path}[{i}]"), errs);
+                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs);
             }
         }
         _ => {}
@@ -270,35 +313,82 @@ fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
 }
 
+/// A rule's `fieldPath` as the child path upstream appends (`.a['b.c']` is `a.b.c`).
+fn normalized_field_path(fp: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = fp.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['") {
+            let Some((name, next)) = r.split_once("']") else {
+                break;
+            };
+            out.push(name.to_string());
+            rest = next;
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            out.push(r[..end].to_string());
+            rest = &r[end..];
+        } else {
+            out.push(rest.to_string());
+            break;
+        }
+    }
+    out.join(".")
+}
+
 fn evaluate(
     v: &Validator,
     here: &NodeRules,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
 ) {
-    let Err(found) = v.validate_compiled(&here.compiled, obj, old) else {
+    let Err(found) = v.validate_compiled(&here.compiled, obj, corr.old()) else {
         return;
     };
+    let ratchet = corr.unchanged(obj);
     let bad = || BadValue::Str(here.type_name.clone());
+    // kube-cel reports at most one error per rule, in rule order: match them up in order so
+    // that rules with the same text keep their own message and fieldPath.
+    let mut next = 0;
     for e in found.into_vec() {
-        let Some(rule) = here.rules.iter().find(|r| r.rule == e.rule) else {
+        let Some(i) = (next..here.rules.len()).find(|&i| here.rules[i].rule == e.rule) else {
             continue;
         };
+        next = i + 1;
+        let rule = &here.rules[i];
+        if ratchet && !rule.rule.contains("oldSelf") {
+            continue;
+        }
         match e.kind {
             ErrorKind::ValidationFailure | ErrorKind::InvalidResult => {
-                let at = match rule.field_path.trim() {
-                    "" => shown(path),
-                    fp => field_child(path, fp.trim_start_matches('.')),
+                let at = match normalized_field_path(&rule.field_path) {
+                    fp if fp.is_empty() => shown(path),
+                    fp => field_child(path, &fp),
                 };
-                let message = if !rule.message_expression.trim().is_empty()
+                let has_expr = !rule.message_expression.trim().is_empty();
+                // kube-cel falls back to the message, else the default, when the expression
+                // fails; anything else came from the expression.
+                let from_expr = has_expr
                     && e.kind == ErrorKind::ValidationFailure
-                    && e.message != rule.message
-                    && e.message != format!("failed rule: {}", rule.rule)
-                    && !e.message.trim().is_empty()
-                    && !e.message.contains('\n')
-                {
+                    && (rule.message.is_empty() || e.message != rule.message)
+                    && e.message != format!("failed rule: {}", rule.rule);
+                if from_expr {
+                    let m = e.message.trim();
+                    let invalid = if m.is_empty() {
+                        Some("messageExpression should evaluate to a non-empty string")
+                    } else if has_newlines(m) {
+                        Some("messageExpression should not contain line breaks")
+                    } else {
+                        None
+                    };
+                    if let Some(detail) = invalid {
+                        errs.push(FieldError::invalid(at, bad(), detail));
+                        return;
+                    }
+                }
+                let message = if from_expr {
                     e.message.trim().to_string()
                 } else {
                     rule.message_or_default()
@@ -323,7 +413,7 @@ fn evaluate(
             }
             _ => {
                 // Compilation failures are refused when the CRD is written; one that slipped
-                // through (a CRD stored before) fails closed, as upstream's nil program does.
+                // through (a CRD stored before) fails closed, as upstream's does.
                 errs.push(FieldError::invalid(
                     shown(path),
                     bad(),

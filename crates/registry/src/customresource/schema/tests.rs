@@ -690,3 +690,50 @@ fn undeclared_references_fail_compilation() {
         ]
     );
 }
+
+#[test]
+fn cel_rules_ratchet_unchanged_values_and_skip_nulls() {
+    let s = ruled();
+    // min is negative in both: the failure is ratcheted on update, not on create.
+    let old = json!({"spec": {"min": -1, "max": 2, "name": "a"}});
+    let new = json!({"spec": {"min": -1, "max": 2, "name": "a"}});
+    assert_eq!(s.validate_rules(&new, None).len(), 1);
+    assert!(s.validate_rules(&new, Some(&old)).is_empty());
+    let changed = json!({"spec": {"min": -1, "max": 3, "name": "a"}});
+    assert_eq!(
+        messages(&s.validate_rules(&changed, Some(&old))),
+        vec![r#"spec: Invalid value: "object": min must not be negative"#]
+    );
+    // A null value runs no rules.
+    assert!(s
+        .validate_rules(
+            &json!({"spec": {"min": 1, "max": 2, "byKey": {"a": null}}}),
+            None
+        )
+        .is_empty());
+}
+
+#[test]
+fn message_expression_must_not_be_empty() {
+    let s = compiled(json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": "false", "messageExpression": "''"},
+        {"rule": "false", "messageExpression": "'x'", "fieldPath": ".a['b']"}
+    ], "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}}));
+    assert_eq!(
+        messages(&s.validate_rules(&json!({}), None)),
+        vec![
+            r#"<nil>: Invalid value: "object": messageExpression should evaluate to a non-empty string"#
+        ]
+    );
+}
+
+#[test]
+fn field_path_is_normalized() {
+    let s = compiled(json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": "false", "message": "m", "fieldPath": ".a['b']"}
+    ], "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}}));
+    assert_eq!(
+        messages(&s.validate_rules(&json!({}), None)),
+        vec![r#"a.b: Invalid value: "object": m"#]
+    );
+}
