@@ -440,43 +440,133 @@ fn has_newlines(s: &str) -> bool {
     s.contains('\n') || s.contains('\r')
 }
 
-/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
-/// schema at `path` (CRD write time).
-pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if let Some(m) = schema.as_object() {
-        check_node(m, path, &mut errs, 0);
-    }
-    errs
+/// Errors of a CRD's schema at write time, kept apart as upstream keeps them: schema errors
+/// (rule checks) suppress the CEL compilation of their node and its ancestors.
+#[derive(Default)]
+struct Checked {
+    schema: Vec<FieldError>,
+    cel: Vec<FieldError>,
 }
 
-fn check_node(s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
+/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
+/// schema at `path` (CRD write time), schema errors first, then compilation errors.
+pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut out = Checked::default();
+    if let Some(m) = schema.as_object() {
+        check_node(m, path, None, &mut out, 0);
+    }
+    out.schema.extend(out.cel);
+    out.schema
+}
+
+/// `uncorrelatable`: the path of the nearest enclosing list whose items do not correlate with
+/// old items (not a list-type map), where `oldSelf` is refused.
+fn check_node(
+    s: &Map<String, Value>,
+    path: &str,
+    uncorrelatable: Option<&str>,
+    out: &mut Checked,
+    depth: usize,
+) {
     if depth > super::node::MAX_DEPTH {
         return;
     }
-    if let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) {
-        for (i, raw) in rules.iter().enumerate() {
-            check_rule(
-                s,
-                &Rule::parse(raw),
-                &format!("{path}.x-kubernetes-validations[{i}]"),
-                errs,
-            );
-        }
-    }
+    let schema_errs_before = out.schema.len();
     if let Some(p) = s.get("properties").and_then(Value::as_object) {
         let mut keys: Vec<&String> = p.keys().collect();
         keys.sort();
         for k in keys {
             if let Some(child) = p[k].as_object() {
-                check_node(child, &format!("{path}.properties[{k}]"), errs, depth + 1);
+                let child_path = format!("{path}.properties[{k}]");
+                check_node(child, &child_path, uncorrelatable, out, depth + 1);
             }
         }
     }
-    for k in ["items", "additionalProperties"] {
-        if let Some(child) = s.get(k).and_then(Value::as_object) {
-            check_node(child, &format!("{path}.{k}"), errs, depth + 1);
+    if let Some(items) = s.get("items").and_then(Value::as_object) {
+        let is_map = s.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
+        let within = if is_map { uncorrelatable } else { Some(path) };
+        check_node(items, &format!("{path}.items"), within, out, depth + 1);
+    }
+    if let Some(ap) = s.get("additionalProperties").and_then(Value::as_object) {
+        check_node(
+            ap,
+            &format!("{path}.additionalProperties"),
+            uncorrelatable,
+            out,
+            depth + 1,
+        );
+    }
+    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+        return;
+    };
+    let rules: Vec<Rule> = rules.iter().map(Rule::parse).collect();
+    for (i, r) in rules.iter().enumerate() {
+        check_rule(
+            s,
+            r,
+            &format!("{path}.x-kubernetes-validations[{i}]"),
+            &mut out.schema,
+        );
+    }
+    if out.schema.len() > schema_errs_before {
+        return;
+    }
+    for (i, r) in rules.iter().enumerate() {
+        compile_rule(
+            r,
+            &format!("{path}.x-kubernetes-validations[{i}]"),
+            uncorrelatable,
+            &mut out.cel,
+        );
+    }
+}
+
+fn compile_rule(r: &Rule, path: &str, uncorrelatable: Option<&str>, errs: &mut Vec<FieldError>) {
+    if r.rule.trim().is_empty() {
+        return;
+    }
+    let mut uses_old_self = false;
+    let detail = match kube_cel::cel::Program::compile(&r.rule) {
+        Err(e) => Some(e.to_string()),
+        Ok(p) => {
+            uses_old_self = p.references().has_variable("oldSelf");
+            undeclared(&r.rule, &p.expression().expr)
         }
+    };
+    if let Some(detail) = detail {
+        errs.push(FieldError::invalid(
+            format!("{path}.rule"),
+            BadValue::Go(r.go_syntax()),
+            format!("compilation failed: {detail}"),
+        ));
+    }
+    if !r.message_expression.trim().is_empty() {
+        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
+            Err(e) => Some(e.to_string()),
+            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
+        };
+        if let Some(detail) = detail {
+            errs.push(FieldError::invalid(
+                format!("{path}.messageExpression"),
+                BadValue::Go(r.go_syntax()),
+                format!("messageExpression compilation failed: {detail}"),
+            ));
+        }
+    }
+    if uses_old_self {
+        if let Some(within) = uncorrelatable {
+            errs.push(FieldError::invalid(
+                format!("{path}.rule"),
+                r.rule.as_str(),
+                format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"),
+            ));
+        }
+    } else if let Some(b) = r.optional_old_self {
+        errs.push(FieldError::invalid(
+            format!("{path}.optionalOldSelf"),
+            b,
+            "may not be set if oldSelf is not used in rule",
+        ));
     }
 }
 
@@ -542,32 +632,6 @@ fn check_rule(schema: &Map<String, Value>, r: &Rule, path: &str, errs: &mut Vec<
             r.field_path.as_str(),
             "fieldPath must be a valid path",
         ));
-    }
-    if !rule.is_empty() {
-        let detail = match kube_cel::cel::Program::compile(&r.rule) {
-            Err(e) => Some(e.to_string()),
-            Ok(p) => undeclared(&r.rule, &p.expression().expr),
-        };
-        if let Some(detail) = detail {
-            errs.push(FieldError::invalid(
-                format!("{path}.rule"),
-                BadValue::Go(r.go_syntax()),
-                format!("compilation failed: {detail}"),
-            ));
-        }
-    }
-    if !r.message_expression.trim().is_empty() {
-        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
-            Err(e) => Some(e.to_string()),
-            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
-        };
-        if let Some(detail) = detail {
-            errs.push(FieldError::invalid(
-                format!("{path}.messageExpression"),
-                BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {detail}"),
-            ));
-        }
     }
 }
 

@@ -115,15 +115,13 @@ impl CompiledSchema {
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
-/// When the schema is structural, the checks and compilation of its CEL rules follow
+/// The checks and compilation of its CEL rules come first
 /// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
-/// upstream only compiles rules of a structural schema.
+/// upstream reports them with the OpenAPI schema's own errors, before the structural ones.
 pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
-    let errs = structural::validate(schema, path);
-    if !errs.is_empty() {
-        return errs;
-    }
-    cel::check_rules(schema, path)
+    let mut errs = cel::check_rules(schema, path);
+    errs.extend(structural::validate(schema, path));
+    errs
 }
 
 /// Upstream's error when value validation failed in a way that keeps CEL rules from running

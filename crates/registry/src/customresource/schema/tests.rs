@@ -644,7 +644,15 @@ fn structural_embedded_and_extensions() {
 #[test]
 fn rule_checks_and_compilation() {
     let p = "spec.versions[0].schema.openAPIV3Schema";
-    let errs = validate_structural(
+    let m = messages(&validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a ==", "message": "m"}]}}}),
+        p,
+    ));
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    // Rule checks are schema errors: they keep the node's rules from being compiled.
+    let m = messages(&validate_structural(
         &json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"a": {"type": "string"}},
         "x-kubernetes-validations": [
@@ -652,24 +660,38 @@ fn rule_checks_and_compilation() {
             {"rule": " "},
             {"rule": "true", "reason": "Nope"},
             {"rule": "true", "fieldPath": ".b"},
-            {"rule": "true", "fieldPath": ".a"}
+            {"rule": "true", "fieldPath": ".a"},
+            {"rule": "true", "message": "two\nlines"}
         ]}}}),
         p,
-    );
-    let m = messages(&errs);
-    assert_eq!(m.len(), 4, "{m:#?}");
-    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    ));
     assert_eq!(
-        m[1],
-        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified"
+        m,
+        vec![
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified",
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#,
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#,
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[5].message: Invalid value: "two\nlines": message must not contain line breaks"#,
+        ]
     );
+}
+
+#[test]
+fn old_self_rules_need_correlatable_values() {
+    let m = messages(&validate_structural(
+        &json!({"type": "object", "properties": {
+            "l": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+            "s": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "optionalOldSelf": true}]}
+        }}),
+        P,
+    ));
     assert_eq!(
-        m[2],
-        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#
-    );
-    assert_eq!(
-        m[3],
-        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#
+        m,
+        vec![
+            r#"spec.validation.openAPIV3Schema.properties[l].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[l]"#,
+            "spec.validation.openAPIV3Schema.properties[s].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule",
+        ]
     );
 }
 
