@@ -89,9 +89,21 @@ impl CompiledSchema {
     /// Upstream's order: the OpenAPI checks, then embedded resources' `apiVersion`, `kind`
     /// and `metadata`, then list-type `set` / `map` uniqueness.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate::validate(&self.root, obj);
+        let mut errs = validate::validate(&self.root, obj, None);
         errs.extend(embedded::validate(&self.root, obj));
         errs.extend(listtype::validate(&self.root, obj));
+        errs
+    }
+
+    /// [`validate`](Self::validate) for an update, with upstream's ratcheting: values equal
+    /// to their correlated old value are not judged again, and list-type set/map duplicates
+    /// are only reported when the old object had none.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate::validate(&self.root, obj, Some(old));
+        errs.extend(embedded::validate(&self.root, obj));
+        if listtype::validate(&self.root, old).is_empty() {
+            errs.extend(listtype::validate(&self.root, obj));
+        }
         errs
     }
 

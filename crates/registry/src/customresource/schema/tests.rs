@@ -759,3 +759,19 @@ fn field_path_is_normalized() {
         vec![r#"a.b: Invalid value: "object": m"#]
     );
 }
+
+#[test]
+fn update_ratchets_unchanged_values() {
+    let s = widget();
+    let old = json!({"spec": {"image": "toolong", "replicas": 0, "tags": ["a", "a"]}});
+    // Nothing changed: nothing is judged again.
+    assert!(s.validate_update(&old, &old).is_empty());
+    // Only the changed field is judged.
+    let new = json!({"spec": {"image": "toolong", "replicas": 11, "tags": ["a", "a"]}});
+    assert_eq!(
+        messages(&s.validate_update(&new, &old)),
+        vec!["spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"]
+    );
+    // On create everything is.
+    assert_eq!(s.validate(&new).len(), 2);
+}
