@@ -64,11 +64,11 @@ fn prunes_unknown_fields_with_upstream_paths() {
         pruned,
         vec![
             "extra",
-            "metadata.bogus",
             "spec.foo",
             "spec.list[0].y",
+            "spec.template.other",
+            "metadata.bogus",
             "spec.template.metadata.zz",
-            "spec.template.other"
         ]
     );
     assert_eq!(
