@@ -775,3 +775,199 @@ fn update_ratchets_unchanged_values() {
     // On create everything is.
     assert_eq!(s.validate(&new).len(), 2);
 }
+
+#[test]
+fn additional_properties_false_and_min_properties() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "closed": {"type": "object", "additionalProperties": false, "properties": {"a": {"type": "string"}}},
+        "some": {"type": "object", "minProperties": 2, "additionalProperties": {"type": "string"}}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"closed": {"a": "x", "b": "y"}}))),
+        vec![r#"closed: Invalid value: "b": closed.b in body is a forbidden property"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"some": {"a": "x"}}))),
+        vec!["some: Invalid value: 1: some in body should have at least 2 properties"]
+    );
+}
+
+#[test]
+fn unique_items_and_nullable_enum() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "u": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}},
+        "e": {"type": "string", "nullable": true, "enum": ["a"]}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"u": [1, 2, 1]}))),
+        vec![r#"u: Invalid value: "": u in body shouldn't contain duplicates"#]
+    );
+    // kube-openapi checks enums on nulls too.
+    assert_eq!(
+        messages(&s.validate(&json!({"e": null}))),
+        vec![r#"e: Unsupported value: "null": supported values: "a""#]
+    );
+}
+
+#[test]
+fn non_string_enum_values_are_json() {
+    let s = compiled(
+        json!({"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2]}}}),
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"n": 3}))),
+        vec![r#"n: Unsupported value: 3: supported values: "1", "2""#]
+    );
+    assert!(s.validate(&json!({"n": 2.0})).is_empty());
+}
+
+#[test]
+fn numeric_formats() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "i": {"type": "integer", "format": "int32"},
+        "d": {"type": "number", "format": "double"}
+    }}));
+    assert!(s.validate(&json!({"i": 5, "d": 1.5})).is_empty());
+    assert!(s.validate(&json!({"d": 2})).is_empty());
+}
+
+#[test]
+fn defaults_in_items_and_additional_properties() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "list": {"type": "array", "items": {"type": "object", "properties": {
+            "p": {"type": "integer", "default": 80}}}},
+        "map": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+            "on": {"type": "boolean", "default": true}}}},
+        "obj": {"type": "object", "default": {}, "properties": {"x": {"type": "string", "default": "y"}}}
+    }}));
+    let mut obj = json!({"list": [{}, {"p": 1}], "map": {"a": {}}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj,
+        json!({"list": [{"p": 80}, {"p": 1}], "map": {"a": {"on": true}}, "obj": {"x": "y"}})
+    );
+}
+
+#[test]
+fn pruning_under_additional_properties_and_preserved_root() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {"k": {"type": "string"}}}}
+    }}));
+    let mut obj = json!({"m": {"a": {"k": "v", "z": 1}}});
+    assert_eq!(s.prune(&mut obj), vec!["m.a.z"]);
+    let open = compiled(
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}),
+    );
+    let mut obj = json!({"anything": 1, "spec": {"a": "x", "b": 2}});
+    assert_eq!(open.prune(&mut obj), vec!["spec.b"]);
+    assert_eq!(obj, json!({"anything": 1, "spec": {"a": "x"}}));
+}
+
+#[test]
+fn structural_kind_and_metadata_types() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {
+            "kind": {"type": "integer"},
+            "e": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"metadata": {"type": "string"}}},
+            "p": {"type": "string", "pattern": "("}
+        }}),
+        P,
+    );
+    let m = messages(&errs);
+    assert_eq!(m.len(), 3, "{m:#?}");
+    assert_eq!(
+        m[0],
+        r#"spec.validation.openAPIV3Schema.properties[e].properties[metadata].type: Invalid value: "string": must be object"#
+    );
+    assert_eq!(
+        m[1],
+        r#"spec.validation.openAPIV3Schema.properties[kind].type: Invalid value: "integer": must be string"#
+    );
+    assert!(m[2].starts_with(r#"spec.validation.openAPIV3Schema.properties[p].pattern: Invalid value: "(": must be a valid regular expression, but isn't: "#), "{}", m[2]);
+}
+
+#[test]
+fn transition_rules_correlate_list_map_items_by_key() {
+    let s = compiled(json!({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"},
+            "port": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "port is immutable"}]}
+        }}
+    }}}));
+    let old = json!({"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]});
+    // Reordered, same ports: fine. A changed port for "b": refused at its new index.
+    assert!(s
+        .validate_rules(
+            &json!({"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 1}]}),
+            Some(&old)
+        )
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"ports": [{"name": "b", "port": 3}]}), Some(&old))),
+        vec![r#"ports[0].port: Invalid value: "integer": port is immutable"#]
+    );
+    // A new item has no old value: the transition rule does not run.
+    assert!(s
+        .validate_rules(&json!({"ports": [{"name": "c", "port": 9}]}), Some(&old))
+        .is_empty());
+}
+
+#[test]
+fn cel_sees_int_or_string_and_escaped_names() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "port": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [{"rule": "self == 80 || self == 'http'"}]},
+        "o": {"type": "object", "properties": {"my-field": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.my__dash__field > 1"}]}
+    }}));
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"port": 80, "o": {"my-field": 2}}), None)),
+        Vec::<String>::new()
+    );
+    assert!(s.validate_rules(&json!({"port": "http"}), None).is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"o": {"my-field": 1}}), None)),
+        vec![r#"o: Invalid value: "object": failed rule: self.my__dash__field > 1"#]
+    );
+}
+
+/// Whatever the schema and the value, nothing panics and pruning twice changes nothing more.
+#[test]
+fn odd_inputs_do_not_panic() {
+    let schemas = [
+        json!({}),
+        json!({"type": 5, "properties": [], "items": "x", "required": "a"}),
+        json!({"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}}),
+        json!({"type": "object", "additionalProperties": true, "x-kubernetes-validations": [{"rule": "self.x +"}, {"nope": 1}, 7]}),
+        json!({"type": "object", "properties": {"m": {"type": "object", "x-kubernetes-embedded-resource": true}},
+            "anyOf": [{"not": {"allOf": [{"properties": {"z": {}}}]}}], "pattern": "(", "enum": []}),
+        json!({"type": "string", "format": "date-time", "minLength": -1, "maxLength": 1e300, "multipleOf": 0}),
+    ];
+    let values = [
+        json!(null),
+        json!(1),
+        json!("x"),
+        json!([1, {"a": null}]),
+        json!({"a": [1, 2, {"b": "c"}], "m": {"metadata": 5, "apiVersion": 1}, "z": {"y": null}}),
+        json!({"metadata": {"name": "n", "x": 1, "creationTimestamp": null}, "kind": 1}),
+    ];
+    for schema in &schemas {
+        let _ = validate_structural(schema, P);
+        let Ok(s) = CompiledSchema::new(schema) else {
+            continue;
+        };
+        for v in &values {
+            let mut x = v.clone();
+            s.prune(&mut x);
+            let once = x.clone();
+            assert!(s.prune(&mut x).is_empty(), "{schema} {v}");
+            assert_eq!(x, once);
+            s.apply_defaults(&mut x);
+            let _ = s.validate(&x);
+            let _ = s.validate_update(&x, v);
+            let _ = s.validate_rules(&x, Some(v));
+        }
+    }
+    assert!(CompiledSchema::new(&json!("not an object")).is_err());
+}
