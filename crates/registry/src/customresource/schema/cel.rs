@@ -213,30 +213,70 @@ fn shown(path: &str) -> String {
 
 /// Evaluates every rule below `obj`, correlating `old` as upstream does (object fields and map
 /// keys by name, list-type map items by their keys; other list items not at all).
+///
+/// On update, failures of rules without `oldSelf` on a value equal to its correlated old value
+/// (or, where nothing correlates, to its nearest correlated ancestor's) are ratcheted away, as
+/// upstream's `CRDValidationRatcheting` turns them into warnings.
 pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    VALIDATOR.with(|v| walk(v, tree, obj, old, "", &mut errs));
+    let corr = Corr::Correlated(old);
+    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs));
     errs
+}
+
+/// Upstream's `ratchetingOptions`: the old value at this node when it correlates, else
+/// whether the nearest correlated ancestor is unchanged.
+#[derive(Clone, Copy)]
+enum Corr<'a> {
+    Correlated(Option<&'a Value>),
+    Uncorrelated(bool),
+}
+
+impl<'a> Corr<'a> {
+    fn old(self) -> Option<&'a Value> {
+        match self {
+            Corr::Correlated(o) => o,
+            Corr::Uncorrelated(_) => None,
+        }
+    }
+
+    fn unchanged(self, obj: &Value) -> bool {
+        match self {
+            Corr::Correlated(Some(o)) => super::validate::json_equal(o, obj),
+            Corr::Correlated(None) => false,
+            Corr::Uncorrelated(eq) => eq,
+        }
+    }
+
+    fn key(self, k: &str) -> Corr<'a> {
+        match self {
+            Corr::Correlated(o) => Corr::Correlated(o.and_then(|o| o.get(k))),
+            u => u,
+        }
+    }
 }
 
 fn walk(
     v: &Validator,
     t: &RuleTree,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
 ) {
+    // Rules only see non-null values (upstream: a rule on a nullable field checks the value,
+    // the surrounding schema checks its presence).
+    if obj.is_null() {
+        return;
+    }
     if let Some(here) = &t.here {
-        evaluate(v, here, obj, old, path, errs);
+        evaluate(v, here, obj, corr, path, errs);
     }
     match obj {
         Value::Object(m) => {
-            let old_m = old.and_then(Value::as_object);
             for (k, child) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, child, x, o, &field_child(path, k), errs);
+                    walk(v, child, x, corr.key(k), &field_child(path, k), errs);
                 }
             }
             if let Some(ap) = &t.additional {
@@ -244,22 +284,25 @@ fn walk(
                     if t.properties.contains_key(k) {
                         continue;
                     }
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, ap, x, o, &format!("{path}[{k}]"), errs);
+                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs);
                 }
             }
         }
         Value::Array(items) => {
             let Some(it) = &t.items else { return };
-            let old_items = old.and_then(Value::as_array);
+            let old_items = corr.old().and_then(Value::as_array);
+            let unchanged = corr.unchanged(obj);
             for (i, x) in items.iter().enumerate() {
-                let o = match (t.list_type.as_deref(), old_items) {
-                    (Some("map"), Some(olds)) => {
-                        olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                let item_corr = match (corr, t.list_type.as_deref()) {
+                    (Corr::Correlated(_), Some("map")) => {
+                        Corr::Correlated(old_items.and_then(|olds| {
+                            olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                        }))
                     }
-                    _ => None,
+                    (Corr::Correlated(_), _) => Corr::Uncorrelated(unchanged),
+                    (u, _) => u,
                 };
-                walk(v, it, x, o, &format!("{path}[{i}]"), errs);
+                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs);
             }
         }
         _ => {}
@@ -270,35 +313,82 @@ fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
 }
 
+/// A rule's `fieldPath` as the child path upstream appends (`.a['b.c']` is `a.b.c`).
+fn normalized_field_path(fp: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = fp.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['") {
+            let Some((name, next)) = r.split_once("']") else {
+                break;
+            };
+            out.push(name.to_string());
+            rest = next;
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            out.push(r[..end].to_string());
+            rest = &r[end..];
+        } else {
+            out.push(rest.to_string());
+            break;
+        }
+    }
+    out.join(".")
+}
+
 fn evaluate(
     v: &Validator,
     here: &NodeRules,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
 ) {
-    let Err(found) = v.validate_compiled(&here.compiled, obj, old) else {
+    let Err(found) = v.validate_compiled(&here.compiled, obj, corr.old()) else {
         return;
     };
+    let ratchet = corr.unchanged(obj);
     let bad = || BadValue::Str(here.type_name.clone());
+    // kube-cel reports at most one error per rule, in rule order: match them up in order so
+    // that rules with the same text keep their own message and fieldPath.
+    let mut next = 0;
     for e in found.into_vec() {
-        let Some(rule) = here.rules.iter().find(|r| r.rule == e.rule) else {
+        let Some(i) = (next..here.rules.len()).find(|&i| here.rules[i].rule == e.rule) else {
             continue;
         };
+        next = i + 1;
+        let rule = &here.rules[i];
+        if ratchet && !rule.rule.contains("oldSelf") {
+            continue;
+        }
         match e.kind {
             ErrorKind::ValidationFailure | ErrorKind::InvalidResult => {
-                let at = match rule.field_path.trim() {
-                    "" => shown(path),
-                    fp => field_child(path, fp.trim_start_matches('.')),
+                let at = match normalized_field_path(&rule.field_path) {
+                    fp if fp.is_empty() => shown(path),
+                    fp => field_child(path, &fp),
                 };
-                let message = if !rule.message_expression.trim().is_empty()
+                let has_expr = !rule.message_expression.trim().is_empty();
+                // kube-cel falls back to the message, else the default, when the expression
+                // fails; anything else came from the expression.
+                let from_expr = has_expr
                     && e.kind == ErrorKind::ValidationFailure
-                    && e.message != rule.message
-                    && e.message != format!("failed rule: {}", rule.rule)
-                    && !e.message.trim().is_empty()
-                    && !e.message.contains('\n')
-                {
+                    && (rule.message.is_empty() || e.message != rule.message)
+                    && e.message != format!("failed rule: {}", rule.rule);
+                if from_expr {
+                    let m = e.message.trim();
+                    let invalid = if m.is_empty() {
+                        Some("messageExpression should evaluate to a non-empty string")
+                    } else if has_newlines(m) {
+                        Some("messageExpression should not contain line breaks")
+                    } else {
+                        None
+                    };
+                    if let Some(detail) = invalid {
+                        errs.push(FieldError::invalid(at, bad(), detail));
+                        return;
+                    }
+                }
+                let message = if from_expr {
                     e.message.trim().to_string()
                 } else {
                     rule.message_or_default()
@@ -323,7 +413,7 @@ fn evaluate(
             }
             _ => {
                 // Compilation failures are refused when the CRD is written; one that slipped
-                // through (a CRD stored before) fails closed, as upstream's nil program does.
+                // through (a CRD stored before) fails closed, as upstream's does.
                 errs.push(FieldError::invalid(
                     shown(path),
                     bad(),
@@ -350,43 +440,133 @@ fn has_newlines(s: &str) -> bool {
     s.contains('\n') || s.contains('\r')
 }
 
-/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
-/// schema at `path` (CRD write time).
-pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if let Some(m) = schema.as_object() {
-        check_node(m, path, &mut errs, 0);
-    }
-    errs
+/// Errors of a CRD's schema at write time, kept apart as upstream keeps them: schema errors
+/// (rule checks) suppress the CEL compilation of their node and its ancestors.
+#[derive(Default)]
+struct Checked {
+    schema: Vec<FieldError>,
+    cel: Vec<FieldError>,
 }
 
-fn check_node(s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
+/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
+/// schema at `path` (CRD write time), schema errors first, then compilation errors.
+pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut out = Checked::default();
+    if let Some(m) = schema.as_object() {
+        check_node(m, path, None, &mut out, 0);
+    }
+    out.schema.extend(out.cel);
+    out.schema
+}
+
+/// `uncorrelatable`: the path of the nearest enclosing list whose items do not correlate with
+/// old items (not a list-type map), where `oldSelf` is refused.
+fn check_node(
+    s: &Map<String, Value>,
+    path: &str,
+    uncorrelatable: Option<&str>,
+    out: &mut Checked,
+    depth: usize,
+) {
     if depth > super::node::MAX_DEPTH {
         return;
     }
-    if let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) {
-        for (i, raw) in rules.iter().enumerate() {
-            check_rule(
-                s,
-                &Rule::parse(raw),
-                &format!("{path}.x-kubernetes-validations[{i}]"),
-                errs,
-            );
-        }
-    }
+    let schema_errs_before = out.schema.len();
     if let Some(p) = s.get("properties").and_then(Value::as_object) {
         let mut keys: Vec<&String> = p.keys().collect();
         keys.sort();
         for k in keys {
             if let Some(child) = p[k].as_object() {
-                check_node(child, &format!("{path}.properties[{k}]"), errs, depth + 1);
+                let child_path = format!("{path}.properties[{k}]");
+                check_node(child, &child_path, uncorrelatable, out, depth + 1);
             }
         }
     }
-    for k in ["items", "additionalProperties"] {
-        if let Some(child) = s.get(k).and_then(Value::as_object) {
-            check_node(child, &format!("{path}.{k}"), errs, depth + 1);
+    if let Some(items) = s.get("items").and_then(Value::as_object) {
+        let is_map = s.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
+        let within = if is_map { uncorrelatable } else { Some(path) };
+        check_node(items, &format!("{path}.items"), within, out, depth + 1);
+    }
+    if let Some(ap) = s.get("additionalProperties").and_then(Value::as_object) {
+        check_node(
+            ap,
+            &format!("{path}.additionalProperties"),
+            uncorrelatable,
+            out,
+            depth + 1,
+        );
+    }
+    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+        return;
+    };
+    let rules: Vec<Rule> = rules.iter().map(Rule::parse).collect();
+    for (i, r) in rules.iter().enumerate() {
+        check_rule(
+            s,
+            r,
+            &format!("{path}.x-kubernetes-validations[{i}]"),
+            &mut out.schema,
+        );
+    }
+    if out.schema.len() > schema_errs_before {
+        return;
+    }
+    for (i, r) in rules.iter().enumerate() {
+        compile_rule(
+            r,
+            &format!("{path}.x-kubernetes-validations[{i}]"),
+            uncorrelatable,
+            &mut out.cel,
+        );
+    }
+}
+
+fn compile_rule(r: &Rule, path: &str, uncorrelatable: Option<&str>, errs: &mut Vec<FieldError>) {
+    if r.rule.trim().is_empty() {
+        return;
+    }
+    let mut uses_old_self = false;
+    let detail = match kube_cel::cel::Program::compile(&r.rule) {
+        Err(e) => Some(e.to_string()),
+        Ok(p) => {
+            uses_old_self = p.references().has_variable("oldSelf");
+            undeclared(&r.rule, &p.expression().expr)
         }
+    };
+    if let Some(detail) = detail {
+        errs.push(FieldError::invalid(
+            format!("{path}.rule"),
+            BadValue::Go(r.go_syntax()),
+            format!("compilation failed: {detail}"),
+        ));
+    }
+    if !r.message_expression.trim().is_empty() {
+        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
+            Err(e) => Some(e.to_string()),
+            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
+        };
+        if let Some(detail) = detail {
+            errs.push(FieldError::invalid(
+                format!("{path}.messageExpression"),
+                BadValue::Go(r.go_syntax()),
+                format!("messageExpression compilation failed: {detail}"),
+            ));
+        }
+    }
+    if uses_old_self {
+        if let Some(within) = uncorrelatable {
+            errs.push(FieldError::invalid(
+                format!("{path}.rule"),
+                r.rule.as_str(),
+                format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"),
+            ));
+        }
+    } else if let Some(b) = r.optional_old_self {
+        errs.push(FieldError::invalid(
+            format!("{path}.optionalOldSelf"),
+            b,
+            "may not be set if oldSelf is not used in rule",
+        ));
     }
 }
 
@@ -453,24 +633,6 @@ fn check_rule(schema: &Map<String, Value>, r: &Rule, path: &str, errs: &mut Vec<
             "fieldPath must be a valid path",
         ));
     }
-    if !rule.is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.rule) {
-            errs.push(FieldError::invalid(
-                format!("{path}.rule"),
-                BadValue::Go(r.go_syntax()),
-                format!("compilation failed: {e}"),
-            ));
-        }
-    }
-    if !r.message_expression.trim().is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.message_expression) {
-            errs.push(FieldError::invalid(
-                format!("{path}.messageExpression"),
-                BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {e}"),
-            ));
-        }
-    }
 }
 
 /// Whether a rule's `fieldPath` (`.a.b`, `.a['b.c']`) names a field the schema declares.
@@ -503,4 +665,110 @@ fn field_path_valid(schema: &Map<String, Value>, fp: &str) -> bool {
         rest = next;
     }
     true
+}
+
+/// Identifiers a CRD rule may use without declaring them: its variables, and the names the
+/// parser sees as identifiers in type literals and namespaced library calls.
+const DECLARED: [&str; 21] = [
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+    "duration",
+    "timestamp",
+    "sets",
+    "math",
+    "strings",
+    "base64",
+    "optional",
+    "cel",
+];
+
+/// cel-go's type checker refuses a reference to an undeclared variable; the parser alone
+/// does not, so the first free identifier is reported as cel-go words it
+/// (`ERROR: <input>:1:1: undeclared reference to 'x' (in container '')` and a caret line).
+fn undeclared(source: &str, e: &kube_cel::cel::common::ast::Expr) -> Option<String> {
+    let mut bound: Vec<String> = Vec::new();
+    let name = free_ident(e, &mut bound)?;
+    let (line, col, text) = locate(source, &name);
+    Some(format!(
+        "ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+        ".".repeat(col.saturating_sub(1))
+    ))
+}
+
+fn free_ident(e: &kube_cel::cel::common::ast::Expr, bound: &mut Vec<String>) -> Option<String> {
+    use kube_cel::cel::common::ast::{EntryExpr, Expr};
+    let entry = |en: &EntryExpr, bound: &mut Vec<String>| match en {
+        EntryExpr::StructField(f) => free_ident(&f.value.expr, bound),
+        EntryExpr::MapEntry(m) => {
+            free_ident(&m.key.expr, bound).or_else(|| free_ident(&m.value.expr, bound))
+        }
+    };
+    match e {
+        Expr::Ident(name) => {
+            let known = name.starts_with('@')
+                || DECLARED.contains(&name.as_str())
+                || bound.iter().any(|b| b == name);
+            (!known).then(|| name.clone())
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                if let Some(n) = free_ident(&t.expr, bound) {
+                    return Some(n);
+                }
+            }
+            c.args.iter().find_map(|a| free_ident(&a.expr, bound))
+        }
+        Expr::Comprehension(c) => {
+            if let Some(n) = free_ident(&c.iter_range.expr, bound)
+                .or_else(|| free_ident(&c.accu_init.expr, bound))
+            {
+                return Some(n);
+            }
+            let depth = bound.len();
+            bound.push(c.iter_var.clone());
+            if let Some(v2) = &c.iter_var2 {
+                bound.push(v2.clone());
+            }
+            bound.push(c.accu_var.clone());
+            let found = free_ident(&c.loop_cond.expr, bound)
+                .or_else(|| free_ident(&c.loop_step.expr, bound))
+                .or_else(|| free_ident(&c.result.expr, bound));
+            bound.truncate(depth);
+            found
+        }
+        Expr::List(l) => l.elements.iter().find_map(|x| free_ident(&x.expr, bound)),
+        Expr::Map(m) => m.entries.iter().find_map(|x| entry(&x.expr, bound)),
+        Expr::Struct(s) => s.entries.iter().find_map(|x| entry(&x.expr, bound)),
+        Expr::Select(s) => free_ident(&s.operand.expr, bound),
+        _ => None,
+    }
+}
+
+/// Line, 1-based column and line text of the first whole-word occurrence of `name`.
+fn locate(source: &str, name: &str) -> (usize, usize, String) {
+    for (li, line) in source.lines().enumerate() {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(name) {
+            let at = from + i;
+            let before = line[..at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(before) && !word(after) && before != Some('.') {
+                return (li + 1, line[..at].chars().count() + 1, line.to_string());
+            }
+            from = at + name.len();
+        }
+    }
+    (1, 1, source.lines().next().unwrap_or_default().to_string())
 }

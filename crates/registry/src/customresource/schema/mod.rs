@@ -89,9 +89,21 @@ impl CompiledSchema {
     /// Upstream's order: the OpenAPI checks, then embedded resources' `apiVersion`, `kind`
     /// and `metadata`, then list-type `set` / `map` uniqueness.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate::validate(&self.root, obj);
+        let mut errs = validate::validate(&self.root, obj, None);
         errs.extend(embedded::validate(&self.root, obj));
         errs.extend(listtype::validate(&self.root, obj));
+        errs
+    }
+
+    /// [`validate`](Self::validate) for an update, with upstream's ratcheting: values equal
+    /// to their correlated old value are not judged again, and list-type set/map duplicates
+    /// are only reported when the old object had none.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate::validate(&self.root, obj, Some(old));
+        errs.extend(embedded::validate(&self.root, obj));
+        if listtype::validate(&self.root, old).is_empty() {
+            errs.extend(listtype::validate(&self.root, obj));
+        }
         errs
     }
 
@@ -115,15 +127,13 @@ impl CompiledSchema {
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
-/// When the schema is structural, the checks and compilation of its CEL rules follow
+/// The checks and compilation of its CEL rules come first
 /// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
-/// upstream only compiles rules of a structural schema.
+/// upstream reports them with the OpenAPI schema's own errors, before the structural ones.
 pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
-    let errs = structural::validate(schema, path);
-    if !errs.is_empty() {
-        return errs;
-    }
-    cel::check_rules(schema, path)
+    let mut errs = cel::check_rules(schema, path);
+    errs.extend(structural::validate(schema, path));
+    errs
 }
 
 /// Upstream's error when value validation failed in a way that keeps CEL rules from running

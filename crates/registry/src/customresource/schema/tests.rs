@@ -64,11 +64,11 @@ fn prunes_unknown_fields_with_upstream_paths() {
         pruned,
         vec![
             "extra",
-            "metadata.bogus",
             "spec.foo",
             "spec.list[0].y",
+            "spec.template.other",
+            "metadata.bogus",
             "spec.template.metadata.zz",
-            "spec.template.other"
         ]
     );
     assert_eq!(
@@ -644,7 +644,15 @@ fn structural_embedded_and_extensions() {
 #[test]
 fn rule_checks_and_compilation() {
     let p = "spec.versions[0].schema.openAPIV3Schema";
-    let errs = validate_structural(
+    let m = messages(&validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.a ==", "message": "m"}]}}}),
+        p,
+    ));
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    // Rule checks are schema errors: they keep the node's rules from being compiled.
+    let m = messages(&validate_structural(
         &json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"a": {"type": "string"}},
         "x-kubernetes-validations": [
@@ -652,23 +660,314 @@ fn rule_checks_and_compilation() {
             {"rule": " "},
             {"rule": "true", "reason": "Nope"},
             {"rule": "true", "fieldPath": ".b"},
-            {"rule": "true", "fieldPath": ".a"}
+            {"rule": "true", "fieldPath": ".a"},
+            {"rule": "true", "message": "two\nlines"}
         ]}}}),
         p,
+    ));
+    assert_eq!(
+        m,
+        vec![
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified",
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#,
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#,
+            r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[5].message: Invalid value: "two\nlines": message must not contain line breaks"#,
+        ]
+    );
+}
+
+#[test]
+fn old_self_rules_need_correlatable_values() {
+    let m = messages(&validate_structural(
+        &json!({"type": "object", "properties": {
+            "l": {"type": "array", "items": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+            "s": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "optionalOldSelf": true}]}
+        }}),
+        P,
+    ));
+    assert_eq!(
+        m,
+        vec![
+            r#"spec.validation.openAPIV3Schema.properties[l].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[l]"#,
+            "spec.validation.openAPIV3Schema.properties[s].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule",
+        ]
+    );
+}
+
+#[test]
+fn undeclared_references_fail_compilation() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.all(k, self[k] > 0) && foo == 1"},
+            {"rule": "self.exists(x, x == 'a') && sets.contains([1], [1]) && type(self) == map"}
+        ]}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.all(k, self[k] > 0) && foo == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:29: undeclared reference to 'foo' (in container '')\n | self.all(k, self[k] > 0) && foo == 1\n | ............................^"
+        ]
+    );
+}
+
+#[test]
+fn cel_rules_ratchet_unchanged_values_and_skip_nulls() {
+    let s = ruled();
+    // min is negative in both: the failure is ratcheted on update, not on create.
+    let old = json!({"spec": {"min": -1, "max": 2, "name": "a"}});
+    let new = json!({"spec": {"min": -1, "max": 2, "name": "a"}});
+    assert_eq!(s.validate_rules(&new, None).len(), 1);
+    assert!(s.validate_rules(&new, Some(&old)).is_empty());
+    let changed = json!({"spec": {"min": -1, "max": 3, "name": "a"}});
+    assert_eq!(
+        messages(&s.validate_rules(&changed, Some(&old))),
+        vec![r#"spec: Invalid value: "object": min must not be negative"#]
+    );
+    // A null value runs no rules.
+    assert!(s
+        .validate_rules(
+            &json!({"spec": {"min": 1, "max": 2, "byKey": {"a": null}}}),
+            None
+        )
+        .is_empty());
+}
+
+#[test]
+fn message_expression_must_not_be_empty() {
+    let s = compiled(json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": "false", "messageExpression": "''"},
+        {"rule": "false", "messageExpression": "'x'", "fieldPath": ".a['b']"}
+    ], "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}}));
+    assert_eq!(
+        messages(&s.validate_rules(&json!({}), None)),
+        vec![
+            r#"<nil>: Invalid value: "object": messageExpression should evaluate to a non-empty string"#
+        ]
+    );
+}
+
+#[test]
+fn field_path_is_normalized() {
+    let s = compiled(json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": "false", "message": "m", "fieldPath": ".a['b']"}
+    ], "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}}}}));
+    assert_eq!(
+        messages(&s.validate_rules(&json!({}), None)),
+        vec![r#"a.b: Invalid value: "object": m"#]
+    );
+}
+
+#[test]
+fn update_ratchets_unchanged_values() {
+    let s = widget();
+    let old = json!({"spec": {"image": "toolong", "replicas": 0, "tags": ["a", "a"]}});
+    // Nothing changed: nothing is judged again.
+    assert!(s.validate_update(&old, &old).is_empty());
+    // Only the changed field is judged.
+    let new = json!({"spec": {"image": "toolong", "replicas": 11, "tags": ["a", "a"]}});
+    assert_eq!(
+        messages(&s.validate_update(&new, &old)),
+        vec!["spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"]
+    );
+    // On create everything is.
+    assert_eq!(s.validate(&new).len(), 2);
+}
+
+#[test]
+fn additional_properties_false_and_min_properties() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "closed": {"type": "object", "additionalProperties": false, "properties": {"a": {"type": "string"}}},
+        "some": {"type": "object", "minProperties": 2, "additionalProperties": {"type": "string"}}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"closed": {"a": "x", "b": "y"}}))),
+        vec![r#"closed: Invalid value: "b": closed.b in body is a forbidden property"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"some": {"a": "x"}}))),
+        vec!["some: Invalid value: 1: some in body should have at least 2 properties"]
+    );
+}
+
+#[test]
+fn unique_items_and_nullable_enum() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "u": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}},
+        "e": {"type": "string", "nullable": true, "enum": ["a"]}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"u": [1, 2, 1]}))),
+        vec![r#"u: Invalid value: "": u in body shouldn't contain duplicates"#]
+    );
+    // kube-openapi checks enums on nulls too.
+    assert_eq!(
+        messages(&s.validate(&json!({"e": null}))),
+        vec![r#"e: Unsupported value: "null": supported values: "a""#]
+    );
+}
+
+#[test]
+fn non_string_enum_values_are_json() {
+    let s = compiled(
+        json!({"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2]}}}),
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"n": 3}))),
+        vec![r#"n: Unsupported value: 3: supported values: "1", "2""#]
+    );
+    assert!(s.validate(&json!({"n": 2.0})).is_empty());
+}
+
+#[test]
+fn numeric_formats() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "i": {"type": "integer", "format": "int32"},
+        "d": {"type": "number", "format": "double"}
+    }}));
+    assert!(s.validate(&json!({"i": 5, "d": 1.5})).is_empty());
+    assert!(s.validate(&json!({"d": 2})).is_empty());
+}
+
+#[test]
+fn defaults_in_items_and_additional_properties() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "list": {"type": "array", "items": {"type": "object", "properties": {
+            "p": {"type": "integer", "default": 80}}}},
+        "map": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+            "on": {"type": "boolean", "default": true}}}},
+        "obj": {"type": "object", "default": {}, "properties": {"x": {"type": "string", "default": "y"}}}
+    }}));
+    let mut obj = json!({"list": [{}, {"p": 1}], "map": {"a": {}}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj,
+        json!({"list": [{"p": 80}, {"p": 1}], "map": {"a": {"on": true}}, "obj": {"x": "y"}})
+    );
+}
+
+#[test]
+fn pruning_under_additional_properties_and_preserved_root() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {"k": {"type": "string"}}}}
+    }}));
+    let mut obj = json!({"m": {"a": {"k": "v", "z": 1}}});
+    assert_eq!(s.prune(&mut obj), vec!["m.a.z"]);
+    let open = compiled(
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}),
+    );
+    let mut obj = json!({"anything": 1, "spec": {"a": "x", "b": 2}});
+    assert_eq!(open.prune(&mut obj), vec!["spec.b"]);
+    assert_eq!(obj, json!({"anything": 1, "spec": {"a": "x"}}));
+}
+
+#[test]
+fn structural_kind_and_metadata_types() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {
+            "kind": {"type": "integer"},
+            "e": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"metadata": {"type": "string"}}},
+            "p": {"type": "string", "pattern": "("}
+        }}),
+        P,
     );
     let m = messages(&errs);
-    assert_eq!(m.len(), 4, "{m:#?}");
-    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    assert_eq!(m.len(), 3, "{m:#?}");
+    assert_eq!(
+        m[0],
+        r#"spec.validation.openAPIV3Schema.properties[e].properties[metadata].type: Invalid value: "string": must be object"#
+    );
     assert_eq!(
         m[1],
-        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified"
+        r#"spec.validation.openAPIV3Schema.properties[kind].type: Invalid value: "integer": must be string"#
     );
+    assert!(m[2].starts_with(r#"spec.validation.openAPIV3Schema.properties[p].pattern: Invalid value: "(": must be a valid regular expression, but isn't: "#), "{}", m[2]);
+}
+
+#[test]
+fn transition_rules_correlate_list_map_items_by_key() {
+    let s = compiled(json!({"type": "object", "properties": {"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"},
+            "port": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "port is immutable"}]}
+        }}
+    }}}));
+    let old = json!({"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]});
+    // Reordered, same ports: fine. A changed port for "b": refused at its new index.
+    assert!(s
+        .validate_rules(
+            &json!({"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 1}]}),
+            Some(&old)
+        )
+        .is_empty());
     assert_eq!(
-        m[2],
-        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#
+        messages(&s.validate_rules(&json!({"ports": [{"name": "b", "port": 3}]}), Some(&old))),
+        vec![r#"ports[0].port: Invalid value: "integer": port is immutable"#]
     );
+    // A new item has no old value: the transition rule does not run.
+    assert!(s
+        .validate_rules(&json!({"ports": [{"name": "c", "port": 9}]}), Some(&old))
+        .is_empty());
+}
+
+#[test]
+fn cel_sees_int_or_string_and_escaped_names() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "port": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [{"rule": "self == 80 || self == 'http'"}]},
+        "o": {"type": "object", "properties": {"my-field": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.my__dash__field > 1"}]}
+    }}));
     assert_eq!(
-        m[3],
-        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#
+        messages(&s.validate_rules(&json!({"port": 80, "o": {"my-field": 2}}), None)),
+        Vec::<String>::new()
     );
+    assert!(s.validate_rules(&json!({"port": "http"}), None).is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"o": {"my-field": 1}}), None)),
+        vec![r#"o: Invalid value: "object": failed rule: self.my__dash__field > 1"#]
+    );
+}
+
+/// Whatever the schema and the value, nothing panics and pruning twice changes nothing more.
+#[test]
+fn odd_inputs_do_not_panic() {
+    let schemas = [
+        json!({}),
+        json!({"type": 5, "properties": [], "items": "x", "required": "a"}),
+        json!({"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}}),
+        json!({"type": "object", "additionalProperties": true, "x-kubernetes-validations": [{"rule": "self.x +"}, {"nope": 1}, 7]}),
+        json!({"type": "object", "properties": {"m": {"type": "object", "x-kubernetes-embedded-resource": true}},
+            "anyOf": [{"not": {"allOf": [{"properties": {"z": {}}}]}}], "pattern": "(", "enum": []}),
+        json!({"type": "string", "format": "date-time", "minLength": -1, "maxLength": 1e300, "multipleOf": 0}),
+    ];
+    let values = [
+        json!(null),
+        json!(1),
+        json!("x"),
+        json!([1, {"a": null}]),
+        json!({"a": [1, 2, {"b": "c"}], "m": {"metadata": 5, "apiVersion": 1}, "z": {"y": null}}),
+        json!({"metadata": {"name": "n", "x": 1, "creationTimestamp": null}, "kind": 1}),
+    ];
+    for schema in &schemas {
+        let _ = validate_structural(schema, P);
+        let Ok(s) = CompiledSchema::new(schema) else {
+            continue;
+        };
+        for v in &values {
+            let mut x = v.clone();
+            s.prune(&mut x);
+            let once = x.clone();
+            assert!(s.prune(&mut x).is_empty(), "{schema} {v}");
+            assert_eq!(x, once);
+            s.apply_defaults(&mut x);
+            let _ = s.validate(&x);
+            let _ = s.validate_update(&x, v);
+            let _ = s.validate_rules(&x, Some(v));
+        }
+    }
+    assert!(CompiledSchema::new(&json!("not an object")).is_err());
 }

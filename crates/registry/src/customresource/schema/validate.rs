@@ -48,10 +48,13 @@ impl OErr {
     }
 }
 
-/// Validates `data` against `schema` as upstream's `ValidateCustomResource` does.
-pub fn validate(schema: &Node, data: &Value) -> Vec<FieldError> {
+/// Validates `data` against `schema` as upstream's `ValidateCustomResource` does. With `old`
+/// (an update), a value equal to its correlated old value is not judged again (upstream's
+/// ratcheting validator, `CRDValidationRatcheting`): object fields and map values correlate
+/// by key, list-type map items by their keys, other list items not at all.
+pub fn validate(schema: &Node, data: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_node(schema, data, "", &mut errs);
+    validate_node(schema, data, old, "", &mut errs);
     errs.into_iter().map(to_field_error).collect()
 }
 
@@ -263,7 +266,10 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
+fn validate_node(s: &Node, data: &Value, old: Option<&Value>, path: &str, out: &mut Vec<OErr>) {
+    if old.is_some_and(|o| json_equal(o, data)) {
+        return;
+    }
     if data.is_null() {
         out.extend(type_check(s, data, path));
         out.extend(enum_check(s, data, path));
@@ -294,8 +300,15 @@ fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     // Slice validator.
     if let Value::Array(items) = data {
         if let Some(item_schema) = s.items.as_deref() {
+            let old_items = old
+                .and_then(Value::as_array)
+                .filter(|_| s.list_type.as_deref() == Some("map") && !s.list_map_keys.is_empty());
             for (i, item) in items.iter().enumerate() {
-                validate_node(item_schema, item, &format!("{path}[{i}]"), out);
+                let o = old_items.and_then(|olds| {
+                    olds.iter()
+                        .find(|o| s.list_map_keys.iter().all(|k| o.get(k) == item.get(k)))
+                });
+                validate_node(item_schema, item, o, &format!("{path}[{i}]"), out);
             }
         }
         let size = items.len() as i64;
@@ -334,7 +347,7 @@ fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     out.extend(enum_check(s, data, path));
     // Object validator.
     if let Value::Object(m) = data {
-        object_check(s, m, path, out);
+        object_check(s, m, old.and_then(Value::as_object), path, out);
     }
 }
 
@@ -501,7 +514,13 @@ fn number_check(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     }
 }
 
-fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<OErr>) {
+fn object_check(
+    s: &Node,
+    m: &serde_json::Map<String, Value>,
+    old: Option<&serde_json::Map<String, Value>>,
+    path: &str,
+    out: &mut Vec<OErr>,
+) {
     let n = m.len() as i64;
     // Upstream stops at a property-count failure.
     if let Some(min) = s.min_properties {
@@ -549,7 +568,8 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
             keys.sort();
             for k in keys {
                 if !s.properties.contains_key(k) {
-                    validate_node(ap, &m[k], &format!("{path}.{k}"), out);
+                    let o = old.and_then(|o| o.get(k.as_str()));
+                    validate_node(ap, &m[k], o, &format!("{path}.{k}"), out);
                 }
             }
         }
@@ -562,7 +582,7 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
             } else {
                 format!("{path}.{name}")
             };
-            validate_node(prop, v, &child, out);
+            validate_node(prop, v, old.and_then(|o| o.get(name)), &child, out);
         }
     }
     for k in &s.required {
@@ -580,7 +600,8 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
 
 fn errors_of(s: &Node, data: &Value, path: &str) -> Vec<OErr> {
     let mut out = Vec::new();
-    validate_node(s, data, path, &mut out);
+    // Upstream does not ratchet inside allOf/anyOf/oneOf/not.
+    validate_node(s, data, None, path, &mut out);
     out
 }
 
