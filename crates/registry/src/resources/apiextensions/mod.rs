@@ -5,10 +5,13 @@
 //! (`pkg/apis/apiextensions/v1/defaults.go`) and `ValidateCustomResourceDefinition*`
 //! (`pkg/apis/apiextensions/validation/validation.go`, in [`validation`] and [`schema`]).
 
+mod conversion;
 mod defaults;
+mod extensions;
 mod gofmt;
 mod internal;
 mod schema;
+mod selectable;
 mod validation;
 
 #[cfg(test)]
