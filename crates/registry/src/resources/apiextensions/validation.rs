@@ -90,7 +90,10 @@ fn update_opts(new: &Object, old: &Object) -> Opts {
             || review.is_empty()
             || review.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(v)),
         require_immutable_names: condition_true(old, "Established"),
-        require_open_api_schema: old_spec.validation.is_some()
+        require_open_api_schema: old_spec
+            .validation
+            .and_then(|v| v.get("openAPIV3Schema"))
+            .is_some_and(|s| !s.is_null())
             || old_spec
                 .versions
                 .iter()
