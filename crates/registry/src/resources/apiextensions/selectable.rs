@@ -51,7 +51,7 @@ pub fn valid_field_path<'a>(
     let end = || "unexpected end of JSON path".to_string();
     let invalid = || "does not refer to a valid field".to_string();
     while let Some(tok) = it.next() {
-        let (name, by_key) = match tok {
+        let name = match tok {
             "[" => {
                 if !allow_array_notation {
                     return Err("array notation is not allowed".into());
@@ -65,12 +65,12 @@ pub fn valid_field_path<'a>(
                 if close != "]" {
                     return Err(format!("expected ] but got {close}"));
                 }
-                (name, true)
+                name
             }
-            "." => (it.next().ok_or_else(end)?.to_string(), false),
+            "." => it.next().ok_or_else(end)?.to_string(),
             other => return Err(format!("expected [ or . but got: {other}")),
         };
-        let _ = by_key;
+        // a named field where the schema has properties, a key where it is a map
         if let Some(props) = cur.get("properties").and_then(Value::as_object) {
             cur = props
                 .get(&name)
