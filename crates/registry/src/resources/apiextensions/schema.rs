@@ -147,7 +147,12 @@ fn is_go_zero(go: &str, v: Option<&Value>) -> bool {
         Some(Value::Bool(b)) => {
             !*b && matches!(
                 go,
-                "Nullable" | "UniqueItems" | "XEmbeddedResource" | "XIntOrString"
+                "Nullable"
+                    | "ExclusiveMaximum"
+                    | "ExclusiveMinimum"
+                    | "UniqueItems"
+                    | "XEmbeddedResource"
+                    | "XIntOrString"
             )
         }
         Some(Value::String(s)) => {
