@@ -5,10 +5,13 @@
 //! (`pkg/apis/apiextensions/v1/defaults.go`) and `ValidateCustomResourceDefinition*`
 //! (`pkg/apis/apiextensions/validation/validation.go`, in [`validation`] and [`schema`]).
 
+mod conversion;
 mod defaults;
+mod extensions;
 mod gofmt;
 mod internal;
 mod schema;
+mod selectable;
 mod validation;
 
 #[cfg(test)]
@@ -20,7 +23,7 @@ use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, S
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{ApiError, DeleteOptions, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -224,6 +227,41 @@ impl Strategy for CustomResourceDefinitionStrategy {
 
     fn validate_status_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
         validate_crd_status_update(new, old)
+    }
+
+    /// Upstream's `REST.Delete` checks the preconditions itself, with its own wording.
+    fn check_delete_preconditions(
+        &self,
+        current: &Object,
+        opts: &DeleteOptions,
+    ) -> Option<Result<(), ApiError>> {
+        let gr = GroupResource::new(GROUP, "customresourcedefinitions");
+        let p = &opts.preconditions;
+        if let Some(uid) = p.uid.as_deref().filter(|u| *u != current.uid()) {
+            return Some(Err(ApiError::conflict(
+                &gr,
+                current.name(),
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.uid()
+                ),
+            )));
+        }
+        if let Some(rv) = p
+            .resource_version
+            .as_deref()
+            .filter(|rv| *rv != current.resource_version())
+        {
+            return Some(Err(ApiError::conflict(
+                &gr,
+                current.name(),
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.resource_version()
+                ),
+            )));
+        }
+        Some(Ok(()))
     }
 
     /// Upstream's `REST.Delete`: the first delete only marks the definition (deletionTimestamp,

@@ -317,6 +317,15 @@ fn validation_rule_fields() {
 
 #[test]
 fn root_with_status_subresource() {
+    // Go zero values (a false bool, an empty string) do not count as set
+    let e = errors(|v| {
+        let ver = &mut v["spec"]["versions"][0];
+        ver["subresources"] = json!({"status": {}});
+        ver["schema"]["openAPIV3Schema"]["exclusiveMaximum"] = json!(false);
+        ver["schema"]["openAPIV3Schema"]["format"] = json!("");
+        ver["schema"]["openAPIV3Schema"]["description"] = json!("a widget");
+    });
+    assert!(e.is_empty(), "{e:#?}");
     let e = errors(|v| {
         let ver = &mut v["spec"]["versions"][0];
         ver["subresources"] = json!({"status": {}});
