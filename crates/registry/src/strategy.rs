@@ -272,7 +272,9 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// Runs in place of the generic delete's first step; `Some` replaces the object to store
-    /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete.
+    /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete. A
+    /// replacement that sets `deletionTimestamp` itself is stored as it is, without the
+    /// propagation finalizers or a grace period (CRDs add their own finalizer).
     fn before_delete(&self, _obj: &Object) -> Result<Option<Object>, ApiError> {
         Ok(None)
     }

@@ -89,7 +89,12 @@ impl Store {
         finalizers: &[String],
         grace: GracefulDelete,
     ) -> Result<Object, ApiError> {
+        let unmarked = obj.deletion_timestamp().is_none();
         let mut obj = self.strategy.before_delete(&obj)?.unwrap_or(obj);
+        if unmarked && obj.deletion_timestamp().is_some() {
+            // The strategy marked the object itself (upstream's CRD delete): stored as it is.
+            return Ok(obj);
+        }
         obj.set_finalizers(finalizers);
         match grace {
             GracefulDelete::Graceful(secs) => {
@@ -152,7 +157,7 @@ impl Store {
         let held = !finalizers.is_empty()
             || replacement
                 .as_ref()
-                .is_some_and(|r| self.strategy.holds_deletion(r))
+                .is_some_and(|r| self.strategy.holds_deletion(r) || !r.finalizers().is_empty())
             || matches!(grace, GracefulDelete::Graceful(_));
 
         validate(current.clone()).await?;

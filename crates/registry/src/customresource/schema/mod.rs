@@ -1,22 +1,62 @@
 //! A CRD version's OpenAPI v3 schema as upstream's apiextensions-apiserver uses it
 //! (`pkg/apiserver/schema`): the structural form, its checks, pruning of unknown fields,
 //! defaulting, validation of values and `x-kubernetes-validations` CEL rules.
+//!
+//! | file | follows upstream's |
+//! |---|---|
+//! | `node.rs` | `schema/structural.go`, `convert.go` (the parsed tree) |
+//! | `prune.rs` | `schema/pruning/algorithm.go`, `defaulting/prunenulls.go`, `objectmeta/coerce.go` |
+//! | `defaults.rs` | `schema/defaulting/algorithm.go` |
+//! | `validate.rs`, `formats.rs` | kube-openapi `pkg/validation/validate`, `apiserver/validation/{validation,formats}.go` |
+//! | `listtype.rs` | `schema/listtype/validation.go` |
+//! | `embedded.rs` | `schema/objectmeta/validation.go` |
+//! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
+//! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
+
+mod cel;
+mod defaults;
+mod embedded;
+mod formats;
+mod goval;
+mod listtype;
+mod node;
+mod prune;
+mod structural;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+pub use node::{Additional, Node};
+pub use validate::is_blocking;
 
 use kapi_machinery::FieldError;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One version's compiled schema: everything a custom object of that version is pruned,
-/// defaulted and validated with. Built once per CRD generation and shared by its storages.
+/// defaulted and validated with. Built once per CRD generation and shared by its storages
+/// (cloning is cheap: the parsed tree is shared).
 #[derive(Debug, Clone)]
 pub struct CompiledSchema {
     schema: Value,
+    root: Arc<Node>,
+    /// The nodes with CEL rules, compiled; `None` when the schema has none.
+    rules: Option<Arc<cel::RuleTree>>,
 }
 
 impl CompiledSchema {
     /// Compiles `openAPIV3Schema` (a `JSONSchemaProps` as JSON) of one version.
     pub fn new(open_api_v3_schema: &Value) -> Result<Self, String> {
+        if !open_api_v3_schema.is_object() {
+            return Err("openAPIV3Schema must be an object".into());
+        }
+        let root = Node::parse(open_api_v3_schema);
+        let rules = cel::RuleTree::build(open_api_v3_schema, &root, 0).map(Arc::new);
         Ok(Self {
             schema: open_api_v3_schema.clone(),
+            root: Arc::new(root),
+            rules,
         })
     }
 
@@ -25,31 +65,73 @@ impl CompiledSchema {
         &self.schema
     }
 
+    /// The parsed schema tree.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+
     /// Removes fields the schema does not know (not under `x-kubernetes-preserve-unknown-fields`,
     /// and for `metadata` of the root and of embedded resources only what `ObjectMeta` lacks);
     /// returns the paths removed (`spec.foo`), for `fieldValidation` Strict and Warn.
-    pub fn prune(&self, _obj: &mut Value) -> Vec<String> {
-        Vec::new()
+    /// Nulls the schema neither allows nor defaults are dropped too (not reported), as
+    /// upstream does right after pruning.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        prune::prune_root(obj, &self.root)
     }
 
     /// Applies `default:` values (upstream's structural defaulting, after pruning).
-    pub fn apply_defaults(&self, _obj: &mut Value) {}
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaults::apply(obj, &self.root);
+    }
 
     /// Validates a value against the schema (types, formats, bounds, enums, list types, ...),
     /// with upstream's field paths (`spec.replicas`) and wording.
-    pub fn validate(&self, _obj: &Value) -> Vec<FieldError> {
-        Vec::new()
+    /// Upstream's order: the OpenAPI checks, then embedded resources' `apiVersion`, `kind`
+    /// and `metadata`, then list-type `set` / `map` uniqueness.
+    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = validate::validate(&self.root, obj);
+        errs.extend(embedded::validate(&self.root, obj));
+        errs.extend(listtype::validate(&self.root, obj));
+        errs
     }
 
     /// Evaluates the `x-kubernetes-validations` rules (transition rules when `old` is given).
-    pub fn validate_rules(&self, _obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-        Vec::new()
+    /// Root failures are reported at `<nil>`, as upstream's nil path prints. Callers skip
+    /// this when [`validate`](Self::validate) found a blocking error ([`is_blocking`]), as
+    /// upstream does, and report [`rules_not_checked`] instead.
+    pub fn validate_rules(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        match &self.rules {
+            Some(t) => cel::validate(t, obj, old),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the schema has any `x-kubernetes-validations` rule.
+    pub fn has_rules(&self) -> bool {
+        self.rules.is_some()
     }
 }
 
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
-pub fn validate_structural(_schema: &Value, _path: &str) -> Vec<FieldError> {
-    Vec::new()
+/// When the schema is structural, the checks and compilation of its CEL rules follow
+/// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
+/// upstream only compiles rules of a structural schema.
+pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
+    let errs = structural::validate(schema, path);
+    if !errs.is_empty() {
+        return errs;
+    }
+    cel::check_rules(schema, path)
+}
+
+/// Upstream's error when value validation failed in a way that keeps CEL rules from running
+/// (`hasBlockingErr`).
+pub fn rules_not_checked() -> FieldError {
+    FieldError::invalid(
+        "<nil>",
+        kapi_machinery::BadValue::Null,
+        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+    )
 }

@@ -1,0 +1,674 @@
+//! Cases with kube-apiserver's exact messages for each part of the schema engine.
+
+use super::*;
+use serde_json::json;
+
+fn compiled(schema: Value) -> CompiledSchema {
+    CompiledSchema::new(&schema).expect("schema compiles")
+}
+
+fn messages(errs: &[FieldError]) -> Vec<String> {
+    errs.iter().map(ToString::to_string).collect()
+}
+
+fn widget() -> CompiledSchema {
+    compiled(json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["image"],
+                "properties": {
+                    "image": {"type": "string", "maxLength": 5},
+                    "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+                    "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+                    "ratio": {"type": "number", "multipleOf": 0.5},
+                    "name": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
+                    "tags": {"type": "array", "maxItems": 2, "minItems": 1, "items": {"type": "string"}},
+                    "labels": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}},
+                    "when": {"type": "string", "format": "date-time"},
+                    "id": {"type": "string", "format": "uuid"},
+                    "port": {"x-kubernetes-int-or-string": true},
+                    "opt": {"type": "string", "nullable": true},
+                    "list": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"x": {"type": "integer"}}
+                    }},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                        "properties": {"spec": {"type": "object"}}}
+                }
+            },
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+        }
+    }))
+}
+
+#[test]
+fn prunes_unknown_fields_with_upstream_paths() {
+    let s = widget();
+    let mut obj = json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "bogus": 1},
+        "spec": {
+            "image": "x", "foo": 1,
+            "list": [{"x": 1, "y": 2}],
+            "free": {"anything": {"goes": true}},
+            "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "zz": 1}, "spec": {}, "other": 1}
+        },
+        "extra": true
+    });
+    let pruned = s.prune(&mut obj);
+    assert_eq!(
+        pruned,
+        vec![
+            "extra",
+            "metadata.bogus",
+            "spec.foo",
+            "spec.list[0].y",
+            "spec.template.metadata.zz",
+            "spec.template.other"
+        ]
+    );
+    assert_eq!(
+        obj,
+        json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {
+                "image": "x",
+                "list": [{"x": 1}],
+                "free": {"anything": {"goes": true}},
+                "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+            }
+        })
+    );
+}
+
+#[test]
+fn pruning_is_idempotent() {
+    let s = widget();
+    let mut obj =
+        json!({"spec": {"image": "x", "foo": {"bar": 1}, "list": [{"y": 1}, {"x": 2}]}, "z": 1});
+    s.prune(&mut obj);
+    let once = obj.clone();
+    assert!(s.prune(&mut obj).is_empty());
+    assert_eq!(obj, once);
+}
+
+#[test]
+fn prunes_nulls_without_defaults() {
+    let s = widget();
+    let mut obj = json!({"spec": {"image": null, "opt": null, "replicas": null}});
+    s.prune(&mut obj);
+    // image: not nullable, no default: dropped; opt: nullable: kept; replicas: has a default.
+    assert_eq!(obj, json!({"spec": {"opt": null, "replicas": null}}));
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj,
+        json!({"spec": {"opt": null, "replicas": 1, "mode": "a"}})
+    );
+}
+
+#[test]
+fn defaults_then_pruning_keeps_defaults() {
+    let s = widget();
+    let mut obj = json!({"spec": {"image": "x"}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(obj["spec"]["replicas"], json!(1));
+    assert_eq!(obj["spec"]["mode"], json!("a"));
+    let before = obj.clone();
+    assert!(s.prune(&mut obj).is_empty());
+    assert_eq!(obj, before);
+}
+
+#[test]
+fn type_errors() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": "3"}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+        ]
+    );
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": 1.5}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number""#
+        ]
+    );
+    // 2.0 is an integer to upstream.
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "replicas": 2.0}}))
+        .is_empty());
+}
+
+#[test]
+fn null_where_not_nullable() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": null}}));
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.image: Invalid value: "null": spec.image in body must be of type string: "null""#
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "opt": null}}))
+        .is_empty());
+}
+
+#[test]
+fn required() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {}}));
+    assert_eq!(messages(&errs), vec!["spec.image: Required value"]);
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueRequired");
+}
+
+#[test]
+fn enum_values() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "mode": "c"}}));
+    assert_eq!(
+        messages(&errs),
+        vec![r#"spec.mode: Unsupported value: "c": supported values: "a", "b""#]
+    );
+}
+
+#[test]
+fn numeric_bounds() {
+    let s = widget();
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "replicas": 0}}))),
+        vec!["spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "replicas": 11}}))),
+        vec!["spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "ratio": 0.7}}))),
+        vec!["spec.ratio: Invalid value: 0.7: spec.ratio in body should be a multiple of 0.5"]
+    );
+    let excl = compiled(json!({"type": "object", "properties": {"n": {
+        "type": "number", "minimum": 1, "exclusiveMinimum": true, "maximum": 2, "exclusiveMaximum": true}}}));
+    assert_eq!(
+        messages(&excl.validate(&json!({"n": 1}))),
+        vec!["n: Invalid value: 1: n in body should be greater than 1"]
+    );
+    assert_eq!(
+        messages(&excl.validate(&json!({"n": 2.0}))),
+        vec!["n: Invalid value: 2: n in body should be less than 2"]
+    );
+}
+
+#[test]
+fn string_bounds() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "abcdef"}}));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.image: Too long: may not be more than 5 bytes"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueTooLong");
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "name": "a"}}))),
+        vec![r#"spec.name: Invalid value: "a": spec.name in body should be at least 2 chars long"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "name": "AB"}}))),
+        vec![r#"spec.name: Invalid value: "AB": spec.name in body should match '^[a-z]+$'"#]
+    );
+}
+
+#[test]
+fn list_and_map_bounds() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {"image": "x", "tags": ["a", "b", "c"]}}));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.tags: Too many: 3: must have at most 2 items"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "tags": []}}))),
+        vec!["spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "labels": {"a": "1", "b": "2"}}}))),
+        vec!["spec.labels: Too many: 2: must have at most 1 item"]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "labels": {"a": 1}}}))),
+        vec![
+            r#"spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer""#
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "list": [{"x": "no"}]}}))),
+        vec![
+            r#"spec.list[0].x: Invalid value: "string": spec.list[0].x in body must be of type integer: "string""#
+        ]
+    );
+}
+
+#[test]
+fn formats() {
+    let s = widget();
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "when": "yesterday"}}))),
+        vec![
+            r#"spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday""#
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "when": "2024-01-02T03:04:05Z", "id": "123e4567-e89b-12d3-a456-426614174000"}}))
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "id": "nope"}}))),
+        vec![r#"spec.id: Invalid value: "nope": spec.id in body must be of type uuid: "nope""#]
+    );
+    for (format, good, bad) in [
+        ("byte", "aGVsbG8=", "not base64!"),
+        ("date", "2024-02-29", "2023-02-29"),
+        ("ipv4", "10.0.0.1", "10.0.0.256"),
+        ("ipv6", "::1", "10.0.0.1"),
+        ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
+        ("mac", "00:1a:2b:3c:4d:5e", "00:1a:2b"),
+        ("hostname", "example.com", "-bad-.com"),
+        ("email", "a@example.com", "not-an-email"),
+        ("duration", "1h30m", "forever"),
+        ("uri", "https://example.com/x", "no scheme"),
+    ] {
+        let s = compiled(
+            json!({"type": "object", "properties": {"f": {"type": "string", "format": format}}}),
+        );
+        assert!(
+            s.validate(&json!({"f": good})).is_empty(),
+            "{format} {good}"
+        );
+        assert_eq!(s.validate(&json!({"f": bad})).len(), 1, "{format} {bad}");
+    }
+    // Formats upstream does not know are ignored.
+    let s = compiled(
+        json!({"type": "object", "properties": {"f": {"type": "string", "format": "k8s-short-name"}}}),
+    );
+    assert!(s.validate(&json!({"f": "Anything Goes"})).is_empty());
+}
+
+#[test]
+fn int_or_string() {
+    let s = widget();
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "port": 80}}))
+        .is_empty());
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "port": "http"}}))
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate(&json!({"spec": {"image": "x", "port": true}}))),
+        vec![
+            r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#
+        ]
+    );
+}
+
+#[test]
+fn composition() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "a": {"type": "string", "anyOf": [{"maxLength": 1}, {"pattern": "^x"}]},
+        "o": {"type": "integer", "oneOf": [{"minimum": 0}, {"maximum": 10}]},
+        "n": {"type": "string", "not": {"enum": ["bad"]}},
+        "all": {"type": "integer", "allOf": [{"minimum": 5}]}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"a": "abc"}))),
+        vec![
+            r#"<nil>: Invalid value: "": "a" must validate at least one schema (anyOf)"#,
+            "a: Too long: may not be more than 1 byte",
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"o": 5}))),
+        vec![
+            r#"<nil>: Invalid value: "": "o" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"n": "bad"}))),
+        vec![r#"<nil>: Invalid value: "": "n" must not validate the schema (not)"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"all": 1}))),
+        vec![
+            "all: Invalid value: 1: all in body should be greater than or equal to 5",
+            r#"<nil>: Invalid value: "": "all" must validate all the schemas (allOf). None validated"#,
+        ]
+    );
+}
+
+#[test]
+fn list_type_set_and_map_duplicates() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "objs": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+        "multi": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+            "items": {"type": "object", "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"set": ["a", "b", "a", "a"]}))),
+        vec![r#"set[2]: Duplicate value: "a""#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"objs": [{"a": 1}, {"a": 1}]}))),
+        vec![r#"objs[1]: Duplicate value: map[string]interface {}{"a":1}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(
+            &json!({"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]})
+        )),
+        vec![r#"ports[1]: Duplicate value: map[string]interface {}{"name":"http"}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"multi": [{"port": 80}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}]}))),
+        vec![r#"multi[1]: Duplicate value: map[string]interface {}{"port":80, "protocol":"TCP"}"#]
+    );
+    assert_eq!(
+        messages(&s.validate(&json!({"ports": ["x"]}))),
+        vec![
+            r#"ports[0]: Invalid value: "string": ports[0] in body must be of type object: "string""#,
+            r#"ports[0]: Invalid value: "x": must be an object for an array of list-type map"#
+        ]
+    );
+}
+
+#[test]
+fn embedded_resources() {
+    let s = widget();
+    let errs = s.validate(
+        &json!({"spec": {"image": "x", "template": {"metadata": {"name": "Bad_Name/x"}}}}),
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.template.apiVersion: Required value: must not be empty",
+            "spec.template.kind: Required value: must not be empty",
+            r#"spec.template.metadata.name: Invalid value: "Bad_Name/x": may not contain '/'"#,
+        ]
+    );
+    assert!(s
+        .validate(&json!({"spec": {"image": "x", "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": "b"}}}}}))
+        .is_empty());
+    let errs = s.validate(
+        &json!({"spec": {"image": "x", "template": {"apiVersion": "a/b/c", "kind": ""}}}),
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.template.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
+            r#"spec.template.kind: Invalid value: "": must not be empty"#,
+        ]
+    );
+}
+
+#[test]
+fn compiled_schema_is_shareable() {
+    fn shareable<T: Send + Sync + Clone>() {}
+    shareable::<CompiledSchema>();
+}
+
+fn ruled() -> CompiledSchema {
+    compiled(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.spec.min <= self.spec.max"}],
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.min >= 0", "message": "min must not be negative"},
+                {"rule": "self.name == oldSelf.name", "message": "name is immutable", "reason": "FieldValueForbidden", "fieldPath": ".name"},
+                {"rule": "self.min != 7", "messageExpression": "'min is ' + string(self.min)"},
+                {"rule": "self.min != 8", "reason": "FieldValueRequired"},
+                {"rule": "self.min != 9 || self.missing == 1"}
+            ],
+            "properties": {
+                "min": {"type": "integer"},
+                "max": {"type": "integer"},
+                "name": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3"}]}},
+                "byKey": {"type": "object", "additionalProperties": {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0"}]}}
+            }
+        }}
+    }))
+}
+
+#[test]
+fn cel_rules_fail_with_upstream_messages() {
+    let s = ruled();
+    assert!(s.has_rules());
+    assert!(s
+        .validate_rules(&json!({"spec": {"min": 1, "max": 2, "name": "a"}}), None)
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": 3, "max": 2}}), None)),
+        vec![r#"<nil>: Invalid value: "object": failed rule: self.spec.min <= self.spec.max"#]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": -1, "max": 2}}), None)),
+        vec![r#"spec: Invalid value: "object": min must not be negative"#]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": 7, "max": 9}}), None)),
+        vec![r#"spec: Invalid value: "object": min is 7"#]
+    );
+    let errs = s.validate_rules(&json!({"spec": {"min": 8, "max": 9}}), None);
+    assert_eq!(
+        messages(&errs),
+        vec!["spec: Required value: failed rule: self.min != 8"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueRequired");
+}
+
+#[test]
+fn cel_transition_rules_need_an_old_value() {
+    let s = ruled();
+    let new = json!({"spec": {"min": 1, "max": 2, "name": "b"}});
+    assert!(s.validate_rules(&new, None).is_empty());
+    let old = json!({"spec": {"min": 1, "max": 2, "name": "a"}});
+    let errs = s.validate_rules(&new, Some(&old));
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.name: Forbidden: name is immutable"]
+    );
+    assert_eq!(errs[0].error_type.cause_reason(), "FieldValueForbidden");
+}
+
+#[test]
+fn cel_rules_on_items_and_map_values() {
+    let s = ruled();
+    let errs = s.validate_rules(
+        &json!({"spec": {"min": 1, "max": 2, "items": ["ok", "long"], "byKey": {"a": 1, "b": 0}}}),
+        None,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            r#"spec.byKey[b]: Invalid value: "integer": failed rule: self > 0"#,
+            r#"spec.items[1]: Invalid value: "string": failed rule: self.size() < 3"#,
+        ]
+    );
+}
+
+#[test]
+fn cel_runtime_errors() {
+    let s = ruled();
+    let errs = s.validate_rules(&json!({"spec": {"min": 9, "max": 10}}), None);
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0]
+            .to_string()
+            .starts_with(r#"spec: Invalid value: "object": "#),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[0]
+            .to_string()
+            .ends_with(" evaluating rule: self.min != 9 || self.missing == 1"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn blocking_errors_keep_rules_from_running() {
+    let s = widget();
+    let errs = s.validate(&json!({"spec": {}}));
+    assert!(errs.iter().any(is_blocking));
+    assert_eq!(
+        rules_not_checked().to_string(),
+        r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
+    );
+    let errs = s.validate(&json!({"spec": {"image": "x", "replicas": 0}}));
+    assert!(!errs.iter().any(is_blocking));
+}
+
+const P: &str = "spec.validation.openAPIV3Schema";
+
+#[test]
+fn structural_type_required() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}, "list": {"type": "array"}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[list].items: Required value: must be specified",
+            "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+        ]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"properties": {}}), P)),
+        vec!["spec.validation.openAPIV3Schema.type: Required value: must not be empty at the root"]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"type": "object", "properties": {"l": {"type": "array", "items": {}}}}), P)),
+        vec!["spec.validation.openAPIV3Schema.properties[l].items.type: Required value: must not be empty for specified array items"]
+    );
+    assert_eq!(
+        messages(&validate_structural(&json!({"type": "string"}), P)),
+        vec![
+            r#"spec.validation.openAPIV3Schema.type: Invalid value: "string": must be object at the root"#
+        ]
+    );
+    // preserve-unknown-fields and int-or-string need no type.
+    assert!(validate_structural(
+        &json!({"type": "object", "properties": {"a": {"x-kubernetes-preserve-unknown-fields": true}, "b": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}}),
+        P
+    )
+    .is_empty());
+}
+
+#[test]
+fn structural_forbidden_in_value_validations() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"a": {"type": "string", "anyOf": [
+            {"type": "string", "description": "d", "nullable": true, "default": "x", "x-kubernetes-validations": [{"rule": "true"}]}
+        ]}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].default: Forbidden: must be undefined to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].description: Forbidden: must be empty to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].nullable: Forbidden: must be false to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].type: Forbidden: must be empty to be structural",
+            "spec.validation.openAPIV3Schema.properties[a].anyOf[0].x-kubernetes-validations: Forbidden: must be empty to be structural",
+        ]
+    );
+}
+
+#[test]
+fn structural_completeness_and_metadata() {
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object"}},
+            "anyOf": [{"properties": {"spec": {"properties": {"x": {"minLength": 1}}}}}]}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.validation.openAPIV3Schema.properties[spec].properties[x]: Required value: because it is defined in spec.validation.openAPIV3Schema.anyOf[0].properties[spec].properties[x]"]
+    );
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}, "labels": {"type": "object"}}}}}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec!["spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"]
+    );
+    assert!(validate_structural(
+        &json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}}}),
+        P
+    )
+    .is_empty());
+}
+
+#[test]
+fn structural_embedded_and_extensions() {
+    let errs = validate_structural(
+        &json!({"type": "object", "additionalProperties": {"type": "string"}, "properties": {
+            "e": {"x-kubernetes-embedded-resource": true},
+            "i": {"x-kubernetes-int-or-string": true, "x-kubernetes-preserve-unknown-fields": true}
+        }}),
+        P,
+    );
+    assert_eq!(
+        messages(&errs),
+        vec![
+            "spec.validation.openAPIV3Schema.additionalProperties: Forbidden: must not be used at the root",
+            "spec.validation.openAPIV3Schema.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+            "spec.validation.openAPIV3Schema.properties[e].type: Required value: must be object if x-kubernetes-embedded-resource is true",
+            "spec.validation.openAPIV3Schema.properties[i].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if x-kubernetes-int-or-string is true",
+        ]
+    );
+}
+
+#[test]
+fn rule_checks_and_compilation() {
+    let p = "spec.versions[0].schema.openAPIV3Schema";
+    let errs = validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"a": {"type": "string"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.a ==", "message": "m"},
+            {"rule": " "},
+            {"rule": "true", "reason": "Nope"},
+            {"rule": "true", "fieldPath": ".b"},
+            {"rule": "true", "fieldPath": ".a"}
+        ]}}}),
+        p,
+    );
+    let m = messages(&errs);
+    assert_eq!(m.len(), 4, "{m:#?}");
+    assert!(m[0].starts_with(r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.a ==", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#), "{}", m[0]);
+    assert_eq!(
+        m[1],
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Required value: rule is not specified"
+    );
+    assert_eq!(
+        m[2],
+        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#
+    );
+    assert_eq!(
+        m[3],
+        r#"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].fieldPath: Invalid value: ".b": fieldPath must be a valid path"#
+    );
+}

@@ -1,0 +1,1008 @@
+//! `ValidateCustomResourceDefinition`, `ValidateCustomResourceDefinitionUpdate` and
+//! `ValidateUpdateCustomResourceDefinitionStatus` (upstream's
+//! `pkg/apis/apiextensions/validation/validation.go`), over the internal form of
+//! [`super::internal`]. The OpenAPI schema checks live in [`super::schema`].
+
+use super::condition_true;
+use super::internal::{has_status, Spec, Version};
+use super::schema::{self, Opts};
+use crate::resources::networking::dns1035_label_errors;
+use kapi_machinery::validation::is_dns1123_subdomain;
+use kapi_machinery::{goformat, BadValue, FieldError, Object};
+use serde_json::{Map, Value};
+
+const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
+const PRINTER_COLUMN_FORMATS: &[&str] = &[
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
+const ACCEPTED_REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
+const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+fn empty_map() -> &'static Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Map::new)
+}
+
+fn spec_of(obj: &Object) -> Spec<'_> {
+    Spec::new(
+        obj.get("spec")
+            .and_then(Value::as_object)
+            .unwrap_or_else(|| empty_map()),
+    )
+}
+
+fn str_of<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
+    v.and_then(|v| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn stored_versions(obj: &Object) -> Option<&Value> {
+    obj.get("status").and_then(|s| s.get("storedVersions"))
+}
+
+/// Options for a new CRD (`ValidateCustomResourceDefinition`).
+fn create_opts() -> Opts {
+    Opts {
+        require_recognized_conversion_review_version: true,
+        require_immutable_names: false,
+        require_open_api_schema: true,
+        require_valid_property_type: true,
+        require_structural: true,
+        require_atomic_set_type: true,
+        require_map_list_keys_map_set_validation: true,
+        allow_too_many_selectable_fields: Vec::new(),
+    }
+}
+
+/// Options that do not tighten what the stored definition already has
+/// (`ValidateCustomResourceDefinitionUpdate`).
+fn update_opts(new: &Object, old: &Object) -> Opts {
+    let old_spec = spec_of(old);
+    let new_spec = spec_of(new);
+    let old_schemas = old_spec.schemas();
+    let review = old_spec.conversion_review_versions();
+    let mut too_many = Vec::new();
+    let sel_len = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
+    if sel_len(old_spec.selectable_fields) > schema::MAX_SELECTABLE_FIELDS
+        && old_spec.selectable_fields == new_spec.selectable_fields
+    {
+        too_many.push(String::new());
+    }
+    for v in &new_spec.versions {
+        if let Some(o) = old_spec.versions.iter().find(|o| o.name() == v.name()) {
+            if sel_len(o.selectable_fields) > schema::MAX_SELECTABLE_FIELDS
+                && o.selectable_fields == v.selectable_fields
+            {
+                too_many.push(v.name().to_string());
+            }
+        }
+    }
+    Opts {
+        require_recognized_conversion_review_version: old_spec.conversion().is_none()
+            || review.is_empty()
+            || review.iter().any(|v| ACCEPTED_REVIEW_VERSIONS.contains(v)),
+        require_immutable_names: condition_true(old, "Established"),
+        require_open_api_schema: old_spec.validation.is_some()
+            || old_spec
+                .versions
+                .iter()
+                .all(|v| v.schema.and_then(|s| s.get("openAPIV3Schema")).is_some()),
+        require_valid_property_type: !old_schemas.iter().any(|s| schema::has_invalid_types(s)),
+        require_structural: !old_schemas.iter().any(|s| schema::is_non_structural(s)),
+        require_atomic_set_type: !old_schemas.iter().any(|s| schema::has_non_atomic_set(s)),
+        require_map_list_keys_map_set_validation: !old_schemas
+            .iter()
+            .any(|s| schema::has_invalid_map_list_keys(s)),
+        allow_too_many_selectable_fields: too_many,
+    }
+}
+
+/// Upstream's `ValidateCustomResourceDefinition` (object metadata is the Store's; this adds
+/// the name rule, `must be spec.names.plural+"."+spec.group`).
+pub fn validate_crd(obj: &Object) -> Vec<FieldError> {
+    let spec = spec_of(obj);
+    let required = format!("{}.{}", str_of(spec.names(), "plural"), spec.str("group"));
+    let mut errs = Vec::new();
+    let msg = r#"must be spec.names.plural+"."+spec.group"#;
+    if !obj.generate_name().is_empty() && obj.generate_name() != required {
+        errs.push(FieldError::invalid(
+            "metadata.generateName",
+            obj.generate_name(),
+            msg,
+        ));
+    }
+    if !obj.name().is_empty() && obj.name() != required {
+        errs.push(FieldError::invalid("metadata.name", obj.name(), msg));
+    }
+    errs.extend(validate_spec(&spec, create_opts(), "spec"));
+    errs.extend(validate_status(obj));
+    errs.extend(validate_stored_versions(obj, &spec));
+    errs.extend(validate_api_approval(obj, None));
+    errs.extend(validate_preserve_unknown_fields(obj, None));
+    errs
+}
+
+/// Upstream's `ValidateCustomResourceDefinitionUpdate` (minus `ValidateObjectMetaUpdate`,
+/// which the Store runs).
+pub fn validate_crd_update(new: &Object, old: &Object) -> Vec<FieldError> {
+    let opts = update_opts(new, old);
+    let immutable_names = opts.require_immutable_names;
+    let spec = spec_of(new);
+    let old_spec = spec_of(old);
+    let mut errs = validate_spec(&spec, opts, "spec");
+    let mut immutable = |path: &str, n: &str, o: &str| {
+        if n != o {
+            errs.push(FieldError::invalid(path, n, "field is immutable"));
+        }
+    };
+    if immutable_names {
+        immutable("spec.scope", spec.str("scope"), old_spec.str("scope"));
+        immutable(
+            "spec.names.kind",
+            str_of(spec.names(), "kind"),
+            str_of(old_spec.names(), "kind"),
+        );
+    }
+    immutable("spec.group", spec.str("group"), old_spec.str("group"));
+    immutable(
+        "spec.names.plural",
+        str_of(spec.names(), "plural"),
+        str_of(old_spec.names(), "plural"),
+    );
+    errs.extend(validate_status(new));
+    errs.extend(validate_stored_versions(new, &spec));
+    errs.extend(validate_api_approval(new, Some(old)));
+    errs.extend(validate_preserve_unknown_fields(new, Some(old)));
+    errs
+}
+
+/// Upstream's `ValidateUpdateCustomResourceDefinitionStatus` (minus object metadata).
+pub fn validate_crd_status_update(new: &Object, _old: &Object) -> Vec<FieldError> {
+    validate_status(new)
+}
+
+fn validate_status(obj: &Object) -> Vec<FieldError> {
+    validate_names(
+        obj.get("status").and_then(|s| s.get("acceptedNames")),
+        "status.acceptedNames",
+    )
+}
+
+/// `ValidateCustomResourceDefinitionStoredVersions`.
+fn validate_stored_versions(obj: &Object, spec: &Spec) -> Vec<FieldError> {
+    let path = "status.storedVersions";
+    let raw = stored_versions(obj);
+    let stored: Vec<&str> = raw
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_str().unwrap_or_default())
+        .collect();
+    if stored.is_empty() {
+        return vec![FieldError::invalid(
+            path,
+            BadValue::strings(raw),
+            "must have at least one stored version",
+        )];
+    }
+    let mut errs = Vec::new();
+    // the last index of each stored version, as upstream's map keeps it
+    let mut left: Vec<(usize, &str)> = Vec::new();
+    for (i, v) in stored.iter().enumerate() {
+        left.retain(|(_, s)| s != v);
+        left.push((i, v));
+    }
+    for v in &spec.versions {
+        let found = left.iter().any(|(_, s)| *s == v.name());
+        if v.storage() && !found {
+            errs.push(FieldError::invalid(
+                path,
+                BadValue::strings(raw),
+                format!("must have the storage version {}", v.name()),
+            ));
+        }
+        left.retain(|(_, s)| *s != v.name());
+    }
+    left.sort();
+    for (i, v) in left {
+        errs.push(FieldError::invalid(
+            format!("{path}[{i}]"),
+            v,
+            format!("missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"),
+        ));
+    }
+    errs
+}
+
+/// `validateCustomResourceDefinitionSpec`.
+fn validate_spec(spec: &Spec, mut opts: Opts, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let group = spec.str("group");
+    if group.is_empty() {
+        errs.push(FieldError::required(format!("{path}.group"), ""));
+    } else {
+        let dns = is_dns1123_subdomain(group);
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.group"),
+                group,
+                dns.join(","),
+            ));
+        } else if group.split('.').count() < 2 {
+            errs.push(FieldError::invalid(
+                format!("{path}.group"),
+                group,
+                "should be a domain with at least one dot",
+            ));
+        }
+    }
+    errs.extend(validate_enum(
+        &format!("{path}.scope"),
+        spec.str("scope"),
+        &["Cluster", "Namespaced"],
+    ));
+
+    let preserve = spec.preserve_unknown_fields();
+    if !preserve {
+        // pruning needs structural schemas
+        opts.require_structural = true;
+    }
+    let top_schema = spec
+        .validation
+        .and_then(|v| v.get("openAPIV3Schema"))
+        .is_some_and(|s| !s.is_null());
+    if !top_schema {
+        for (i, v) in spec.versions.iter().enumerate() {
+            let has = v
+                .schema
+                .and_then(|s| s.get("openAPIV3Schema"))
+                .is_some_and(|s| !s.is_null());
+            let p = format!("{path}.versions[{i}].schema.openAPIV3Schema");
+            if opts.require_open_api_schema && !has {
+                errs.push(FieldError::required(p, ""));
+            } else if !opts.require_open_api_schema && !preserve && v.served() && !has {
+                errs.push(FieldError::required(
+                    p,
+                    "because otherwise all fields are pruned",
+                ));
+            }
+        }
+    }
+    if spec.schemas().iter().any(|s| schema::has_defaults(s)) {
+        opts.require_structural = true;
+        if preserve {
+            errs.push(FieldError::invalid(
+                format!("{path}.preserveUnknownFields"),
+                true,
+                "must be false in order to use defaults in the schema",
+            ));
+        }
+    }
+    if spec
+        .schemas()
+        .iter()
+        .any(|s| schema::has_kubernetes_extensions(s))
+    {
+        opts.require_structural = true;
+    }
+
+    let mut storage = 0;
+    let mut seen: Vec<&str> = Vec::new();
+    let mut unique = true;
+    for (i, v) in spec.versions.iter().enumerate() {
+        if v.storage() {
+            storage += 1;
+        }
+        if seen.contains(&v.name()) {
+            unique = false;
+        } else {
+            seen.push(v.name());
+        }
+        let dns = dns1035_label_errors(v.name());
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.versions[{i}].name"),
+                v.name(),
+                dns.join(","),
+            ));
+        }
+        let status = has_status(spec.subresources_for(v));
+        errs.extend(validate_version(
+            v,
+            &format!("{path}.versions[{i}]"),
+            status,
+            &opts,
+        ));
+    }
+    if !unique {
+        errs.push(super::gofmt::versions_invalid(
+            path,
+            spec,
+            "must contain unique version names",
+        ));
+    }
+    if storage != 1 {
+        errs.push(super::gofmt::versions_invalid(
+            path,
+            spec,
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !spec.version.is_empty() {
+        let dns = dns1035_label_errors(spec.version);
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.version"),
+                spec.version,
+                dns.join(","),
+            ));
+        }
+    }
+    for name in ["plural", "singular", "kind", "listKind"] {
+        if str_of(spec.names(), name).is_empty() {
+            errs.push(FieldError::required(format!("{path}.names.{name}"), ""));
+        }
+    }
+    errs.extend(validate_names(spec.names(), &format!("{path}.names")));
+    let any_status =
+        has_status(spec.subresources) || spec.versions.iter().any(|v| has_status(v.subresources));
+    errs.extend(schema::validate_validation(
+        spec.validation,
+        any_status,
+        &opts,
+        &format!("{path}.validation"),
+    ));
+    errs.extend(validate_subresources(
+        spec.subresources,
+        &format!("{path}.subresources"),
+    ));
+    errs.extend(validate_columns(
+        spec.columns,
+        &format!("{path}.additionalPrinterColumns"),
+    ));
+    if spec.selectable_fields.is_some() {
+        match spec.validation.and_then(|v| v.get("openAPIV3Schema")) {
+            None => errs.push(FieldError::invalid(
+                format!("{path}.selectableFields"),
+                "",
+                "may only be set when validations.schema is included",
+            )),
+            Some(s) => errs.extend(schema::validate_selectable_fields(
+                spec.selectable_fields,
+                s,
+                &format!("{path}.selectableFields"),
+                &opts,
+                "",
+            )),
+        }
+    }
+    let strategy = str_of(spec.conversion(), "strategy");
+    if spec.conversion().is_some() && strategy != "None" && preserve {
+        errs.push(FieldError::invalid(
+            format!("{path}.conversion.strategy"),
+            strategy,
+            "must be None if spec.preserveUnknownFields is true",
+        ));
+    }
+    errs.extend(validate_conversion(
+        spec,
+        &opts,
+        &format!("{path}.conversion"),
+    ));
+    errs
+}
+
+fn validate_enum(path: &str, value: &str, accepted: &[&str]) -> Vec<FieldError> {
+    if value.is_empty() {
+        return vec![FieldError::required(path, "")];
+    }
+    if accepted.contains(&value) {
+        return Vec::new();
+    }
+    vec![FieldError::not_supported(path, value, accepted)]
+}
+
+/// `validateCustomResourceDefinitionVersion`.
+fn validate_version(v: &Version, path: &str, status: bool, opts: &Opts) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let deprecated = v.raw.get("deprecated").and_then(Value::as_bool) == Some(true);
+    let warning = v.raw.get("deprecationWarning").and_then(Value::as_str);
+    for e in deprecation_warning_errors(deprecated, warning) {
+        errs.push(FieldError::invalid(
+            format!("{path}.deprecationWarning"),
+            warning.map_or(BadValue::Null, BadValue::from),
+            e,
+        ));
+    }
+    errs.extend(schema::validate_validation(
+        v.schema,
+        status,
+        opts,
+        &format!("{path}.schema"),
+    ));
+    errs.extend(validate_subresources(
+        v.subresources,
+        &format!("{path}.subresources"),
+    ));
+    errs.extend(validate_columns(
+        v.columns,
+        &format!("{path}.additionalPrinterColumns"),
+    ));
+    if v.selectable_fields.is_some() {
+        match v.schema.and_then(|s| s.get("openAPIV3Schema")) {
+            None => errs.push(FieldError::invalid(
+                format!("{path}.selectableFields"),
+                "",
+                "may only be set when `version.schema.openAPIV3Schema` is not included",
+            )),
+            Some(s) => errs.extend(schema::validate_selectable_fields(
+                v.selectable_fields,
+                s,
+                &format!("{path}.selectableFields"),
+                opts,
+                v.name(),
+            )),
+        }
+    }
+    errs
+}
+
+/// `validateDeprecationWarning`.
+fn deprecation_warning_errors(deprecated: bool, warning: Option<&str>) -> Vec<String> {
+    if !deprecated && warning.is_some() {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let Some(w) = warning else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    if w.len() > 256 {
+        errs.push("must be <= 256 characters long".into());
+    }
+    if w.is_empty() {
+        errs.push("must not be an empty string".into());
+    }
+    // Go's unicode.IsPrint: graphic characters and the ASCII space only
+    if let Some((i, _)) = w
+        .char_indices()
+        .find(|(_, c)| c.is_control() || (c.is_whitespace() && *c != ' '))
+    {
+        errs.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+        ));
+    }
+    errs
+}
+
+/// `ValidateCustomResourceDefinitionNames`.
+fn validate_names(names: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let get = |k: &str| str_of(names, k);
+    for k in ["plural", "singular"] {
+        let v = get(k);
+        let dns = dns1035_label_errors(v);
+        if !v.is_empty() && !dns.is_empty() {
+            errs.push(FieldError::invalid(format!("{path}.{k}"), v, dns.join(",")));
+        }
+    }
+    for k in ["kind", "listKind"] {
+        let v = get(k);
+        let dns = dns1035_label_errors(&v.to_lowercase());
+        if !v.is_empty() && !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.{k}"),
+                v,
+                format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    dns.join(",")
+                ),
+            ));
+        }
+    }
+    let list = |k: &str| -> Vec<&str> {
+        names
+            .and_then(|n| n.get(k))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_str().unwrap_or_default())
+            .collect()
+    };
+    for (i, s) in list("shortNames").into_iter().enumerate() {
+        let dns = dns1035_label_errors(s);
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.shortNames[{i}]"),
+                s,
+                dns.join(","),
+            ));
+        }
+    }
+    if !get("kind").is_empty() && get("kind") == get("listKind") {
+        errs.push(FieldError::invalid(
+            format!("{path}.listKind"),
+            get("listKind"),
+            "kind and listKind may not be the same",
+        ));
+    }
+    for (i, s) in list("categories").into_iter().enumerate() {
+        let dns = dns1035_label_errors(s);
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{path}.categories[{i}]"),
+                s,
+                dns.join(","),
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream's `validateSimpleJSONPath`.
+pub fn validate_simple_json_path(s: &str, path: &str) -> Vec<FieldError> {
+    if s.is_empty() {
+        vec![FieldError::invalid(path, s, "must not be empty")]
+    } else if !s.starts_with('.') {
+        vec![FieldError::invalid(
+            path,
+            s,
+            "must be a simple json path starting with .",
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `ValidateCustomResourceDefinitionSubresources`.
+fn validate_subresources(sub: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(scale) = sub.and_then(|s| s.get("scale")).filter(|s| !s.is_null()) else {
+        return errs;
+    };
+    for (key, prefix, under) in [
+        ("specReplicasPath", ".spec.", ".spec"),
+        ("statusReplicasPath", ".status.", ".status"),
+    ] {
+        let p = format!("{path}.scale.{key}");
+        let v = str_of(Some(scale), key);
+        if v.is_empty() {
+            errs.push(FieldError::required(p, ""));
+            continue;
+        }
+        let e = validate_simple_json_path(v, &p);
+        if !e.is_empty() {
+            errs.extend(e);
+        } else if !v.starts_with(prefix) {
+            errs.push(FieldError::invalid(
+                p,
+                v,
+                format!("should be a json path under {under}"),
+            ));
+        }
+    }
+    let sel = str_of(Some(scale), "labelSelectorPath");
+    if !sel.is_empty() {
+        let p = format!("{path}.scale.labelSelectorPath");
+        let e = validate_simple_json_path(sel, &p);
+        if !e.is_empty() {
+            errs.extend(e);
+        } else if !sel.starts_with(".spec.") && !sel.starts_with(".status.") {
+            errs.push(FieldError::invalid(
+                p,
+                sel,
+                "should be a json path under either .spec or .status",
+            ));
+        }
+    }
+    errs
+}
+
+/// `ValidateCustomResourceColumnDefinition` for each column (internally the path is `JSONPath`).
+fn validate_columns(cols: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, col) in cols
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let p = format!("{path}[{i}]");
+        if str_of(Some(col), "name").is_empty() {
+            errs.push(FieldError::required(format!("{p}.name"), ""));
+        }
+        let t = str_of(Some(col), "type");
+        let types_msg = format!("must be one of {PRINTER_COLUMN_TYPES}");
+        if t.is_empty() {
+            errs.push(FieldError::required(format!("{p}.type"), types_msg));
+        } else if !PRINTER_COLUMN_TYPES.split(',').any(|x| x == t) {
+            errs.push(FieldError::invalid(format!("{p}.type"), t, types_msg));
+        }
+        let f = str_of(Some(col), "format");
+        if !f.is_empty() && !PRINTER_COLUMN_FORMATS.contains(&f) {
+            errs.push(FieldError::invalid(
+                format!("{p}.format"),
+                f,
+                format!("must be one of {}", PRINTER_COLUMN_FORMATS.join(",")),
+            ));
+        }
+        let jp = str_of(Some(col), "jsonPath");
+        if jp.is_empty() {
+            errs.push(FieldError::required(format!("{p}.JSONPath"), ""));
+        } else {
+            errs.extend(validate_simple_json_path(jp, &format!("{p}.JSONPath")));
+        }
+    }
+    errs
+}
+
+/// `validateCustomResourceConversion` (CA bundles are not checked: upstream allows an invalid
+/// one on create and until the definition is established).
+fn validate_conversion(spec: &Spec, opts: &Opts, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(conv) = spec.conversion() else {
+        return errs;
+    };
+    let strategy = str_of(Some(conv), "strategy");
+    errs.extend(validate_enum(
+        &format!("{path}.strategy"),
+        strategy,
+        &["None", "Webhook"],
+    ));
+    let cc = spec.webhook_client_config();
+    let review = spec.conversion_review_versions();
+    let cc_path = format!("{path}.webhookClientConfig");
+    if strategy == "Webhook" {
+        match cc {
+            None => errs.push(FieldError::required(
+                cc_path,
+                "required when strategy is set to Webhook",
+            )),
+            Some(cc) => {
+                let url = cc.get("url").and_then(Value::as_str);
+                let svc = cc.get("service").filter(|s| !s.is_null());
+                match (url, svc) {
+                    (Some(u), None) => {
+                        errs.extend(webhook_url_errors(&format!("{cc_path}.url"), u, true))
+                    }
+                    (None, Some(s)) => {
+                        // upstream passes name and namespace in each other's place
+                        errs.extend(webhook_service_errors(
+                            &format!("{cc_path}.service"),
+                            str_of(Some(s), "name"),
+                            str_of(Some(s), "namespace"),
+                            s.get("path").and_then(Value::as_str),
+                            s.get("port").and_then(Value::as_i64).unwrap_or(0),
+                        ))
+                    }
+                    _ => errs.push(FieldError::required(
+                        cc_path,
+                        "exactly one of url or service is required",
+                    )),
+                }
+            }
+        }
+        errs.extend(conversion_review_version_errors(
+            &review,
+            opts.require_recognized_conversion_review_version,
+            &format!("{path}.conversionReviewVersions"),
+        ));
+    } else {
+        if cc.is_some() {
+            errs.push(FieldError::forbidden(
+                cc_path,
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        if !review.is_empty() {
+            errs.push(FieldError::forbidden(
+                format!("{path}.conversionReviewVersions"),
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+    }
+    errs
+}
+
+fn conversion_review_version_errors(
+    versions: &[&str],
+    require_recognized: bool,
+    path: &str,
+) -> Vec<FieldError> {
+    if versions.is_empty() {
+        return vec![FieldError::required(path, "")];
+    }
+    let mut errs = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        if seen.contains(v) {
+            errs.push(FieldError::invalid(
+                format!("{path}[{i}]"),
+                *v,
+                "duplicate version",
+            ));
+            continue;
+        }
+        seen.push(v);
+        for e in dns1035_label_errors(v) {
+            errs.push(FieldError::invalid(format!("{path}[{i}]"), *v, e));
+        }
+    }
+    if require_recognized
+        && !versions
+            .iter()
+            .any(|v| ACCEPTED_REVIEW_VERSIONS.contains(v))
+    {
+        let list: Vec<Value> = versions.iter().map(|v| Value::from(*v)).collect();
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::strings(Some(&Value::Array(list))),
+            format!(
+                "must include at least one of {}",
+                ACCEPTED_REVIEW_VERSIONS.join(", ")
+            ),
+        ));
+    }
+    errs
+}
+
+/// The parts of a URL Go's `url.Parse` yields that upstream's webhook checks read.
+struct GoUrl<'a> {
+    scheme: String,
+    host: &'a str,
+    user: Option<&'a str>,
+    query: &'a str,
+    fragment: &'a str,
+}
+
+fn parse_go_url(s: &str) -> Result<GoUrl<'_>, String> {
+    if s.chars().any(|c| (c as u32) < 0x20 || c as u32 == 0x7f) {
+        return Err(format!(
+            "parse {}: net/url: invalid control character in URL",
+            goformat::quote(s)
+        ));
+    }
+    let (rest, fragment) = s.split_once('#').unwrap_or((s, ""));
+    let mut scheme = "";
+    let mut rest = rest;
+    if let Some(i) = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c))) {
+        if rest.as_bytes()[i] == b':' {
+            if i == 0 {
+                return Err(format!(
+                    "parse {}: missing protocol scheme",
+                    goformat::quote(s)
+                ));
+            }
+            if rest.as_bytes()[0].is_ascii_alphabetic() {
+                scheme = &rest[..i];
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut host = "";
+    let mut user = None;
+    if let Some(auth) = rest.strip_prefix("//") {
+        let auth = &auth[..auth.find('/').unwrap_or(auth.len())];
+        match auth.rsplit_once('@') {
+            Some((u, h)) => {
+                user = Some(u);
+                host = h;
+            }
+            None => host = auth,
+        }
+    }
+    Ok(GoUrl {
+        scheme: scheme.to_ascii_lowercase(),
+        host,
+        user,
+        query,
+        fragment,
+    })
+}
+
+/// Upstream's `webhook.ValidateWebhookURL`.
+fn webhook_url_errors(path: &str, url: &str, force_https: bool) -> Vec<FieldError> {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let mut errs = Vec::new();
+    match parse_go_url(url) {
+        Err(e) => errs.push(FieldError::required(
+            path,
+            format!("url must be a valid URL: {e}{FORM}"),
+        )),
+        Ok(u) => {
+            if force_https && u.scheme != "https" {
+                errs.push(FieldError::invalid(
+                    path,
+                    u.scheme.as_str(),
+                    format!("'https' is the only allowed URL scheme{FORM}"),
+                ));
+            }
+            if u.host.is_empty() {
+                errs.push(FieldError::invalid(
+                    path,
+                    u.host,
+                    format!("host must be specified{FORM}"),
+                ));
+            }
+            if let Some(user) = u.user {
+                errs.push(FieldError::invalid(
+                    path,
+                    user,
+                    "user information is not permitted in the URL",
+                ));
+            }
+            if !u.fragment.is_empty() {
+                errs.push(FieldError::invalid(
+                    path,
+                    u.fragment,
+                    "fragments are not permitted in the URL",
+                ));
+            }
+            if !u.query.is_empty() {
+                errs.push(FieldError::invalid(
+                    path,
+                    u.query,
+                    "query parameters are not permitted in the URL",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Upstream's `webhook.ValidateWebhookService(fldPath, namespace, name, path, port)`.
+fn webhook_service_errors(
+    path: &str,
+    namespace: &str,
+    name: &str,
+    url_path: Option<&str>,
+    port: i64,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if name.is_empty() {
+        errs.push(FieldError::required(
+            format!("{path}.name"),
+            "service name is required",
+        ));
+    }
+    if namespace.is_empty() {
+        errs.push(FieldError::required(
+            format!("{path}.namespace"),
+            "service namespace is required",
+        ));
+    }
+    if !(1..=65535).contains(&port) {
+        errs.push(FieldError::invalid(
+            format!("{path}.port"),
+            port,
+            "port is not valid: must be between 1 and 65535, inclusive",
+        ));
+    }
+    let Some(p) = url_path else {
+        return errs;
+    };
+    if p.is_empty() || p == "/" {
+        return errs;
+    }
+    let pp = format!("{path}.path");
+    if p == "//" {
+        errs.push(FieldError::invalid(pp, p, "segment[0] may not be empty"));
+        return errs;
+    }
+    if !p.starts_with('/') {
+        errs.push(FieldError::invalid(pp.as_str(), p, "must start with a '/'"));
+    }
+    let check = p.get(1..).unwrap_or_default();
+    let check = check.strip_suffix('/').unwrap_or(check);
+    for (i, step) in check.split('/').enumerate() {
+        if step.is_empty() {
+            errs.push(FieldError::invalid(
+                pp.as_str(),
+                p,
+                format!("segment[{i}] may not be empty"),
+            ));
+            continue;
+        }
+        for f in is_dns1123_subdomain(step) {
+            errs.push(FieldError::invalid(
+                pp.as_str(),
+                p,
+                format!("segment[{i}]: {f}"),
+            ));
+        }
+    }
+    errs
+}
+
+/// `validateAPIApproval`: groups under `k8s.io` and `kubernetes.io` need the approval
+/// annotation (unless unchanged from the stored definition).
+fn validate_api_approval(new: &Object, old: Option<&Object>) -> Vec<FieldError> {
+    let group = spec_of(new).str("group").to_string();
+    let protected = group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io");
+    if !protected {
+        return Vec::new();
+    }
+    let new_ann = new
+        .annotations()
+        .get(APPROVAL_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
+    let (state, reason) = approval_state(&new_ann);
+    if let Some(old) = old {
+        let old_ann = old
+            .annotations()
+            .get(APPROVAL_ANNOTATION)
+            .cloned()
+            .unwrap_or_default();
+        if approval_state(&old_ann).0 == state {
+            return Vec::new();
+        }
+    }
+    let path = format!("metadata.annotations[{APPROVAL_ANNOTATION}]");
+    match state {
+        Approval::Missing => vec![FieldError::required(path, reason)],
+        Approval::Invalid => vec![FieldError::invalid(path, new_ann, reason)],
+        Approval::Approved | Approval::Bypassed => Vec::new(),
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Approval {
+    Invalid,
+    Approved,
+    Bypassed,
+    Missing,
+}
+
+/// `apihelpers.GetAPIApprovalState`.
+fn approval_state(annotation: &str) -> (Approval, String) {
+    let q = goformat::quote(APPROVAL_ANNOTATION);
+    if annotation.is_empty() {
+        return (
+            Approval::Missing,
+            format!("protected groups must have approval annotation {q}, see https://github.com/kubernetes/enhancements/pull/1111"),
+        );
+    }
+    if annotation.starts_with("unapproved") {
+        return (
+            Approval::Bypassed,
+            format!("not approved: {}", goformat::quote(annotation)),
+        );
+    }
+    // url.ParseRequestURI: an absolute URL with a scheme and a host
+    let approved =
+        parse_go_url(annotation).is_ok_and(|u| !u.scheme.is_empty() && !u.host.is_empty());
+    if approved {
+        return (Approval::Approved, format!("approved in {annotation}"));
+    }
+    (
+        Approval::Invalid,
+        format!("protected groups must have approval annotation {q} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"),
+    )
+}
+
+/// `validatePreserveUnknownFields`: v1 refuses `true` unless the stored definition has it.
+fn validate_preserve_unknown_fields(new: &Object, old: Option<&Object>) -> Vec<FieldError> {
+    if old.is_some_and(|o| spec_of(o).preserve_unknown_fields()) {
+        return Vec::new();
+    }
+    if spec_of(new).preserve_unknown_fields() {
+        return vec![FieldError::invalid(
+            "spec.preserveUnknownFields",
+            true,
+            "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+        )];
+    }
+    Vec::new()
+}
