@@ -149,6 +149,18 @@ pub trait Strategy: Send + Sync + 'static {
         obj
     }
 
+    /// The Table columns of the kind when they are not a built-in printer's (custom resources'
+    /// `additionalPrinterColumns`).
+    fn table_convertor(&self) -> Option<std::sync::Arc<dyn crate::rest::TableConvertor>> {
+        None
+    }
+
+    /// Refuses a create (POST) before anything else runs: custom objects of a terminating
+    /// definition.
+    fn check_create(&self, _resource: &kapi_machinery::GroupResource) -> Result<(), ApiError> {
+        Ok(())
+    }
+
     /// Server-side defaults, applied to every decoded body.
     fn defaults(&self, _obj: &mut Object) {}
 

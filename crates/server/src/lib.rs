@@ -12,6 +12,7 @@
 
 mod admission;
 mod api;
+pub mod apiextensions;
 pub mod audit;
 pub mod authapi;
 pub mod body;
@@ -181,6 +182,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
+    let crd_build = kapi_registry::BuildContext {
+        config: registry_config.clone(),
+        namespaces: Arc::new(
+            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::new(storage.clone()),
+        ),
+    };
     let mut groups = kapi_registry::build(registry_config).await?;
     kapi_registry::bootstrap(&groups).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
@@ -197,6 +204,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         ..Default::default()
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
+    // Custom resources are served from their definitions, as they come and go.
+    let crd_controllers = apiextensions::start(handler.clone(), crd_build);
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -246,6 +255,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let task = tokio::spawn(async move {
         // The controllers live (and stop) with the server.
         let _controllers = controllers;
+        let _crd_controllers = crd_controllers;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
             let _ = stop_rx.await;

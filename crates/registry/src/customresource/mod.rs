@@ -2,4 +2,14 @@
 //! run through the same generic `Store` as built-in resources, with a strategy built from the
 //! definition's schema ([`schema`]) instead of a `k8s-openapi` type.
 
+pub mod crd;
+pub mod jsonpath;
+pub mod scale;
 pub mod schema;
+pub mod storage;
+pub mod strategy;
+pub mod table;
+
+pub use crd::{Crd, Names, CLEANUP_FINALIZER};
+pub use storage::{group_info, ServedCrd};
+pub use strategy::CustomResourceStrategy;

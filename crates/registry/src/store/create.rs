@@ -135,6 +135,7 @@ impl Creater for Store {
         validate: ValidateObjectFn,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
+        self.strategy.check_create(&self.gr())?;
         let object = self.create_object(ctx, obj, &validate, opts).await?;
         Ok(WriteResult {
             object,

@@ -37,13 +37,17 @@ pub struct Store {
     namespaces: Option<Arc<dyn NamespaceLifecycle>>,
     prefix: String,
     table: Arc<dyn rest::TableConvertor>,
+    /// Ends every open watch when it turns true (the resource stops being served).
+    watch_stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Store {
     pub fn new(strategy: Arc<dyn Strategy>, storage: DynStorage) -> Self {
         let info = strategy.info();
         let prefix = format!("/{}", strategy.key_prefix().trim_matches('/'));
-        let table = crate::printers::for_resource(&info.group, &info.resource)
+        let table = strategy
+            .table_convertor()
+            .or_else(|| crate::printers::for_resource(&info.group, &info.resource))
             .unwrap_or_else(crate::printers::default_convertor);
         Self {
             info,
@@ -53,7 +57,15 @@ impl Store {
             namespaces: None,
             prefix,
             table,
+            watch_stop: None,
         }
+    }
+
+    /// Ends the watches this store serves once `stop` turns true, as upstream closes the
+    /// watches of a custom resource whose definition goes away.
+    pub fn with_watch_stop(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.watch_stop = Some(stop);
+        self
     }
 
     /// Checks namespaced creates against `lifecycle` (404 / 403 Terminating).

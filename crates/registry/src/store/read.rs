@@ -209,6 +209,16 @@ impl Watcher for Store {
             }),
             Err(e) => Err(e.into_api_error(&this.gr(), "", "watch")),
         });
-        Ok(stream::iter(initial).chain(mapped).boxed())
+        let events = stream::iter(initial).chain(mapped);
+        match self.watch_stop.clone() {
+            Some(mut stop) => {
+                let stopped = async move {
+                    // A dropped sender means the resource is gone too.
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                Ok(events.take_until(stopped).boxed())
+            }
+            None => Ok(events.boxed()),
+        }
     }
 }
