@@ -420,9 +420,9 @@ fn per_version_fields_keep_version_paths() {
         v["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
             ["uniqueItems"] = json!(true);
     });
-    assert_eq!(
-        e,
-        vec![
+    expect_in_order(
+        &e,
+        &[
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
             r#"spec.versions[1].additionalPrinterColumns[0].JSONPath: Invalid value: "x": must be a simple json path starting with ."#,
         ]
