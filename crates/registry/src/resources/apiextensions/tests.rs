@@ -661,4 +661,16 @@ fn strategy_prepares_status_and_delete() {
         vec!["customresourcecleanup.apiextensions.k8s.io"]
     );
     assert!(s.before_delete(&marked).unwrap().is_none());
+
+    // a status write keeps the stored spec and the request's metadata
+    let mut st = with(|v| {
+        v["spec"]["scope"] = json!("Cluster");
+        v["metadata"]["labels"] = json!({"a": "b"});
+        v["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+    });
+    s.prepare_for_status_update(&mut st, &o);
+    let st = st.into_value();
+    assert_eq!(st["spec"]["scope"], json!("Namespaced"));
+    assert_eq!(st["metadata"]["labels"], json!({"a": "b"}));
+    assert_eq!(st["status"]["conditions"][0]["type"], json!("Established"));
 }
