@@ -20,7 +20,7 @@ mod tests;
 use crate::resources::core::push;
 use crate::resources::{info, obj_mut};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
-use crate::strategy::Strategy;
+use crate::strategy::{keep_all_but_status_and_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kapi_machinery::{ApiError, DeleteOptions, FieldError, GroupResource, Object};
@@ -215,6 +215,13 @@ impl Strategy for CustomResourceDefinitionStrategy {
             }
         }
         record_storage_version(new);
+    }
+
+    /// Only the status changes on `/status`: the spec is the stored one. Upstream's status
+    /// strategy resets the new metadata against itself (`ResetObjectMetaForStatus(new, new)`),
+    /// so metadata sent with a status write is kept.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
     }
 
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
