@@ -106,10 +106,10 @@ fn to_field_error(e: OErr) -> FieldError {
                 too_many_detail(e.valid),
             )
         }
-        // Upstream's TypeInvalid prints as an invalid value.
-        Code::InvalidType | Code::Other | Code::Composite => {
-            FieldError::invalid(path, value(), e.message)
+        Code::InvalidType => {
+            FieldError::new(FieldErrorType::TypeInvalid, path, Some(value()), e.message)
         }
+        Code::Other | Code::Composite => FieldError::invalid(path, value(), e.message),
     }
 }
 
@@ -142,7 +142,8 @@ pub fn is_blocking(e: &FieldError) -> bool {
             | FieldErrorType::Required
             | FieldErrorType::TooLong
             | FieldErrorType::TooMany
-    ) || (e.error_type == FieldErrorType::Invalid && e.detail.contains(" must be of type "))
+            | FieldErrorType::TypeInvalid
+    )
 }
 
 fn types_of(s: &Node) -> Vec<&str> {
