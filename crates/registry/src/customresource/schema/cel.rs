@@ -396,11 +396,11 @@ fn evaluate(
                 errs.push(for_reason(at, bad(), message, rule.reason.as_deref()));
             }
             ErrorKind::EvaluationError | ErrorKind::UnsupportedReference => {
-                let cause = e
-                    .message
-                    .strip_prefix("rule evaluation error: ")
-                    .unwrap_or(&e.message)
-                    .to_string();
+                let cause = cel_go_wording(
+                    e.message
+                        .strip_prefix("rule evaluation error: ")
+                        .unwrap_or(&e.message),
+                );
                 let detail = if cause.to_lowercase().starts_with("no such overload") {
                     format!(
                         "'{cause}': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -421,6 +421,25 @@ fn evaluate(
                 ));
             }
         }
+    }
+}
+
+/// cel-go's wording of the runtime errors both engines share (`no such key: x`, `no such
+/// overload`, `division by zero`, `modulus by zero`, `integer overflow`); others as the `cel`
+/// crate words them.
+fn cel_go_wording(msg: &str) -> String {
+    if let Some(k) = msg.strip_prefix("No such key: ") {
+        format!("no such key: {k}")
+    } else if msg.starts_with("No such overload") {
+        "no such overload".into()
+    } else if msg.starts_with("Division by zero") {
+        "division by zero".into()
+    } else if msg.starts_with("Remainder by zero") {
+        "modulus by zero".into()
+    } else if msg.starts_with("Overflow from binary operator") {
+        "integer overflow".into()
+    } else {
+        msg.to_string()
     }
 }
 
