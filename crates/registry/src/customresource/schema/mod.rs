@@ -11,6 +11,7 @@
 //! | `listtype.rs` | `schema/listtype/validation.go` |
 //! | `embedded.rs` | `schema/objectmeta/validation.go` |
 //! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
+//! | `published.rs` | `controller/openapi/builder`, `openapiv2.ToStructuralOpenAPIV2` |
 //! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
 
 mod cel;
@@ -21,6 +22,7 @@ mod goval;
 mod listtype;
 mod node;
 mod prune;
+mod published;
 mod structural;
 mod validate;
 
@@ -115,6 +117,17 @@ impl CompiledSchema {
         match &self.rules {
             Some(t) => cel::validate(t, obj, old),
             None => Vec::new(),
+        }
+    }
+
+    /// The schema as upstream publishes it in OpenAPI: v3 as written (`x-kubernetes-*`
+    /// included), v2 without what v2 cannot express (`nullable`, `allOf`/`anyOf`/`oneOf`/`not`,
+    /// the structure below preserved-unknown or nullable fields).
+    pub fn openapi_published(&self, v2: bool) -> Value {
+        if v2 {
+            published::to_v2(&self.schema)
+        } else {
+            self.schema.clone()
         }
     }
 

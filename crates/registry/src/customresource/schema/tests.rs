@@ -961,3 +961,22 @@ fn odd_inputs_do_not_panic() {
     }
     assert!(CompiledSchema::new(&json!("not an object")).is_err());
 }
+
+#[test]
+fn openapi_v2_drops_what_v2_cannot_express() {
+    let schema = json!({"type": "object", "required": ["a", "n"], "properties": {
+        "a": {"type": "string", "anyOf": [{"maxLength": 1}], "x-kubernetes-validations": [{"rule": "true"}]},
+        "n": {"type": "object", "nullable": true, "properties": {"x": {"type": "string"}}},
+        "free": {"type": "array", "x-kubernetes-preserve-unknown-fields": true, "items": {"type": "string"}}
+    }});
+    let s = compiled(schema.clone());
+    assert_eq!(s.openapi_published(false), schema);
+    assert_eq!(
+        s.openapi_published(true),
+        json!({"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "string", "x-kubernetes-validations": [{"rule": "true"}]},
+            "n": {},
+            "free": {"x-kubernetes-preserve-unknown-fields": true}
+        }})
+    );
+}
