@@ -10,6 +10,7 @@
 //! | `validate.rs`, `formats.rs` | kube-openapi `pkg/validation/validate`, `apiserver/validation/{validation,formats}.go` |
 //! | `listtype.rs` | `schema/listtype/validation.go` |
 //! | `embedded.rs` | `schema/objectmeta/validation.go` |
+//! | `extensions.rs` | the `x-kubernetes-*` checks of `ValidateCustomResourceDefinitionOpenAPISchema` |
 //! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
 //! | `published.rs` | `controller/openapi/builder`, `openapiv2.ToStructuralOpenAPIV2` |
 //! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
@@ -17,6 +18,7 @@
 mod cel;
 mod defaults;
 mod embedded;
+mod extensions;
 mod formats;
 mod goval;
 mod listtype;
@@ -147,6 +149,16 @@ pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = cel::check_rules(schema, path);
     errs.extend(structural::validate(schema, path));
     errs
+}
+
+/// The `x-kubernetes-*` checks upstream's CRD validation makes of every schema node
+/// (`ValidateCustomResourceDefinitionOpenAPISchema`, as for a new CRD): preserve-unknown-fields
+/// true or absent, `x-kubernetes-map-type` / `x-kubernetes-list-type` values and the types they
+/// need, list-map keys (item properties, scalar, required or defaulted, not nullable), set items
+/// atomic. Not part of [`validate_structural`]: upstream reports them with the rest of its
+/// OpenAPI schema checks, before the structural ones.
+pub fn validate_extensions(schema: &Value, path: &str) -> Vec<FieldError> {
+    extensions::validate(schema, path)
 }
 
 /// Upstream's error when value validation failed in a way that keeps CEL rules from running
