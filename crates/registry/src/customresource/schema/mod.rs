@@ -13,7 +13,8 @@
 //! | `extensions.rs` | the `x-kubernetes-*` checks of `ValidateCustomResourceDefinitionOpenAPISchema` |
 //! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
 //! | `published.rs` | `controller/openapi/builder`, `openapiv2.ToStructuralOpenAPIV2` |
-//! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
+//! | `cel.rs` | `schema/cel/validation.go` |
+//! | `rules.rs` | the rule checks and compilation of `apis/apiextensions/validation` |
 
 mod cel;
 mod defaults;
@@ -25,6 +26,7 @@ mod listtype;
 mod node;
 mod prune;
 mod published;
+mod rules;
 mod structural;
 mod validate;
 
@@ -146,7 +148,7 @@ impl CompiledSchema {
 /// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
 /// upstream reports them with the OpenAPI schema's own errors, before the structural ones.
 pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = cel::check_rules(schema, path);
+    let mut errs = rules::check_rules(schema, path);
     errs.extend(structural::validate(schema, path));
     errs
 }
