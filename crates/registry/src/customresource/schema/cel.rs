@@ -84,6 +84,9 @@ impl Rule {
 /// their own nodes evaluate) compiled once by `kube-cel`.
 struct NodeRules {
     rules: Vec<Rule>,
+    /// Per rule, how deeply its comprehensions (`all`, `exists`, `map`, ...) nest: what its
+    /// cost grows with.
+    loop_depth: Vec<u32>,
     compiled: kube_cel::CompiledSchema,
     type_name: String,
 }
@@ -150,8 +153,10 @@ impl RuleTree {
                     m.insert("x-kubernetes-validations".into(), own);
                 }
             }
+            let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
             t.here = Some(NodeRules {
-                rules: node.validations.iter().map(Rule::parse).collect(),
+                loop_depth: rules.iter().map(|r| loop_depth(&r.rule)).collect(),
+                rules,
                 compiled: kube_cel::compile_schema(&subtree),
                 type_name: node.type_.clone(),
             });
@@ -211,8 +216,68 @@ fn shown(path: &str) -> String {
 pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let corr = Corr::Correlated(old);
-    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs));
+    let mut budget = RUNTIME_BUDGET;
+    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs, &mut budget));
     errs
+}
+
+/// Upstream's `RuntimeCELCostBudget` (per request) and `PerCallLimit` (per rule).
+const RUNTIME_BUDGET: i64 = 10_000_000;
+const PER_CALL_LIMIT: i64 = 1_000_000;
+
+/// The `cel` crate does not meter evaluation, so a rule's cost is bounded from above before it
+/// runs: the number of values below `self`, to the power of its comprehension nesting (a rule
+/// without comprehensions costs what its expression does, which the request size bounds).
+fn estimated_cost(size: i64, depth: u32) -> i64 {
+    if depth == 0 {
+        return 1;
+    }
+    size.max(1).saturating_pow(depth)
+}
+
+fn value_size(v: &Value) -> i64 {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(value_size).sum::<i64>(),
+        Value::Object(m) => 1 + m.values().map(value_size).sum::<i64>(),
+        Value::String(s) => 1 + (s.len() as i64) / 8,
+        _ => 1,
+    }
+}
+
+/// How deeply the comprehensions of `rule` nest.
+fn loop_depth(rule: &str) -> u32 {
+    fn depth(e: &kube_cel::cel::common::ast::Expr) -> u32 {
+        use kube_cel::cel::common::ast::{EntryExpr, Expr};
+        let entry = |en: &EntryExpr| match en {
+            EntryExpr::StructField(f) => depth(&f.value.expr),
+            EntryExpr::MapEntry(m) => depth(&m.key.expr).max(depth(&m.value.expr)),
+        };
+        match e {
+            Expr::Comprehension(c) => {
+                let inner = [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
+                    .iter()
+                    .map(|x| depth(&x.expr))
+                    .max()
+                    .unwrap_or(0);
+                depth(&c.iter_range.expr).max(1 + inner)
+            }
+            Expr::Call(c) => c
+                .target
+                .iter()
+                .map(|t| depth(&t.expr))
+                .chain(c.args.iter().map(|a| depth(&a.expr)))
+                .max()
+                .unwrap_or(0),
+            Expr::List(l) => l.elements.iter().map(|x| depth(&x.expr)).max().unwrap_or(0),
+            Expr::Map(m) => m.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Struct(s) => s.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Select(s) => depth(&s.operand.expr),
+            _ => 0,
+        }
+    }
+    kube_cel::cel::Program::compile(rule)
+        .map(|p| depth(&p.expression().expr))
+        .unwrap_or(0)
 }
 
 /// Upstream's `ratchetingOptions`: the old value at this node when it correlates, else
@@ -247,6 +312,7 @@ impl<'a> Corr<'a> {
     }
 }
 
+/// `budget` goes negative when evaluation must stop (upstream's `-1` remaining budget).
 fn walk(
     v: &Validator,
     t: &RuleTree,
@@ -254,20 +320,32 @@ fn walk(
     corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
+    budget: &mut i64,
 ) {
     // Rules only see non-null values (upstream: a rule on a nullable field checks the value,
     // the surrounding schema checks its presence).
-    if obj.is_null() {
+    if obj.is_null() || *budget < 0 {
         return;
     }
     if let Some(here) = &t.here {
+        if !charge(here, obj, path, errs, budget) {
+            return;
+        }
         evaluate(v, here, obj, corr, path, errs);
     }
     match obj {
         Value::Object(m) => {
             for (k, child) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    walk(v, child, x, corr.key(k), &field_child(path, k), errs);
+                    walk(
+                        v,
+                        child,
+                        x,
+                        corr.key(k),
+                        &field_child(path, k),
+                        errs,
+                        budget,
+                    );
                 }
             }
             if let Some(ap) = &t.additional {
@@ -275,7 +353,7 @@ fn walk(
                     if t.properties.contains_key(k) {
                         continue;
                     }
-                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs);
+                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs, budget);
                 }
             }
         }
@@ -293,7 +371,7 @@ fn walk(
                     (Corr::Correlated(_), _) => Corr::Uncorrelated(unchanged),
                     (u, _) => u,
                 };
-                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs);
+                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs, budget);
             }
         }
         _ => {}
@@ -302,6 +380,46 @@ fn walk(
 
 fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
+}
+
+/// Takes the estimated cost of the node's rules from the budget; on a rule over the per-call
+/// limit or an exhausted budget, reports upstream's error and stops evaluation.
+fn charge(
+    here: &NodeRules,
+    obj: &Value,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+    budget: &mut i64,
+) -> bool {
+    let deepest = here.loop_depth.iter().copied().max().unwrap_or(0);
+    let size = if deepest > 0 { value_size(obj) } else { 1 };
+    for (rule, depth) in here.rules.iter().zip(&here.loop_depth) {
+        let cost = estimated_cost(size, *depth);
+        let bad = BadValue::Str(here.type_name.clone());
+        if cost > PER_CALL_LIMIT {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    rule.error_string()
+                ),
+            ));
+            *budget = -1;
+            return false;
+        }
+        if cost > *budget {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            *budget = -1;
+            return false;
+        }
+        *budget -= cost;
+    }
+    true
 }
 
 /// A rule's `fieldPath` as the child path upstream appends (`.a['b.c']` is `a.b.c`).

@@ -181,3 +181,19 @@ fn cel_sees_int_or_string_and_escaped_names() {
         vec![r#"o: Invalid value: "object": failed rule: self.my__dash__field > 1"#]
     );
 }
+
+#[test]
+fn nested_comprehensions_over_large_lists_exceed_the_call_limit() {
+    let s = compiled(json!({"type": "object", "properties": {"l": {
+        "type": "array", "items": {"type": "integer"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x == y || x != y))"}]
+    }}}));
+    assert!(s.validate_rules(&json!({"l": [1, 2, 3]}), None).is_empty());
+    let big: Vec<i64> = (0..2000).collect();
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"l": big}), None)),
+        vec![
+            r#"l: Invalid value: "array": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.all(x, self.all(y, x == y || x != y))"#
+        ]
+    );
+}
