@@ -84,6 +84,8 @@ impl Rule {
 /// their own nodes evaluate) compiled once by `kube-cel`.
 struct NodeRules {
     rules: Vec<Rule>,
+    /// Per rule, the text kube-cel evaluates (and reports failures with).
+    evaluated: Vec<String>,
     /// Per rule, how deeply its comprehensions (`all`, `exists`, `map`, ...) nest: what its
     /// cost grows with.
     loop_depth: Vec<u32>,
@@ -145,17 +147,35 @@ impl RuleTree {
             ..Default::default()
         };
         if !node.validations.is_empty() {
+            let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
+            // What kube-cel evaluates: optionalOldSelf rules see `oldSelf` as an optional, as
+            // upstream binds it, where kube-cel binds a plain value or null.
+            let evaluated: Vec<String> = rules
+                .iter()
+                .map(|r| {
+                    if r.optional_old_self == Some(true) {
+                        optional_old_self(&r.rule)
+                    } else {
+                        r.rule.clone()
+                    }
+                })
+                .collect();
             let mut subtree = raw.clone();
             if let Value::Object(m) = &mut subtree {
                 let own = m.remove("x-kubernetes-validations");
                 strip_rules(&mut subtree);
-                if let (Value::Object(m), Some(own)) = (&mut subtree, own) {
-                    m.insert("x-kubernetes-validations".into(), own);
+                if let (Value::Object(m), Some(Value::Array(mut own))) = (&mut subtree, own) {
+                    for (entry, text) in own.iter_mut().zip(&evaluated) {
+                        if let Value::Object(e) = entry {
+                            e.insert("rule".into(), Value::String(text.clone()));
+                        }
+                    }
+                    m.insert("x-kubernetes-validations".into(), Value::Array(own));
                 }
             }
-            let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
             t.here = Some(NodeRules {
                 loop_depth: rules.iter().map(|r| loop_depth(&r.rule)).collect(),
+                evaluated,
                 rules,
                 compiled: kube_cel::compile_schema(&subtree),
                 type_name: node.type_.clone(),
@@ -219,6 +239,43 @@ pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldE
     let mut budget = RUNTIME_BUDGET;
     VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs, &mut budget));
     errs
+}
+
+/// `rule` with each reference to the variable `oldSelf` made an optional
+/// (`optional.none()` when there is no old value), as upstream declares it for
+/// `optionalOldSelf` rules. Occurrences inside string literals are left alone.
+fn optional_old_self(rule: &str) -> String {
+    const NAME: &str = "oldSelf";
+    const OPTIONAL: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
+    let mut out = String::with_capacity(rule.len() + OPTIONAL.len());
+    let mut quote: Option<char> = None;
+    let mut prev: Option<char> = None;
+    let mut i = 0;
+    while i < rule.len() {
+        let Some(c) = rule[i..].chars().next() else {
+            break;
+        };
+        if let Some(q) = quote {
+            if c == q && prev != Some('\\') {
+                quote = None;
+            }
+        } else if c == '\'' || c == '"' {
+            quote = Some(c);
+        } else if rule[i..].starts_with(NAME) {
+            let after = rule[i + NAME.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(prev) && prev != Some('.') && !word(after) {
+                out.push_str(OPTIONAL);
+                i += NAME.len();
+                prev = Some('f');
+                continue;
+            }
+        }
+        out.push(c);
+        prev = Some(c);
+        i += c.len_utf8();
+    }
+    out
 }
 
 /// Upstream's `RuntimeCELCostBudget` (per request) and `PerCallLimit` (per rule).
@@ -462,7 +519,7 @@ fn evaluate(
     // that rules with the same text keep their own message and fieldPath.
     let mut next = 0;
     for e in found.into_vec() {
-        let Some(i) = (next..here.rules.len()).find(|&i| here.rules[i].rule == e.rule) else {
+        let Some(i) = (next..here.rules.len()).find(|&i| here.evaluated[i] == e.rule) else {
             continue;
         };
         next = i + 1;

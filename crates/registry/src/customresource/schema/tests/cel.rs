@@ -197,3 +197,28 @@ fn nested_comprehensions_over_large_lists_exceed_the_call_limit() {
         ]
     );
 }
+
+#[test]
+fn optional_old_self_is_an_optional() {
+    let s = compiled(
+        json!({"type": "object", "properties": {"v": {"type": "string",
+        "x-kubernetes-validations": [{"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": true, "message": "immutable"}]}}}),
+    );
+    assert!(s.validate_rules(&json!({"v": "a"}), None).is_empty());
+    assert!(s
+        .validate_rules(&json!({"v": "a"}), Some(&json!({})))
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"v": "b"}), Some(&json!({"v": "a"})))),
+        vec![r#"v: Invalid value: "string": immutable"#]
+    );
+    let s = compiled(
+        json!({"type": "object", "properties": {"v": {"type": "integer",
+        "x-kubernetes-validations": [{"rule": "self >= oldSelf.orValue(0)", "optionalOldSelf": true}]}}}),
+    );
+    assert!(s.validate_rules(&json!({"v": 1}), None).is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"v": 1}), Some(&json!({"v": 2})))),
+        vec![r#"v: Invalid value: "integer": failed rule: self >= oldSelf.orValue(0)"#]
+    );
+}
