@@ -124,6 +124,26 @@ impl CompiledSchema {
         }
     }
 
+    /// Everything upstream's custom resource strategy checks of a value, in its order: the
+    /// schema ([`validate`](Self::validate), or [`validate_update`](Self::validate_update)
+    /// with `old`), then the CEL rules unless a blocking error was found, in which case
+    /// [`rules_not_checked`] stands in for them.
+    pub fn validate_object(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errs = match old {
+            Some(old) => self.validate_update(obj, old),
+            None => self.validate(obj),
+        };
+        if !self.has_rules() {
+            return errs;
+        }
+        if errs.iter().any(is_blocking) {
+            errs.push(rules_not_checked());
+        } else {
+            errs.extend(self.validate_rules(obj, old));
+        }
+        errs
+    }
+
     /// The schema as upstream publishes it in OpenAPI: v3 as written (`x-kubernetes-*`
     /// included), v2 without what v2 cannot express (`nullable`, `allOf`/`anyOf`/`oneOf`/`not`,
     /// the structure below preserved-unknown or nullable fields).

@@ -222,3 +222,27 @@ fn optional_old_self_is_an_optional() {
         vec![r#"v: Invalid value: "integer": failed rule: self >= oldSelf.orValue(0)"#]
     );
 }
+
+#[test]
+fn validate_object_runs_rules_only_without_blocking_errors() {
+    let s = compiled(
+        json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer",
+        "minimum": 0, "x-kubernetes-validations": [{"rule": "self != 5", "message": "not five"}]}}}),
+    );
+    assert_eq!(
+        messages(&s.validate_object(&json!({}), None)),
+        vec![
+            "n: Required value",
+            r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#,
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate_object(&json!({"n": 5}), None)),
+        vec![r#"n: Invalid value: "integer": not five"#]
+    );
+    // A bound is not blocking: the rules still run (and pass here).
+    assert_eq!(s.validate_object(&json!({"n": -1}), None).len(), 1);
+    assert!(s
+        .validate_object(&json!({"n": 5}), Some(&json!({"n": 5})))
+        .is_empty());
+}
