@@ -306,7 +306,22 @@ fn free_ident(e: &kube_cel::cel::common::ast::Expr, bound: &mut Vec<String>) -> 
                     return Some(n);
                 }
             }
-            c.args.iter().find_map(|a| free_ident(&a.expr, bound))
+            // Macros the parser leaves as calls (`cel.bind(x, init, body)`, two-variable
+            // forms) name their variables as leading bare identifiers: those are bound in
+            // the arguments after them, never reported. Operators (`_==_`) bind nothing.
+            let depth = bound.len();
+            let mut rest = c.args.as_slice();
+            let named = c.func_name.starts_with(|ch: char| ch.is_ascii_alphabetic());
+            while named && rest.len() >= 2 {
+                let Expr::Ident(name) = &rest[0].expr else {
+                    break;
+                };
+                bound.push(name.clone());
+                rest = &rest[1..];
+            }
+            let found = rest.iter().find_map(|a| free_ident(&a.expr, bound));
+            bound.truncate(depth);
+            found
         }
         Expr::Comprehension(c) => {
             if let Some(n) = free_ident(&c.iter_range.expr, bound)

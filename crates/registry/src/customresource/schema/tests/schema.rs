@@ -228,3 +228,17 @@ fn extension_checks() {
         ]
     );
 }
+
+#[test]
+fn bound_variables_are_declared() {
+    assert!(validate_structural(
+        &json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"},
+            "x-kubernetes-validations": [
+                {"rule": "cel.bind(n, self.size(), n < 10)"},
+                {"rule": "self.all(i, v, v >= 0)"},
+                {"rule": "self.exists_one(x, x == 1) || self.map(x, x * 2).all(y, y > 0)"}
+            ]}}}),
+        P
+    )
+    .is_empty());
+}
