@@ -538,3 +538,26 @@ fn openapi_v2_drops_what_v2_cannot_express() {
         }})
     );
 }
+
+#[test]
+fn strfmt_duration_and_date_time_forms() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "d": {"type": "string", "format": "duration"},
+        "t": {"type": "string", "format": "date-time"},
+        "h": {"type": "string", "format": "hostname"}
+    }}));
+    for ok in ["1h30m", "3 days", "2weeks", "10 s", "0"] {
+        assert!(s.validate(&json!({"d": ok})).is_empty(), "{ok}");
+    }
+    for ok in ["2024-01-02T03:04:05.123+01:00", "2024-01-02t03:04:05z"] {
+        assert!(s.validate(&json!({"t": ok})).is_empty(), "{ok}");
+    }
+    assert_eq!(
+        messages(&s.validate(&json!({"t": "2024-01-02T24:00:00Z"}))),
+        vec![
+            r#"t: Invalid value: "2024-01-02T24:00:00Z": t in body must be of type date-time: "2024-01-02T24:00:00Z""#
+        ]
+    );
+    let long_label = format!("{}.com", "a".repeat(64));
+    assert_eq!(s.validate(&json!({"h": long_label})).len(), 1);
+}
