@@ -561,3 +561,16 @@ fn strfmt_duration_and_date_time_forms() {
     let long_label = format!("{}.com", "a".repeat(64));
     assert_eq!(s.validate(&json!({"h": long_label})).len(), 1);
 }
+
+#[test]
+fn unsupported_formats_are_stripped_before_type_checks() {
+    let s = compiled(json!({"type": "object", "properties": {
+        "s": {"type": "string", "format": "foo"},
+        "u": {"type": "integer", "format": "uint32"}
+    }}));
+    assert_eq!(
+        messages(&s.validate(&json!({"s": 1}))),
+        vec![r#"s: Invalid value: "integer": s in body must be of type string: "integer""#]
+    );
+    assert!(s.validate(&json!({"u": 1})).is_empty());
+}
