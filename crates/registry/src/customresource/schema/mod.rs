@@ -164,12 +164,19 @@ impl CompiledSchema {
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
+/// When the schema is structural, its `default`s are checked last (`ValidateDefaults`:
+/// `...properties[x].default: Invalid value: ...`, `must not have unknown fields`).
 /// The checks and compilation of its CEL rules come first
 /// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
 /// upstream reports them with the OpenAPI schema's own errors, before the structural ones.
 pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = rules::check_rules(schema, path);
-    errs.extend(structural::validate(schema, path));
+    let structural = structural::validate(schema, path);
+    if structural.is_empty() {
+        // Upstream checks defaults only of a structural schema.
+        errs.extend(defaults::validate_defaults(&Node::parse(schema), path));
+    }
+    errs.extend(structural);
     errs
 }
 

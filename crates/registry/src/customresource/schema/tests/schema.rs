@@ -242,3 +242,24 @@ fn bound_variables_are_declared() {
     )
     .is_empty());
 }
+
+#[test]
+fn defaults_are_validated_and_must_be_pruned() {
+    let m = messages(&validate_structural(
+        &json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "minimum": 1, "default": 0},
+            "mode": {"type": "string", "enum": ["a"], "default": "b"},
+            "obj": {"type": "object", "properties": {"x": {"type": "string"}}, "default": {"x": "1", "y": 2}},
+            "good": {"type": "object", "properties": {"x": {"type": "string", "default": "z"}}, "default": {}}
+        }}}}),
+        P,
+    ));
+    assert_eq!(
+        m,
+        vec![
+            r#"spec.validation.openAPIV3Schema.properties[spec].properties[mode].default: Unsupported value: "b": supported values: "a""#,
+            r#"spec.validation.openAPIV3Schema.properties[spec].properties[obj].default: Invalid value: map[string]interface {}{"x":"1", "y":2}: must not have unknown fields"#,
+            "spec.validation.openAPIV3Schema.properties[spec].properties[replicas].default: Invalid value: 0:  in body should be greater than or equal to 1",
+        ]
+    );
+}
