@@ -90,9 +90,14 @@ fn check_node(
     if out.schema.len() > schema_errs_before {
         return;
     }
+    let with_meta = depth == 0
+        || s.get("x-kubernetes-embedded-resource")
+            .and_then(Value::as_bool)
+            == Some(true);
     for (i, r) in rules.iter().enumerate() {
         compile_rule(
             r,
+            (s, with_meta),
             &format!("{path}.x-kubernetes-validations[{i}]"),
             uncorrelatable,
             &mut out.cel,
@@ -100,7 +105,15 @@ fn check_node(
     }
 }
 
-fn compile_rule(r: &Rule, path: &str, uncorrelatable: Option<&str>, errs: &mut Vec<FieldError>) {
+/// `node`: the rule's schema, and whether `self` has `apiVersion`, `kind` and `metadata`
+/// without declaring them (the root, embedded resources).
+fn compile_rule(
+    r: &Rule,
+    node: (&Map<String, Value>, bool),
+    path: &str,
+    uncorrelatable: Option<&str>,
+    errs: &mut Vec<FieldError>,
+) {
     if r.rule.trim().is_empty() {
         return;
     }
@@ -110,6 +123,7 @@ fn compile_rule(r: &Rule, path: &str, uncorrelatable: Option<&str>, errs: &mut V
         Ok(p) => {
             uses_old_self = p.references().has_variable("oldSelf");
             undeclared(&r.rule, &p.expression().expr)
+                .or_else(|| undefined_field(&r.rule, &p.expression().expr, node))
         }
     };
     if let Some(detail) = detail {
@@ -362,6 +376,157 @@ fn locate(source: &str, name: &str) -> (usize, usize, String) {
                 return (li + 1, line[..at].chars().count() + 1, line.to_string());
             }
             from = at + name.len();
+        }
+    }
+    (1, 1, source.lines().next().unwrap_or_default().to_string())
+}
+
+/// CEL's reserved words, which Kubernetes escapes as `__word__` in field names.
+const RESERVED: [&str; 19] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+];
+
+/// A property name as rules spell it (`my-field` is `my__dash__field`), or `None` when rules
+/// cannot name it.
+fn escaped(name: &str) -> Option<String> {
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    if !(first.is_ascii_alphabetic() || first == '_') {
+        return None;
+    }
+    let out = name
+        .replace("__", "__underscores__")
+        .replace('.', "__dot__")
+        .replace('-', "__dash__")
+        .replace('/', "__slash__");
+    out.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some(out)
+}
+
+/// cel-go's checker refuses selecting a field an object schema does not declare
+/// (`ERROR: <input>:1:5: undefined field 'foo'`). Only chains from `self` through objects with
+/// declared properties are judged: maps, preserved-unknown and untyped values are dynamic.
+fn undefined_field(
+    source: &str,
+    e: &kube_cel::cel::common::ast::Expr,
+    node: (&Map<String, Value>, bool),
+) -> Option<String> {
+    use kube_cel::cel::common::ast::{EntryExpr, Expr};
+    match e {
+        Expr::Select(sel) => {
+            if let Some(found) = undefined_field(source, &sel.operand.expr, node) {
+                return Some(found);
+            }
+            let (schema, with_meta) = resolve(&sel.operand.expr, node)?;
+            let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
+            let props = schema.get("properties").and_then(Value::as_object)?;
+            let dynamic = schema.get("additionalProperties").is_some()
+                || schema
+                    .get("x-kubernetes-preserve-unknown-fields")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+            let meta =
+                with_meta && matches!(sel.field.as_str(), "apiVersion" | "kind" | "metadata");
+            let declared = props
+                .keys()
+                .any(|k| escaped(k).as_deref() == Some(sel.field.as_str()));
+            if !is_object || dynamic || meta || declared {
+                return None;
+            }
+            let (line, col, text) = locate_select(source, &sel.field);
+            Some(format!(
+                "ERROR: <input>:{line}:{col}: undefined field '{}'\n | {text}\n | {}^",
+                sel.field,
+                ".".repeat(col.saturating_sub(1))
+            ))
+        }
+        Expr::Call(c) => c
+            .target
+            .iter()
+            .map(|t| &t.expr)
+            .chain(c.args.iter().map(|a| &a.expr))
+            .find_map(|x| undefined_field(source, x, node)),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .iter()
+        .find_map(|x| undefined_field(source, &x.expr, node)),
+        Expr::List(l) => l
+            .elements
+            .iter()
+            .find_map(|x| undefined_field(source, &x.expr, node)),
+        Expr::Map(m) => m.entries.iter().find_map(|x| match &x.expr {
+            EntryExpr::StructField(f) => undefined_field(source, &f.value.expr, node),
+            EntryExpr::MapEntry(me) => undefined_field(source, &me.key.expr, node)
+                .or_else(|| undefined_field(source, &me.value.expr, node)),
+        }),
+        _ => None,
+    }
+}
+
+/// The schema `e` selects, when `e` is `self` or a chain of declared fields from it.
+fn resolve<'a>(
+    e: &kube_cel::cel::common::ast::Expr,
+    node: (&'a Map<String, Value>, bool),
+) -> Option<(&'a Map<String, Value>, bool)> {
+    use kube_cel::cel::common::ast::Expr;
+    match e {
+        Expr::Ident(name) if name == "self" => Some(node),
+        Expr::Select(sel) if !sel.test => {
+            let (schema, _) = resolve(&sel.operand.expr, node)?;
+            let props = schema.get("properties").and_then(Value::as_object)?;
+            let (_, child) = props
+                .iter()
+                .find(|(k, _)| escaped(k).as_deref() == Some(sel.field.as_str()))?;
+            let child = child.as_object()?;
+            let embedded = child
+                .get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool)
+                == Some(true);
+            Some((child, embedded))
+        }
+        _ => None,
+    }
+}
+
+/// Line, 1-based column of the `.` before `.field`, and the line's text.
+fn locate_select(source: &str, field: &str) -> (usize, usize, String) {
+    let needle = format!(".{field}");
+    for (li, line) in source.lines().enumerate() {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(&needle) {
+            let at = from + i;
+            let after = line[at + needle.len()..].chars().next();
+            if !after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                return (li + 1, line[..at].chars().count() + 1, line.to_string());
+            }
+            from = at + needle.len();
         }
     }
     (1, 1, source.lines().next().unwrap_or_default().to_string())

@@ -263,3 +263,25 @@ fn defaults_are_validated_and_must_be_pruned() {
         ]
     );
 }
+
+#[test]
+fn undefined_fields_fail_compilation() {
+    let schema = json!({"type": "object",
+    "x-kubernetes-validations": [{"rule": "self.metadata.name != '' && self.spec.replicas >= 0"}],
+    "properties": {"spec": {"type": "object",
+    "properties": {
+        "replicas": {"type": "integer"},
+        "my-field": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+    },
+    "x-kubernetes-validations": [
+        {"rule": "self.replicas > 0 && self.my__dash__field != '' && self.labels.anything == 'x' && self.free.deep.x == 1"},
+        {"rule": "has(self.replica) || self.replicas == 1"}
+    ]}}});
+    let m = messages(&validate_structural(&schema, P));
+    assert_eq!(
+        m,
+        vec!["spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: apiextensions.ValidationRule{Rule:\"has(self.replica) || self.replicas == 1\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:9: undefined field 'replica'\n | has(self.replica) || self.replicas == 1\n | ........^"]
+    );
+}
