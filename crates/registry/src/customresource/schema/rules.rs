@@ -412,7 +412,7 @@ fn escaped(name: &str) -> Option<String> {
     }
     let mut chars = name.chars();
     let first = chars.next()?;
-    if !(first.is_ascii_alphabetic() || first == '_') {
+    if !(first.is_ascii_alphabetic() || matches!(first, '_' | '.' | '-' | '/')) {
         return None;
     }
     let out = name
