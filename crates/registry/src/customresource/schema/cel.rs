@@ -1,38 +1,29 @@
 //! `x-kubernetes-validations` CEL rules, after upstream's `pkg/apiserver/schema/cel`
 //! (`validation.go`: evaluation per schema node with `self` and, for transition rules,
 //! `oldSelf` from the correlated old value; messages, `messageExpression`, `reason` and
-//! `fieldPath`) and the rule checks of `apis/apiextensions/validation/validation.go`. The
-//! `kube-cel` crate parses, converts values along the schema and evaluates; this file decides
-//! where each rule runs and how its failure reads.
+//! `fieldPath`). The `kube-cel` crate parses, converts values along the schema and evaluates;
+//! this file decides where each rule runs and how its failure reads.
 
 use super::node::Node;
 use kapi_machinery::goformat::quote;
 use kapi_machinery::{BadValue, FieldError, FieldErrorType};
 use kube_cel::{ErrorKind, Validator};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// Upstream's supported `reason` values, sorted as `sets.List` returns them.
-const REASONS: [&str; 4] = [
-    "FieldValueDuplicate",
-    "FieldValueForbidden",
-    "FieldValueInvalid",
-    "FieldValueRequired",
-];
 
 /// One rule as written.
 #[derive(Debug, Clone, Default)]
-struct Rule {
-    rule: String,
-    message: String,
-    message_expression: String,
-    reason: Option<String>,
-    field_path: String,
-    optional_old_self: Option<bool>,
+pub(super) struct Rule {
+    pub(super) rule: String,
+    pub(super) message: String,
+    pub(super) message_expression: String,
+    pub(super) reason: Option<String>,
+    pub(super) field_path: String,
+    pub(super) optional_old_self: Option<bool>,
 }
 
 impl Rule {
-    fn parse(v: &Value) -> Rule {
+    pub(super) fn parse(v: &Value) -> Rule {
         let s = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -50,7 +41,7 @@ impl Rule {
     }
 
     /// `%#v` of upstream's `apiextensions.ValidationRule`, the bad value of rule errors.
-    fn go_syntax(&self) -> String {
+    pub(super) fn go_syntax(&self) -> String {
         let reason = match &self.reason {
             None => "(*apiextensions.FieldValueErrorReason)(nil)".to_string(),
             Some(r) => format!("(*apiextensions.FieldValueErrorReason)({})", quote(r)),
@@ -93,6 +84,11 @@ impl Rule {
 /// their own nodes evaluate) compiled once by `kube-cel`.
 struct NodeRules {
     rules: Vec<Rule>,
+    /// Per rule, the text kube-cel evaluates (and reports failures with).
+    evaluated: Vec<String>,
+    /// Per rule, how deeply its comprehensions (`all`, `exists`, `map`, ...) nest: what its
+    /// cost grows with.
+    loop_depth: Vec<u32>,
     compiled: kube_cel::CompiledSchema,
     type_name: String,
 }
@@ -151,16 +147,36 @@ impl RuleTree {
             ..Default::default()
         };
         if !node.validations.is_empty() {
+            let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
+            // What kube-cel evaluates: optionalOldSelf rules see `oldSelf` as an optional, as
+            // upstream binds it, where kube-cel binds a plain value or null.
+            let evaluated: Vec<String> = rules
+                .iter()
+                .map(|r| {
+                    if r.optional_old_self == Some(true) {
+                        optional_old_self(&r.rule)
+                    } else {
+                        r.rule.clone()
+                    }
+                })
+                .collect();
             let mut subtree = raw.clone();
             if let Value::Object(m) = &mut subtree {
                 let own = m.remove("x-kubernetes-validations");
                 strip_rules(&mut subtree);
-                if let (Value::Object(m), Some(own)) = (&mut subtree, own) {
-                    m.insert("x-kubernetes-validations".into(), own);
+                if let (Value::Object(m), Some(Value::Array(mut own))) = (&mut subtree, own) {
+                    for (entry, text) in own.iter_mut().zip(&evaluated) {
+                        if let Value::Object(e) = entry {
+                            e.insert("rule".into(), Value::String(text.clone()));
+                        }
+                    }
+                    m.insert("x-kubernetes-validations".into(), Value::Array(own));
                 }
             }
             t.here = Some(NodeRules {
-                rules: node.validations.iter().map(Rule::parse).collect(),
+                loop_depth: rules.iter().map(|r| loop_depth(&r.rule)).collect(),
+                evaluated,
+                rules,
                 compiled: kube_cel::compile_schema(&subtree),
                 type_name: node.type_.clone(),
             });
@@ -220,8 +236,105 @@ fn shown(path: &str) -> String {
 pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let corr = Corr::Correlated(old);
-    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs));
+    let mut budget = RUNTIME_BUDGET;
+    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs, &mut budget));
     errs
+}
+
+/// `rule` with each reference to the variable `oldSelf` made an optional
+/// (`optional.none()` when there is no old value), as upstream declares it for
+/// `optionalOldSelf` rules. Occurrences inside string literals are left alone.
+fn optional_old_self(rule: &str) -> String {
+    const NAME: &str = "oldSelf";
+    const OPTIONAL: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
+    let mut out = String::with_capacity(rule.len() + OPTIONAL.len());
+    let mut quote: Option<char> = None;
+    let mut prev: Option<char> = None;
+    let mut i = 0;
+    while i < rule.len() {
+        let Some(c) = rule[i..].chars().next() else {
+            break;
+        };
+        if let Some(q) = quote {
+            if c == q && prev != Some('\\') {
+                quote = None;
+            }
+        } else if c == '\'' || c == '"' {
+            quote = Some(c);
+        } else if rule[i..].starts_with(NAME) {
+            let after = rule[i + NAME.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(prev) && prev != Some('.') && !word(after) {
+                out.push_str(OPTIONAL);
+                i += NAME.len();
+                prev = Some('f');
+                continue;
+            }
+        }
+        out.push(c);
+        prev = Some(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// Upstream's `RuntimeCELCostBudget` (per request) and `PerCallLimit` (per rule).
+const RUNTIME_BUDGET: i64 = 10_000_000;
+const PER_CALL_LIMIT: i64 = 1_000_000;
+
+/// The `cel` crate does not meter evaluation, so a rule's cost is bounded from above before it
+/// runs: the number of values below `self`, to the power of its comprehension nesting (a rule
+/// without comprehensions costs what its expression does, which the request size bounds).
+fn estimated_cost(size: i64, depth: u32) -> i64 {
+    if depth == 0 {
+        return 1;
+    }
+    size.max(1).saturating_pow(depth)
+}
+
+fn value_size(v: &Value) -> i64 {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(value_size).sum::<i64>(),
+        Value::Object(m) => 1 + m.values().map(value_size).sum::<i64>(),
+        Value::String(s) => 1 + (s.len() as i64) / 8,
+        _ => 1,
+    }
+}
+
+/// How deeply the comprehensions of `rule` nest.
+fn loop_depth(rule: &str) -> u32 {
+    fn depth(e: &kube_cel::cel::common::ast::Expr) -> u32 {
+        use kube_cel::cel::common::ast::{EntryExpr, Expr};
+        let entry = |en: &EntryExpr| match en {
+            EntryExpr::StructField(f) => depth(&f.value.expr),
+            EntryExpr::MapEntry(m) => depth(&m.key.expr).max(depth(&m.value.expr)),
+        };
+        match e {
+            Expr::Comprehension(c) => {
+                let inner = [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
+                    .iter()
+                    .map(|x| depth(&x.expr))
+                    .max()
+                    .unwrap_or(0);
+                depth(&c.iter_range.expr).max(1 + inner)
+            }
+            Expr::Call(c) => c
+                .target
+                .iter()
+                .map(|t| depth(&t.expr))
+                .chain(c.args.iter().map(|a| depth(&a.expr)))
+                .max()
+                .unwrap_or(0),
+            Expr::List(l) => l.elements.iter().map(|x| depth(&x.expr)).max().unwrap_or(0),
+            Expr::Map(m) => m.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Struct(s) => s.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Select(s) => depth(&s.operand.expr),
+            _ => 0,
+        }
+    }
+    kube_cel::cel::Program::compile(rule)
+        .map(|p| depth(&p.expression().expr))
+        .unwrap_or(0)
 }
 
 /// Upstream's `ratchetingOptions`: the old value at this node when it correlates, else
@@ -256,6 +369,7 @@ impl<'a> Corr<'a> {
     }
 }
 
+/// `budget` goes negative when evaluation must stop (upstream's `-1` remaining budget).
 fn walk(
     v: &Validator,
     t: &RuleTree,
@@ -263,20 +377,32 @@ fn walk(
     corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
+    budget: &mut i64,
 ) {
     // Rules only see non-null values (upstream: a rule on a nullable field checks the value,
     // the surrounding schema checks its presence).
-    if obj.is_null() {
+    if obj.is_null() || *budget < 0 {
         return;
     }
     if let Some(here) = &t.here {
+        if !charge(here, obj, path, errs, budget) {
+            return;
+        }
         evaluate(v, here, obj, corr, path, errs);
     }
     match obj {
         Value::Object(m) => {
             for (k, child) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    walk(v, child, x, corr.key(k), &field_child(path, k), errs);
+                    walk(
+                        v,
+                        child,
+                        x,
+                        corr.key(k),
+                        &field_child(path, k),
+                        errs,
+                        budget,
+                    );
                 }
             }
             if let Some(ap) = &t.additional {
@@ -284,7 +410,7 @@ fn walk(
                     if t.properties.contains_key(k) {
                         continue;
                     }
-                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs);
+                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs, budget);
                 }
             }
         }
@@ -302,7 +428,7 @@ fn walk(
                     (Corr::Correlated(_), _) => Corr::Uncorrelated(unchanged),
                     (u, _) => u,
                 };
-                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs);
+                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs, budget);
             }
         }
         _ => {}
@@ -311,6 +437,46 @@ fn walk(
 
 fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
+}
+
+/// Takes the estimated cost of the node's rules from the budget; on a rule over the per-call
+/// limit or an exhausted budget, reports upstream's error and stops evaluation.
+fn charge(
+    here: &NodeRules,
+    obj: &Value,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+    budget: &mut i64,
+) -> bool {
+    let deepest = here.loop_depth.iter().copied().max().unwrap_or(0);
+    let size = if deepest > 0 { value_size(obj) } else { 1 };
+    for (rule, depth) in here.rules.iter().zip(&here.loop_depth) {
+        let cost = estimated_cost(size, *depth);
+        let bad = BadValue::Str(here.type_name.clone());
+        if cost > PER_CALL_LIMIT {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    rule.error_string()
+                ),
+            ));
+            *budget = -1;
+            return false;
+        }
+        if cost > *budget {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            *budget = -1;
+            return false;
+        }
+        *budget -= cost;
+    }
+    true
 }
 
 /// A rule's `fieldPath` as the child path upstream appends (`.a['b.c']` is `a.b.c`).
@@ -353,7 +519,7 @@ fn evaluate(
     // that rules with the same text keep their own message and fieldPath.
     let mut next = 0;
     for e in found.into_vec() {
-        let Some(i) = (next..here.rules.len()).find(|&i| here.rules[i].rule == e.rule) else {
+        let Some(i) = (next..here.rules.len()).find(|&i| here.evaluated[i] == e.rule) else {
             continue;
         };
         next = i + 1;
@@ -378,7 +544,7 @@ fn evaluate(
                     let m = e.message.trim();
                     let invalid = if m.is_empty() {
                         Some("messageExpression should evaluate to a non-empty string")
-                    } else if has_newlines(m) {
+                    } else if super::rules::has_newlines(m) {
                         Some("messageExpression should not contain line breaks")
                     } else {
                         None
@@ -396,11 +562,11 @@ fn evaluate(
                 errs.push(for_reason(at, bad(), message, rule.reason.as_deref()));
             }
             ErrorKind::EvaluationError | ErrorKind::UnsupportedReference => {
-                let cause = e
-                    .message
-                    .strip_prefix("rule evaluation error: ")
-                    .unwrap_or(&e.message)
-                    .to_string();
+                let cause = cel_go_wording(
+                    e.message
+                        .strip_prefix("rule evaluation error: ")
+                        .unwrap_or(&e.message),
+                );
                 let detail = if cause.to_lowercase().starts_with("no such overload") {
                     format!(
                         "'{cause}': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -424,6 +590,25 @@ fn evaluate(
     }
 }
 
+/// cel-go's wording of the runtime errors both engines share (`no such key: x`, `no such
+/// overload`, `division by zero`, `modulus by zero`, `integer overflow`); others as the `cel`
+/// crate words them.
+fn cel_go_wording(msg: &str) -> String {
+    if let Some(k) = msg.strip_prefix("No such key: ") {
+        format!("no such key: {k}")
+    } else if msg.starts_with("No such overload") {
+        "no such overload".into()
+    } else if msg.starts_with("Division by zero") {
+        "division by zero".into()
+    } else if msg.starts_with("Remainder by zero") {
+        "modulus by zero".into()
+    } else if msg.starts_with("Overflow from binary operator") {
+        "integer overflow".into()
+    } else {
+        msg.to_string()
+    }
+}
+
 /// `fieldErrorForReason`.
 fn for_reason(path: String, value: BadValue, detail: String, reason: Option<&str>) -> FieldError {
     match reason {
@@ -434,341 +619,4 @@ fn for_reason(path: String, value: BadValue, detail: String, reason: Option<&str
         }
         _ => FieldError::invalid(path, value, detail),
     }
-}
-
-fn has_newlines(s: &str) -> bool {
-    s.contains('\n') || s.contains('\r')
-}
-
-/// Errors of a CRD's schema at write time, kept apart as upstream keeps them: schema errors
-/// (rule checks) suppress the CEL compilation of their node and its ancestors.
-#[derive(Default)]
-struct Checked {
-    schema: Vec<FieldError>,
-    cel: Vec<FieldError>,
-}
-
-/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
-/// schema at `path` (CRD write time), schema errors first, then compilation errors.
-pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut out = Checked::default();
-    if let Some(m) = schema.as_object() {
-        check_node(m, path, None, &mut out, 0);
-    }
-    out.schema.extend(out.cel);
-    out.schema
-}
-
-/// `uncorrelatable`: the path of the nearest enclosing list whose items do not correlate with
-/// old items (not a list-type map), where `oldSelf` is refused.
-fn check_node(
-    s: &Map<String, Value>,
-    path: &str,
-    uncorrelatable: Option<&str>,
-    out: &mut Checked,
-    depth: usize,
-) {
-    if depth > super::node::MAX_DEPTH {
-        return;
-    }
-    let schema_errs_before = out.schema.len();
-    if let Some(p) = s.get("properties").and_then(Value::as_object) {
-        let mut keys: Vec<&String> = p.keys().collect();
-        keys.sort();
-        for k in keys {
-            if let Some(child) = p[k].as_object() {
-                let child_path = format!("{path}.properties[{k}]");
-                check_node(child, &child_path, uncorrelatable, out, depth + 1);
-            }
-        }
-    }
-    if let Some(items) = s.get("items").and_then(Value::as_object) {
-        let is_map = s.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
-        let within = if is_map { uncorrelatable } else { Some(path) };
-        check_node(items, &format!("{path}.items"), within, out, depth + 1);
-    }
-    if let Some(ap) = s.get("additionalProperties").and_then(Value::as_object) {
-        check_node(
-            ap,
-            &format!("{path}.additionalProperties"),
-            uncorrelatable,
-            out,
-            depth + 1,
-        );
-    }
-    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
-        return;
-    };
-    let rules: Vec<Rule> = rules.iter().map(Rule::parse).collect();
-    for (i, r) in rules.iter().enumerate() {
-        check_rule(
-            s,
-            r,
-            &format!("{path}.x-kubernetes-validations[{i}]"),
-            &mut out.schema,
-        );
-    }
-    if out.schema.len() > schema_errs_before {
-        return;
-    }
-    for (i, r) in rules.iter().enumerate() {
-        compile_rule(
-            r,
-            &format!("{path}.x-kubernetes-validations[{i}]"),
-            uncorrelatable,
-            &mut out.cel,
-        );
-    }
-}
-
-fn compile_rule(r: &Rule, path: &str, uncorrelatable: Option<&str>, errs: &mut Vec<FieldError>) {
-    if r.rule.trim().is_empty() {
-        return;
-    }
-    let mut uses_old_self = false;
-    let detail = match kube_cel::cel::Program::compile(&r.rule) {
-        Err(e) => Some(e.to_string()),
-        Ok(p) => {
-            uses_old_self = p.references().has_variable("oldSelf");
-            undeclared(&r.rule, &p.expression().expr)
-        }
-    };
-    if let Some(detail) = detail {
-        errs.push(FieldError::invalid(
-            format!("{path}.rule"),
-            BadValue::Go(r.go_syntax()),
-            format!("compilation failed: {detail}"),
-        ));
-    }
-    if !r.message_expression.trim().is_empty() {
-        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
-            Err(e) => Some(e.to_string()),
-            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
-        };
-        if let Some(detail) = detail {
-            errs.push(FieldError::invalid(
-                format!("{path}.messageExpression"),
-                BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {detail}"),
-            ));
-        }
-    }
-    if uses_old_self {
-        if let Some(within) = uncorrelatable {
-            errs.push(FieldError::invalid(
-                format!("{path}.rule"),
-                r.rule.as_str(),
-                format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"),
-            ));
-        }
-    } else if let Some(b) = r.optional_old_self {
-        errs.push(FieldError::invalid(
-            format!("{path}.optionalOldSelf"),
-            b,
-            "may not be set if oldSelf is not used in rule",
-        ));
-    }
-}
-
-fn check_rule(schema: &Map<String, Value>, r: &Rule, path: &str, errs: &mut Vec<FieldError>) {
-    let rule = r.rule.trim();
-    let msg = r.message.trim();
-    if rule.is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.rule"),
-            "rule is not specified",
-        ));
-    } else if !r.message.is_empty() && msg.is_empty() {
-        errs.push(FieldError::invalid(
-            format!("{path}.message"),
-            r.message.as_str(),
-            "message must be non-empty if specified",
-        ));
-    } else if has_newlines(msg) {
-        errs.push(FieldError::invalid(
-            format!("{path}.message"),
-            r.message.as_str(),
-            "message must not contain line breaks",
-        ));
-    } else if has_newlines(rule) && msg.is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.message"),
-            "message must be specified if rule contains line breaks",
-        ));
-    }
-    if !r.message_expression.is_empty() && r.message_expression.trim().is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.messageExpression"),
-            "messageExpression must be non-empty if specified",
-        ));
-    }
-    if let Some(reason) = &r.reason {
-        if !REASONS.contains(&reason.as_str()) {
-            errs.push(FieldError::not_supported(
-                format!("{path}.reason"),
-                reason.as_str(),
-                &REASONS,
-            ));
-        }
-    }
-    let fp = r.field_path.trim();
-    if !r.field_path.is_empty() && fp.is_empty() {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must be non-empty if specified",
-        ));
-    }
-    if has_newlines(&r.field_path) {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must not contain line breaks",
-        ));
-    }
-    if !fp.is_empty() && !field_path_valid(schema, fp) {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must be a valid path",
-        ));
-    }
-}
-
-/// Whether a rule's `fieldPath` (`.a.b`, `.a['b.c']`) names a field the schema declares.
-fn field_path_valid(schema: &Map<String, Value>, fp: &str) -> bool {
-    let mut cur = schema;
-    let mut rest = fp;
-    while !rest.is_empty() {
-        let (name, next) = if let Some(r) = rest.strip_prefix("['") {
-            match r.split_once("']") {
-                Some((n, next)) => (n, next),
-                None => return false,
-            }
-        } else if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            (&r[..end], &r[end..])
-        } else {
-            return false;
-        };
-        if name.is_empty() {
-            return false;
-        }
-        let child = cur
-            .get("properties")
-            .and_then(|p| p.get(name))
-            .or_else(|| cur.get("additionalProperties").filter(|a| a.is_object()));
-        match child.and_then(Value::as_object) {
-            Some(c) => cur = c,
-            None => return false,
-        }
-        rest = next;
-    }
-    true
-}
-
-/// Identifiers a CRD rule may use without declaring them: its variables, and the names the
-/// parser sees as identifiers in type literals and namespaced library calls.
-const DECLARED: [&str; 21] = [
-    "self",
-    "oldSelf",
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "dyn",
-    "duration",
-    "timestamp",
-    "sets",
-    "math",
-    "strings",
-    "base64",
-    "optional",
-    "cel",
-];
-
-/// cel-go's type checker refuses a reference to an undeclared variable; the parser alone
-/// does not, so the first free identifier is reported as cel-go words it
-/// (`ERROR: <input>:1:1: undeclared reference to 'x' (in container '')` and a caret line).
-fn undeclared(source: &str, e: &kube_cel::cel::common::ast::Expr) -> Option<String> {
-    let mut bound: Vec<String> = Vec::new();
-    let name = free_ident(e, &mut bound)?;
-    let (line, col, text) = locate(source, &name);
-    Some(format!(
-        "ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
-        ".".repeat(col.saturating_sub(1))
-    ))
-}
-
-fn free_ident(e: &kube_cel::cel::common::ast::Expr, bound: &mut Vec<String>) -> Option<String> {
-    use kube_cel::cel::common::ast::{EntryExpr, Expr};
-    let entry = |en: &EntryExpr, bound: &mut Vec<String>| match en {
-        EntryExpr::StructField(f) => free_ident(&f.value.expr, bound),
-        EntryExpr::MapEntry(m) => {
-            free_ident(&m.key.expr, bound).or_else(|| free_ident(&m.value.expr, bound))
-        }
-    };
-    match e {
-        Expr::Ident(name) => {
-            let known = name.starts_with('@')
-                || DECLARED.contains(&name.as_str())
-                || bound.iter().any(|b| b == name);
-            (!known).then(|| name.clone())
-        }
-        Expr::Call(c) => {
-            if let Some(t) = &c.target {
-                if let Some(n) = free_ident(&t.expr, bound) {
-                    return Some(n);
-                }
-            }
-            c.args.iter().find_map(|a| free_ident(&a.expr, bound))
-        }
-        Expr::Comprehension(c) => {
-            if let Some(n) = free_ident(&c.iter_range.expr, bound)
-                .or_else(|| free_ident(&c.accu_init.expr, bound))
-            {
-                return Some(n);
-            }
-            let depth = bound.len();
-            bound.push(c.iter_var.clone());
-            if let Some(v2) = &c.iter_var2 {
-                bound.push(v2.clone());
-            }
-            bound.push(c.accu_var.clone());
-            let found = free_ident(&c.loop_cond.expr, bound)
-                .or_else(|| free_ident(&c.loop_step.expr, bound))
-                .or_else(|| free_ident(&c.result.expr, bound));
-            bound.truncate(depth);
-            found
-        }
-        Expr::List(l) => l.elements.iter().find_map(|x| free_ident(&x.expr, bound)),
-        Expr::Map(m) => m.entries.iter().find_map(|x| entry(&x.expr, bound)),
-        Expr::Struct(s) => s.entries.iter().find_map(|x| entry(&x.expr, bound)),
-        Expr::Select(s) => free_ident(&s.operand.expr, bound),
-        _ => None,
-    }
-}
-
-/// Line, 1-based column and line text of the first whole-word occurrence of `name`.
-fn locate(source: &str, name: &str) -> (usize, usize, String) {
-    for (li, line) in source.lines().enumerate() {
-        let mut from = 0;
-        while let Some(i) = line[from..].find(name) {
-            let at = from + i;
-            let before = line[..at].chars().next_back();
-            let after = line[at + name.len()..].chars().next();
-            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            if !word(before) && !word(after) && before != Some('.') {
-                return (li + 1, line[..at].chars().count() + 1, line.to_string());
-            }
-            from = at + name.len();
-        }
-    }
-    (1, 1, source.lines().next().unwrap_or_default().to_string())
 }

@@ -47,6 +47,12 @@ pub fn prune_root(obj: &mut Value, schema: &Node) -> Vec<String> {
     out
 }
 
+/// Prunes a value below the root (a schema's `default`), as upstream's `Prune(v, s,
+/// isResourceRoot)` with `embedded` standing for its resource-root flag.
+pub fn prune_value(x: &mut Value, s: &Node, embedded: bool) {
+    prune(x, Some(s), embedded, &mut String::new(), &mut Vec::new());
+}
+
 fn push_key(path: &mut String, key: &str) -> usize {
     let len = path.len();
     if !path.is_empty() {

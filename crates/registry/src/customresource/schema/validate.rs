@@ -189,38 +189,56 @@ fn is_json_integer(f: f64) -> bool {
     f.is_finite() && f.trunc() == f && f.abs() < 9_007_199_254_740_992.0
 }
 
+/// The format upstream validates with: `StripUnsupportedFormatsPostProcess` empties formats
+/// it does not support for the schema's type.
+fn effective_format(s: &Node) -> &str {
+    let f = s.format.as_str();
+    let keep = match (s.int_or_string, s.type_.as_str()) {
+        (true, _) | (false, "" | "string") => formats::is_supported(f),
+        (false, "integer") => f == "int32" || f == "int64",
+        (false, "number") => f == "float" || f == "double",
+        _ => false,
+    };
+    if keep {
+        f
+    } else {
+        ""
+    }
+}
+
 fn type_check(s: &Node, data: &Value, path: &str) -> Option<OErr> {
     let types = types_of(s);
+    let format_of_schema = effective_format(s);
     if data.is_null() {
         if !types.is_empty() && !types.contains(&"null") && !s.nullable {
             return Some(invalid_type(path, &types.join(","), Some("null")));
         }
         return None;
     }
-    if types.is_empty() && s.format.is_empty() {
+    if types.is_empty() && format_of_schema.is_empty() {
         return None;
     }
     let (sch_type, format) = schema_info(data);
     let f = data.as_f64().unwrap_or_default();
     let is_float_int = sch_type == "number" && is_json_integer(f) && types.contains(&"integer");
     let is_int_float = sch_type == "integer" && types.contains(&"number");
-    let is_lower_int = s.format == "int64" && format == "int32";
-    let is_lower_float = s.format == "double" && format == "float";
+    let is_lower_int = format_of_schema == "int64" && format == "int32";
+    let is_lower_float = format_of_schema == "double" && format == "float";
     let stringish = matches!(data, Value::String(_) | Value::Array(_));
     if !stringish
-        && !s.format.is_empty()
+        && !format_of_schema.is_empty()
         && !(types.contains(&sch_type)
-            || format == s.format
+            || format == format_of_schema
             || is_float_int
             || is_int_float
             || is_lower_int
             || is_lower_float)
     {
-        return Some(invalid_type(path, &s.format, Some(format)));
+        return Some(invalid_type(path, format_of_schema, Some(format)));
     }
     if !types.contains(&"number")
         && !types.contains(&"integer")
-        && !s.format.is_empty()
+        && !format_of_schema.is_empty()
         && stringish
     {
         return None;
@@ -286,12 +304,9 @@ fn validate_node(s: &Node, data: &Value, old: Option<&Value>, path: &str, out: &
     }
     // Format validator.
     if let Value::String(v) = data {
-        if !s.format.is_empty()
-            && formats::is_supported(&s.format)
-            && (s.type_.is_empty() || s.type_ == "string")
-            && !formats::validates(&s.format, v)
-        {
-            out.push(invalid_type(path, &s.format, Some(v)));
+        let f = effective_format(s);
+        if !f.is_empty() && formats::is_supported(f) && !formats::validates(f, v) {
+            out.push(invalid_type(path, f, Some(v)));
         }
     }
     // Number validator.
