@@ -9,7 +9,8 @@ use super::table::CustomResourceTable;
 use crate::codec::{check_type_meta, strict_error};
 use crate::rest::{FieldValidation, ResourceInfo, TableConvertor};
 use crate::strategy::{FieldLabelConversion, Strategy};
-use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
+use kapi_machinery::goformat::BadValue;
+use kapi_machinery::{ApiError, FieldError, FieldErrorType, GroupResource, Object};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +43,20 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     let mut parts: Vec<&str> = group.split('.').collect();
     parts.reverse();
     format!("{}.{version}.{kind}", parts.join("."))
+}
+
+/// Upstream's blocking schema errors (type, required, enum, max length/items/properties), after
+/// which CEL rules are not evaluated.
+fn blocks_rules(e: &FieldError) -> bool {
+    match e.error_type {
+        FieldErrorType::NotSupported
+        | FieldErrorType::Required
+        | FieldErrorType::TooLong
+        | FieldErrorType::TooMany => true,
+        // field.TypeInvalid prints as an Invalid value whose detail names the type
+        FieldErrorType::Invalid => e.detail.contains(" must be of type "),
+        _ => false,
+    }
 }
 
 /// The strategy of one served version.
@@ -138,6 +153,15 @@ impl CustomResourceStrategy {
         };
         let value = Value::Object(obj.as_map().clone());
         let mut errs = schema.validate(&value);
+        if errs.iter().any(blocks_rules) {
+            // upstream's hasBlockingErr: rules are not run over a value of the wrong shape
+            errs.push(FieldError::invalid(
+                "<nil>",
+                BadValue::Null,
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+            return errs;
+        }
         let old = old.map(|o| Value::Object(o.as_map().clone()));
         errs.extend(schema.validate_rules(&value, old.as_ref()));
         errs
