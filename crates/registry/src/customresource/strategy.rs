@@ -59,6 +59,23 @@ fn blocks_rules(e: &FieldError) -> bool {
     }
 }
 
+/// Whole floats as integers (`10.0` → `10`), as Go's encoder prints a float64 without a
+/// fraction: schemas stored through typed JSONSchemaProps carry bounds as floats.
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64() {
+                if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(m) => m.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
 /// The strategy of one served version.
 pub struct CustomResourceStrategy {
     info: ResourceInfo,
@@ -243,6 +260,7 @@ impl Strategy for CustomResourceStrategy {
                 props.insert("metadata".into(), metadata);
             }
         }
+        integral_numbers(&mut schema);
         generator.definitions_mut().insert(name.clone(), schema);
         schemars::Schema::try_from(json!({"$ref": format!("#/definitions/{name}")})).ok()
     }
