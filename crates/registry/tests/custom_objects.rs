@@ -3,6 +3,7 @@
 //! group), generation, `/status`, two versions over one key prefix, printer columns, `/scale`,
 //! selectable fields and the refusal of creates while the definition terminates.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 
 use common::{create, ctx, get, obj, put, registry};
