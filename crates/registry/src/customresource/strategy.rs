@@ -44,6 +44,23 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     format!("{}.{version}.{kind}", parts.join("."))
 }
 
+/// Whole floats as integers (`10.0` → `10`), as Go's encoder prints a float64 without a
+/// fraction: schemas stored through typed JSONSchemaProps carry bounds as floats.
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64() {
+                if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(m) => m.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
 /// The strategy of one served version.
 pub struct CustomResourceStrategy {
     info: ResourceInfo,
@@ -138,17 +155,7 @@ impl CustomResourceStrategy {
         };
         let value = Value::Object(obj.as_map().clone());
         let old = old.map(|o| Value::Object(o.as_map().clone()));
-        let mut errs = match &old {
-            Some(old) => schema.validate_update(&value, old),
-            None => schema.validate(&value),
-        };
-        // Upstream's hasBlockingErr: rules are not run over a value of the wrong shape.
-        if schema.has_rules() && errs.iter().any(crate::customresource::schema::is_blocking) {
-            errs.push(crate::customresource::schema::rules_not_checked());
-            return errs;
-        }
-        errs.extend(schema.validate_rules(&value, old.as_ref()));
-        errs
+        schema.validate_object(&value, old.as_ref())
     }
 
     fn with_defaults(&self, obj: Object) -> Object {
@@ -227,6 +234,7 @@ impl Strategy for CustomResourceStrategy {
                 props.insert("metadata".into(), metadata);
             }
         }
+        integral_numbers(&mut schema);
         generator.definitions_mut().insert(name.clone(), schema);
         schemars::Schema::try_from(json!({"$ref": format!("#/definitions/{name}")})).ok()
     }
