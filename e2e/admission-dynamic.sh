@@ -5,7 +5,8 @@
 # warnings), a mutating webhook's JSONPatch persisted, failurePolicy Ignore and Fail with a
 # dead, a slow and a misbehaving webhook (and that a slow webhook stalls nothing else),
 # ValidatingAdmissionPolicy with params and a binding (Deny) and a Warn binding, the Table
-# columns, the webhook metrics, and --disable-admission-plugins switching the plugins off.
+# columns, the webhook metrics, the official Python client's view, and
+# --disable-admission-plugins switching the plugins off.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/admission-dynamic.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -29,7 +30,7 @@ CA_BUNDLE="$(base64 -w0 <"$PKI/ca.crt")"
 HOOK_PORT=$(free_port)
 python3 "$ROOT/e2e/webhook/server.py" "$HOOK_PORT" "$PKI/tls.crt" "$PKI/tls.key" "$WORK/record" &
 PIDS+=($!)
-wait_until 20 python3 -c "import socket; socket.create_connection(('127.0.0.1', $HOOK_PORT))" \
+wait_until 20 bash -c "python3 -c \"import socket; socket.create_connection(('127.0.0.1', $HOOK_PORT))\" 2>/dev/null" \
   || { echo "e2e: webhook server did not start"; exit 1; }
 DEAD_PORT=$(free_port)
 URL="https://127.0.0.1:$HOOK_PORT"
@@ -47,6 +48,20 @@ hook() {
   sideEffects: None
   admissionReviewVersions: [v1]
 YAML
+}
+
+# py_env: the virtual environment of the pinned Python client (e2e/clients.sh makes the same).
+py_env() {
+  local req="$ROOT/e2e/python/requirements.txt" hash dir
+  hash=$(sha256sum "$req" | cut -c1-16)
+  dir="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}/py-$hash"
+  if [ ! -f "$dir/.installed" ]; then
+    rm -rf "$dir" && mkdir -p "$(dirname "$dir")"
+    python3 -m venv "$dir" >&2 || return 1
+    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
+    touch "$dir/.installed"
+  fi
+  echo "$dir"
 }
 
 suite() {
@@ -228,7 +243,38 @@ YAML
   sleep 1
   expect_fail "missing params with parameterNotFoundAction Deny" "no params found for policy binding with \`Deny\` parameterNotFoundAction" pcm other-name ',"owner":"me"'
 
-  # 6. Metrics.
+  # 6. The official Python client sees the same answers.
+  if PY="$(py_env)"; then
+    expect_out "python client: refusals, patches and the new kinds" "^python ok$" env KUBECONFIG="$KUBECONFIG_FILE" "$PY/bin/python" - <<'PY'
+import json
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config()
+core = client.CoreV1Api()
+try:
+    core.create_namespaced_config_map("wh", {"metadata": {"name": "py-denied", "labels": {"deny": "true"}}})
+    raise SystemExit("not denied")
+except ApiException as e:
+    assert e.status == 403, e.status
+    msg = json.loads(e.body)["message"]
+    assert msg == 'admission webhook "deny.kapi.test" denied the request: label deny=true is not allowed', msg
+made = core.create_namespaced_config_map("wh", {"metadata": {"name": "py-mutated", "labels": {"hook": "mutate"}}})
+assert made.metadata.labels["mutated"] == "true", made.metadata.labels
+adm = client.AdmissionregistrationV1Api()
+assert "deny-by-label" in [w.metadata.name for w in adm.list_validating_webhook_configuration().items]
+hooks = adm.read_mutating_webhook_configuration("add-label").webhooks
+assert hooks[0].reinvocation_policy == "IfNeeded" and hooks[0].timeout_seconds == 10
+policy = adm.read_validating_admission_policy("ban-names")
+assert policy.spec.param_kind.kind == "ConfigMap" and policy.spec.failure_policy == "Fail"
+binding = adm.read_validating_admission_policy_binding("ban-names-deny")
+assert binding.spec.validation_actions == ["Deny"]
+print("python ok")
+PY
+  else
+    fail "python client environment"
+  fi
+
+  # 7. Metrics.
   expect_out "webhook request metrics" 'apiserver_admission_webhook_request_total\{code="200",name="deny.kapi.test",operation="CREATE",rejected="true",type="validating"\}' k get --raw /metrics
   expect_out "webhook rejection metrics" 'apiserver_admission_webhook_rejection_count\{error_type="calling_webhook_error",name="dead-fail.kapi.test"' k get --raw /metrics
   expect_out "webhook latency metrics" 'apiserver_admission_webhook_admission_duration_seconds_bucket\{name="mutate.kapi.test"' k get --raw /metrics
