@@ -230,6 +230,7 @@ impl ApiServerHandler {
             headers,
             pretty,
             audit: None,
+            warnings: Default::default(),
         };
         Ok((scope, verb))
     }
