@@ -80,6 +80,7 @@ webhooks:
   clientConfig: {url: "$URL/validate", caBundle: "$CA_BUNDLE"}
   rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
   namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [wh]}]}
+  matchConditions: [{name: not-exempt, expression: "object.metadata.name != 'exempt'"}]
   sideEffects: None
   admissionReviewVersions: [v1]
 YAML
@@ -108,6 +109,8 @@ YAML
   expect_fail "labelled configmap denied in wh" \
     'admission webhook "deny.kapi.test" denied the request: label deny=true is not allowed' \
     k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
+  expect_ok "a false matchCondition skips the webhook" \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"exempt","labels":{"deny":"true"}}}'
   expect_ok "same configmap allowed in another namespace" \
     k apply -n plain -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
   expect_out "webhook warnings reach kubectl" "Warning: validated by the test webhook" k create configmap ok1 -n wh --from-literal=a=b
