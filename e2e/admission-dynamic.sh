@@ -2,7 +2,7 @@
 # Dynamic admission end-to-end: kapi on etcd and on the embedded store, real kubectl, and a
 # webhook server started here (its own CA, caBundle, loopback). Shows validating webhooks
 # (deny by label, other namespaces unaffected, UPDATE carries oldObject, dryRun flag,
-# warnings), a mutating webhook's JSONPatch persisted, failurePolicy Ignore and Fail with a
+# warnings), a mutating webhook's JSONPatch persisted and an IfNeeded webhook reinvoked, failurePolicy Ignore and Fail with a
 # dead, a slow and a misbehaving webhook (and that a slow webhook stalls nothing else),
 # ValidatingAdmissionPolicy with params and a binding (Deny) and a Warn binding, the Table
 # columns, the webhook metrics, the official Python client's view, and
@@ -140,6 +140,21 @@ YAML
   expect_ok "create a configmap for the mutating webhook" \
     k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m1","labels":{"hook":"mutate"}}}'
   expect_eq "the webhook's label is persisted" "true" k get configmap m1 -n wh -o 'jsonpath={.metadata.labels.mutated}'
+  expect_ok "a second mutating webhook, ordered after the first" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: zz-second}
+webhooks:
+$(hook second.kapi.test mutate2 Fail 10 mutate)
+YAML
+  sleep 1
+  expect_ok "create through both mutating webhooks" \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m2","labels":{"hook":"mutate"}}}'
+  expect_eq "both labels persisted" "true true" k get configmap m2 -n wh -o 'jsonpath={.metadata.labels.mutated} {.metadata.labels.second}'
+  expect_eq "the IfNeeded webhook was reinvoked after the later change" "true" python3 -c "
+import json; r=json.load(open('$WORK/record/mutate.json'))['request']
+print(r['object']['metadata']['labels'].get('second', 'missing'))"
+  expect_ok "remove the second mutating webhook" k delete mutatingwebhookconfiguration zz-second
 
   # 4. failurePolicy with a dead webhook, a slow one and misbehaving ones.
   expect_ok "configure failing webhooks" k apply -f - <<YAML
