@@ -240,6 +240,8 @@ spec:
 YAML
   expect_eq "policy defaults" "Fail Equivalent" k get validatingadmissionpolicy ban-names -o 'jsonpath={.spec.failurePolicy} {.spec.matchConstraints.matchPolicy}'
   expect_out "policy columns" "ban-names +1 +v1/ConfigMap" k get validatingadmissionpolicies
+  expect_ok "status.observedGeneration is written" wait_until 5 bash -c \
+    "[ \"\$('$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy ban-names -o 'jsonpath={.status.observedGeneration}')\" = 1 ]"
   expect_out "binding columns" "ban-names-deny +ban-names +wh/policy-params" k get validatingadmissionpolicybindings
   expect_fail "validationActions are checked" 'spec.validationActions: Required value: at least one validation action is required' k apply -f - <<'YAML'
 apiVersion: admissionregistration.k8s.io/v1
