@@ -3,10 +3,10 @@
 # webhook server started here (its own CA, caBundle, loopback). Shows validating webhooks
 # (deny by label, other namespaces unaffected, UPDATE carries oldObject, dryRun flag,
 # warnings, match conditions), a mutating webhook's JSONPatch persisted and an IfNeeded
-# webhook reinvoked, failurePolicy Ignore and Fail with a dead, a slow and a misbehaving webhook (and that a slow webhook stalls nothing else),
-# ValidatingAdmissionPolicy with params and a binding (Deny) and a Warn binding, the Table
-# columns, the webhook metrics, the official Python client's view, and
-# --disable-admission-plugins switching the plugins off.
+# webhook reinvoked, failurePolicy Ignore and Fail with a dead, a slow and a misbehaving
+# webhook (and that a slow webhook stalls nothing else), ValidatingAdmissionPolicy with params
+# and a binding (Deny), a Warn binding and its status, the Table columns, the webhook metrics,
+# the official Python client's view, and --disable-admission-plugins switching them off.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/admission-dynamic.sh   (default: builds the debug binary)
 set -uo pipefail
