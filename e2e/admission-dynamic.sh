@@ -2,11 +2,11 @@
 # Dynamic admission end-to-end: kapi on etcd and on the embedded store, real kubectl, and a
 # webhook server started here (its own CA, caBundle, loopback). Shows validating webhooks
 # (deny by label, other namespaces unaffected, UPDATE carries oldObject, dryRun flag,
-# warnings), a mutating webhook's JSONPatch persisted, failurePolicy Ignore and Fail with a
-# dead, a slow and a misbehaving webhook (and that a slow webhook stalls nothing else),
-# ValidatingAdmissionPolicy with params and a binding (Deny) and a Warn binding, the Table
-# columns, the webhook metrics, the official Python client's view, and
-# --disable-admission-plugins switching the plugins off.
+# warnings, match conditions), a mutating webhook's JSONPatch persisted and an IfNeeded
+# webhook reinvoked, failurePolicy Ignore and Fail with a dead, a slow and a misbehaving
+# webhook (and that a slow webhook stalls nothing else), ValidatingAdmissionPolicy with params
+# and a binding (Deny), a Warn binding and its status, the Table columns, the webhook metrics,
+# the official Python client's view, and --disable-admission-plugins switching them off.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/admission-dynamic.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -80,6 +80,7 @@ webhooks:
   clientConfig: {url: "$URL/validate", caBundle: "$CA_BUNDLE"}
   rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
   namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [wh]}]}
+  matchConditions: [{name: not-exempt, expression: "object.metadata.name != 'exempt'"}]
   sideEffects: None
   admissionReviewVersions: [v1]
 YAML
@@ -108,6 +109,8 @@ YAML
   expect_fail "labelled configmap denied in wh" \
     'admission webhook "deny.kapi.test" denied the request: label deny=true is not allowed' \
     k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
+  expect_ok "a false matchCondition skips the webhook" \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"exempt","labels":{"deny":"true"}}}'
   expect_ok "same configmap allowed in another namespace" \
     k apply -n plain -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
   expect_out "webhook warnings reach kubectl" "Warning: validated by the test webhook" k create configmap ok1 -n wh --from-literal=a=b
@@ -137,6 +140,21 @@ YAML
   expect_ok "create a configmap for the mutating webhook" \
     k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m1","labels":{"hook":"mutate"}}}'
   expect_eq "the webhook's label is persisted" "true" k get configmap m1 -n wh -o 'jsonpath={.metadata.labels.mutated}'
+  expect_ok "a second mutating webhook, ordered after the first" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: zz-second}
+webhooks:
+$(hook second.kapi.test mutate2 Fail 10 mutate)
+YAML
+  sleep 1
+  expect_ok "create through both mutating webhooks" \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m2","labels":{"hook":"mutate"}}}'
+  expect_eq "both labels persisted" "true true" k get configmap m2 -n wh -o 'jsonpath={.metadata.labels.mutated} {.metadata.labels.second}'
+  expect_eq "the IfNeeded webhook was reinvoked after the later change" "true" python3 -c "
+import json; r=json.load(open('$WORK/record/mutate.json'))['request']
+print(r['object']['metadata']['labels'].get('second', 'missing'))"
+  expect_ok "remove the second mutating webhook" k delete mutatingwebhookconfiguration zz-second
 
   # 4. failurePolicy with a dead webhook, a slow one and misbehaving ones.
   expect_ok "configure failing webhooks" k apply -f - <<YAML
@@ -222,6 +240,8 @@ spec:
 YAML
   expect_eq "policy defaults" "Fail Equivalent" k get validatingadmissionpolicy ban-names -o 'jsonpath={.spec.failurePolicy} {.spec.matchConstraints.matchPolicy}'
   expect_out "policy columns" "ban-names +1 +v1/ConfigMap" k get validatingadmissionpolicies
+  expect_ok "status.observedGeneration is written" wait_until 5 bash -c \
+    "[ \"\$('$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy ban-names -o 'jsonpath={.status.observedGeneration}')\" = 1 ]"
   expect_out "binding columns" "ban-names-deny +ban-names +wh/policy-params" k get validatingadmissionpolicybindings
   expect_fail "validationActions are checked" 'spec.validationActions: Required value: at least one validation action is required' k apply -f - <<'YAML'
 apiVersion: admissionregistration.k8s.io/v1

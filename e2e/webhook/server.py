@@ -6,6 +6,7 @@
 Paths:
   /validate   denies objects labelled deny=true (code 403), warns on every request
   /mutate     adds the label mutated=true (a JSONPatch)
+  /mutate2    adds the label second=true
   /slow       waits 5 s, then allows
   /garbage    answers a body that is not JSON
   /wronguid   answers with another request's uid
@@ -75,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 patch = [{"op": "add", "path": "/metadata/labels/mutated", "value": "true"}]
             return self.send(200, answer(uid, patch=patch))
+        if path == "mutate2":
+            return self.send(200, answer(uid, patch=[{"op": "add", "path": "/metadata/labels/second", "value": "true"}]))
         if path == "slow":
             time.sleep(5)
             return self.send(200, answer(uid))

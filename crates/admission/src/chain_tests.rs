@@ -189,6 +189,49 @@ async fn reinvocation_runs_the_mutators_again_when_needed() {
     assert_eq!(last.calls.load(Ordering::SeqCst), 1);
 }
 
+/// Asks for a reinvocation on its first call, as the webhook plugin does when one of its
+/// webhooks changed the object after an IfNeeded one.
+struct Asker(AtomicUsize);
+
+impl Interface for Asker {
+    fn handles(&self, _: Operation) -> bool {
+        true
+    }
+    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
+        Some(self)
+    }
+    fn reinvocation_policy(&self) -> ReinvocationPolicy {
+        ReinvocationPolicy::IfNeeded
+    }
+}
+
+#[async_trait]
+impl MutationInterface for Asker {
+    async fn admit(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            attrs.reinvocation.requested = true;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_plugin_can_request_a_reinvocation() {
+    let asker = Arc::new(Asker(AtomicUsize::new(0)));
+    let before = Arc::new(tagger("b"));
+    let chain = Chain::new(vec![before.clone(), asker.clone()]);
+    let mut a = attrs(Operation::Create);
+    chain.admit(&mut a).await.unwrap();
+    assert!(a.reinvocation.is_reinvoke);
+    assert!(!a.reinvocation.requested);
+    assert_eq!(asker.0.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        before.calls.load(Ordering::SeqCst),
+        2,
+        "in-tree plugins run again"
+    );
+}
+
 #[tokio::test]
 async fn metrics_record_plugins_and_steps() {
     let registry = prometheus::Registry::new();

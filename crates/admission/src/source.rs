@@ -158,3 +158,74 @@ async fn run<T: Send + Sync + 'static>(weak: Weak<Informer<T>>, mut rev: i64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::channel::mpsc;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    /// Lists two objects, then delivers whatever the test sends.
+    #[derive(Default)]
+    struct Fake {
+        rx: Mutex<Option<mpsc::UnboundedReceiver<Result<Change, ApiError>>>>,
+    }
+
+    fn obj(name: &str) -> Object {
+        Object::from_value(json!({"metadata": {"name": name}})).unwrap()
+    }
+
+    #[async_trait]
+    impl ObjectWatcher for Fake {
+        async fn list_all(&self, _: &GroupResource) -> Result<(Vec<Object>, i64), ApiError> {
+            Ok((vec![obj("a"), obj("b")], 5))
+        }
+        async fn watch_from(
+            &self,
+            _: &GroupResource,
+            revision: i64,
+        ) -> Result<BoxStream<'static, Result<Change, ApiError>>, ApiError> {
+            assert_eq!(revision, 5);
+            match self.rx.lock().unwrap().take() {
+                Some(rx) => Ok(rx.boxed()),
+                None => Ok(futures::stream::pending().boxed()),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_view_follows_the_watch() {
+        let (tx, rx) = mpsc::unbounded();
+        let fake = Arc::new(Fake {
+            rx: Mutex::new(Some(rx)),
+        });
+        let inf = Informer::new(
+            GroupResource::new("g", "r"),
+            fake,
+            Arc::new(|m: &BTreeMap<String, Object>| {
+                m.values().map(|o| o.name().to_string()).collect::<Vec<_>>()
+            }),
+        );
+        assert_eq!(*inf.view().await.unwrap(), vec!["a", "b"]);
+        let change = |t, name: &str| {
+            Ok(Change {
+                event_type: t,
+                object: obj(name),
+                revision: 6,
+            })
+        };
+        tx.unbounded_send(change(EventType::Added, "c")).unwrap();
+        tx.unbounded_send(change(EventType::Deleted, "a")).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = (*inf.view().await.unwrap()).clone();
+            if seen == vec!["b", "c"] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(seen, vec!["b", "c"]);
+        assert_eq!(inf.objects().len(), 2);
+    }
+}

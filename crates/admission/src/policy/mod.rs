@@ -271,14 +271,12 @@ impl Interface for Policies {
 #[async_trait]
 impl ValidationInterface for Policies {
     async fn validate(&self, attrs: &Attributes) -> Result<(), ApiError> {
-        if is_exempt(attrs) {
-            return Ok(());
-        }
+        // Both views are started by any write, so policy status is kept from the first one.
         let bindings = self.bindings.view().await?;
-        if bindings.is_empty() {
+        let policies = self.policies.view().await?;
+        if is_exempt(attrs) || bindings.is_empty() {
             return Ok(());
         }
-        let policies = self.policies.view().await?;
         let mut ns: Option<Option<Object>> = None;
         let mut audit = Vec::new();
         for binding in bindings.iter() {
@@ -379,14 +377,53 @@ fn flush_audit(attrs: &Attributes, audit: &[Value]) {
     }
 }
 
+/// The type-checking controller's part of the status: `observedGeneration` and
+/// `typeChecking` (with no warnings: expressions are compiled, not type-checked, here). A
+/// conflicting write (another replica's) is left to that replica.
+fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>) {
+    let stale: Vec<Object> = objs
+        .values()
+        .filter(|o| {
+            o.get("status")
+                .and_then(|s| s.get("observedGeneration"))
+                .and_then(Value::as_i64)
+                != Some(o.generation())
+        })
+        .cloned()
+        .collect();
+    if stale.is_empty() {
+        return;
+    }
+    let objects = objects.clone();
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    rt.spawn(async move {
+        let gr = GroupResource::new(GROUP, "validatingadmissionpolicies");
+        for mut o in stale {
+            let generation = o.generation();
+            o.insert(
+                "status",
+                json!({"observedGeneration": generation, "typeChecking": {}}),
+            );
+            if let Err(e) = objects.update(&gr, o).await {
+                tracing::debug!("writing a policy's status: {e}");
+            }
+        }
+    });
+}
+
 fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
     let watcher = ctx.watcher(PLUGIN_NAME)?;
+    let objects = ctx.objects(PLUGIN_NAME)?;
     // Compiled once per (uid, generation): a policy is recompiled only when its spec changes.
     let cache: Arc<Mutex<PolicyCache>> = Arc::default();
+    let status_writer = objects.clone();
     let policies = Informer::new(
         GroupResource::new(GROUP, "validatingadmissionpolicies"),
         watcher.clone(),
         Arc::new(move |objs: &BTreeMap<String, Object>| {
+            write_status(&status_writer, objs);
             let Ok(mut cache) = cache.lock() else {
                 return BTreeMap::new();
             };
@@ -421,7 +458,7 @@ fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
     Ok(Arc::new(Policies {
         policies,
         bindings,
-        objects: ctx.objects(PLUGIN_NAME)?,
+        objects,
     }))
 }
 

@@ -5,7 +5,11 @@
 //! directory, or the etcd given with `--etcd-servers`) and prints one table.
 //!
 //!   cargo run --release -p kapi-bench-apiserver -- --server target/release/kapi-apiserver
+//!
+//! With `--admission`, it then times creates with no dynamic admission, through one no-op
+//! validating webhook and through one CEL policy, and prints the ratios.
 
+mod admission;
 mod crd;
 
 use anyhow::{bail, Context, Result};
@@ -32,6 +36,9 @@ struct Args {
     /// How many LISTs of 1,000 objects to time.
     #[arg(long, default_value_t = 200)]
     lists: usize,
+    /// Also time creates through a no-op validating webhook and through a CEL policy.
+    #[arg(long)]
+    admission: bool,
 }
 
 struct Server {
@@ -243,5 +250,31 @@ async fn main() -> Result<()> {
         percentile(&cr_latencies, 0.5).as_secs_f64() * 1000.0,
         percentile(&cr_latencies, 0.99).as_secs_f64() * 1000.0
     );
+    if args.admission {
+        admission::set_up(&client).await?;
+        let mut rates = Vec::new();
+        for ns in ["adm-plain", "adm-webhook", "adm-policy"] {
+            let r = rate(&client, args.objects, c, |i| {
+                let body = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}},"data":{{"key":"value-{i}"}}}}"#);
+                http::Request::post(format!("/api/v1/namespaces/{ns}/configmaps")).header("content-type", "application/json").body(body.into_bytes()).unwrap_or_default()
+            })
+            .await?;
+            rates.push(r);
+        }
+        println!(
+            "| POST configmap, no dynamic admission | {:.0} /s |",
+            rates[0]
+        );
+        println!(
+            "| POST configmap through a no-op validating webhook | {:.0} /s ({:.2}x) |",
+            rates[1],
+            rates[1] / rates[0]
+        );
+        println!(
+            "| POST configmap through one CEL policy | {:.0} /s ({:.2}x) |",
+            rates[2],
+            rates[2] / rates[0]
+        );
+    }
     Ok(())
 }

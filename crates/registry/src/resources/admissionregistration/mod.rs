@@ -4,6 +4,7 @@
 //! (`pkg/apis/admissionregistration/validation`). MutatingAdmissionPolicy is v1alpha1/v1beta1
 //! and off by default in 1.33, so it is not served.
 
+mod policy_validation;
 mod validation;
 
 use crate::resources::core::push;
@@ -253,10 +254,10 @@ impl Strategy for ValidatingAdmissionPolicyStrategy {
         reset_object_meta_for_status(new, old);
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        validation::policy(obj)
+        policy_validation::policy(obj)
     }
     fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
-        validation::policy_status(new)
+        policy_validation::policy_status(new)
     }
 }
 
@@ -286,7 +287,7 @@ impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
         }
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        validation::binding(obj)
+        policy_validation::binding(obj)
     }
 }
 

@@ -1,58 +1,31 @@
 //! Upstream's `pkg/apis/admissionregistration/validation` for the v1 kinds, with its wording.
 
 use crate::resources::policy::validate_label_selector;
-use kapi_machinery::validation::{
-    is_dns1123_subdomain, is_qualified_name, is_valid_path_segment_name,
-};
+use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kapi_machinery::{BadValue, FieldError, Object};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
 const ACCEPTED_REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
-const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
-const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
+pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+pub(super) const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const NO_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun"];
 const ALL_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun", "Some", "Unknown"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const REINVOCATION_POLICIES: &[&str] = &["IfNeeded", "Never"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
-const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
-const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
-fn strs(v: Option<&Value>) -> Vec<&str> {
+pub(super) fn strs(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
         .map(|a| a.iter().map(|s| s.as_str().unwrap_or_default()).collect())
         .unwrap_or_default()
 }
 
-fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+pub(super) fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
+pub(super) fn items(v: Option<&Value>) -> impl Iterator<Item = (usize, &Value)> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -221,7 +194,7 @@ fn webhook(errs: &mut Vec<FieldError>, h: &Value, mutating: bool, no_side_effect
     );
 }
 
-fn one_of(errs: &mut Vec<FieldError>, v: &Value, key: &str, allowed: &[&str], p: &str) {
+pub(super) fn one_of(errs: &mut Vec<FieldError>, v: &Value, key: &str, allowed: &[&str], p: &str) {
     if let Some(x) = s(v, key) {
         if !allowed.contains(&x) {
             errs.push(FieldError::not_supported(format!("{p}.{key}"), x, allowed));
@@ -355,7 +328,7 @@ fn webhook_service(errs: &mut Vec<FieldError>, svc: &Value, p: &str) {
     }
 }
 
-fn go_list(v: Option<&Value>, ty: &str) -> BadValue {
+pub(super) fn go_list(v: Option<&Value>, ty: &str) -> BadValue {
     let inner: Vec<String> = strs(v)
         .iter()
         .map(|s| kapi_machinery::goformat::quote(s))
@@ -363,7 +336,7 @@ fn go_list(v: Option<&Value>, ty: &str) -> BadValue {
     BadValue::Go(format!("[]{ty}{{{}}}", inner.join(", ")))
 }
 
-fn rule_with_operations(errs: &mut Vec<FieldError>, r: &Value, p: &str) {
+pub(super) fn rule_with_operations(errs: &mut Vec<FieldError>, r: &Value, p: &str) {
     let ops = strs(r.get("operations"));
     if ops.is_empty() {
         errs.push(FieldError::required(format!("{p}.operations"), ""));
@@ -477,7 +450,7 @@ fn resources(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
 }
 
 /// A CEL expression's compile error as upstream words it.
-fn cel_check(errs: &mut Vec<FieldError>, expr: &str, field: &str) {
+pub(super) fn cel_check(errs: &mut Vec<FieldError>, expr: &str, field: &str) {
     if let Err(e) = kapi_admission::policy::cel::check(expr) {
         errs.push(FieldError::invalid(
             field,
@@ -487,7 +460,7 @@ fn cel_check(errs: &mut Vec<FieldError>, expr: &str, field: &str) {
     }
 }
 
-fn match_conditions(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
+pub(super) fn match_conditions(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
     let list: Vec<(usize, &Value)> = items(v).collect();
     if list.len() > 64 {
         errs.push(FieldError::new(
@@ -517,370 +490,4 @@ fn match_conditions(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
             }
         }
     }
-}
-
-/// `validateMatchResources`.
-fn match_resources(errs: &mut Vec<FieldError>, m: &Value, p: &str) {
-    match s(m, "matchPolicy") {
-        None => errs.push(FieldError::required(format!("{p}.matchPolicy"), "")),
-        Some(x) if !MATCH_POLICIES.contains(&x) => errs.push(FieldError::not_supported(
-            format!("{p}.matchPolicy"),
-            x,
-            MATCH_POLICIES,
-        )),
-        _ => {}
-    }
-    for key in ["namespaceSelector", "objectSelector"] {
-        match m.get(key).filter(|v| !v.is_null()) {
-            None => errs.push(FieldError::required(format!("{p}.{key}"), "")),
-            sel => validate_label_selector(errs, sel, &format!("{p}.{key}")),
-        }
-    }
-    for key in ["resourceRules", "excludeResourceRules"] {
-        for (i, r) in items(m.get(key)) {
-            let rp = format!("{p}.{key}[{i}]");
-            let mut seen = BTreeSet::new();
-            for (j, n) in strs(r.get("resourceNames")).into_iter().enumerate() {
-                for e in is_valid_path_segment_name(n) {
-                    errs.push(FieldError::invalid(
-                        format!("{rp}.resourceNames[{j}]"),
-                        n,
-                        e,
-                    ));
-                }
-                if !seen.insert(n) {
-                    errs.push(FieldError::duplicate(format!("{rp}.resourceNames[{j}]"), n));
-                }
-            }
-            rule_with_operations(errs, r, &rp);
-        }
-    }
-}
-
-fn is_cel_identifier(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        && !CEL_RESERVED.contains(&name)
-}
-
-/// `ValidateValidatingAdmissionPolicy`.
-pub fn policy(obj: &Object) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    match s(&spec, "failurePolicy") {
-        None => errs.push(FieldError::required("spec.failurePolicy", "")),
-        Some(x) if !FAILURE_POLICIES.contains(&x) => errs.push(FieldError::not_supported(
-            "spec.failurePolicy",
-            x,
-            FAILURE_POLICIES,
-        )),
-        _ => {}
-    }
-    if let Some(pk) = spec.get("paramKind").filter(|v| !v.is_null()) {
-        param_kind(&mut errs, pk);
-    }
-    match spec.get("matchConstraints").filter(|v| !v.is_null()) {
-        None => errs.push(FieldError::required("spec.matchConstraints", "")),
-        Some(m) => {
-            match_resources(&mut errs, m, "spec.matchConstraints");
-            if items(m.get("resourceRules")).next().is_none() {
-                errs.push(FieldError::required(
-                    "spec.matchConstraints.resourceRules",
-                    "",
-                ));
-            }
-        }
-    }
-    match_conditions(
-        &mut errs,
-        spec.get("matchConditions"),
-        "spec.matchConditions",
-    );
-    for (i, v) in items(spec.get("variables")) {
-        let p = format!("spec.variables[{i}]");
-        let name = s(v, "name").unwrap_or_default();
-        if name.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(name) {
-            errs.push(FieldError::invalid(
-                format!("{p}.name"),
-                name,
-                "name is not a valid CEL identifier",
-            ));
-        }
-        let expr = s(v, "expression").unwrap_or_default();
-        if expr.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.expression"),
-                "expression is not specified",
-            ));
-        } else {
-            cel_check(&mut errs, expr, &format!("{p}.expression"));
-        }
-    }
-    let validations: Vec<(usize, &Value)> = items(spec.get("validations")).collect();
-    let annotations: Vec<(usize, &Value)> = items(spec.get("auditAnnotations")).collect();
-    if validations.is_empty() && annotations.is_empty() {
-        let d = "validations or auditAnnotations must contain at least one item";
-        errs.push(FieldError::required("spec.validations", d));
-        errs.push(FieldError::required("spec.auditAnnotations", d));
-        return errs;
-    }
-    for (i, v) in validations {
-        validation(&mut errs, v, &format!("spec.validations[{i}]"));
-    }
-    if annotations.len() > 20 {
-        errs.push(FieldError::invalid(
-            "spec.auditAnnotations",
-            BadValue::Go(format!("{:?}", annotations.len())),
-            "must not have more than 20 auditAnnotations",
-        ));
-    }
-    let mut keys = BTreeSet::new();
-    for (i, a) in annotations {
-        let p = format!("spec.auditAnnotations[{i}]");
-        let key = s(a, "key").unwrap_or_default();
-        if obj.name().is_empty() {
-            errs.push(FieldError::invalid(
-                format!("{p}.key"),
-                key,
-                "requires metadata.name be non-empty",
-            ));
-        } else {
-            let full = format!("{}/{key}", obj.name());
-            for e in is_qualified_name(&full) {
-                errs.push(FieldError::invalid(format!("{p}.key"), full.as_str(), e));
-            }
-        }
-        let ve = s(a, "valueExpression").unwrap_or_default().trim();
-        if ve.is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.valueExpression"),
-                "valueExpression is not specified",
-            ));
-        } else if ve.len() > 5 * 1024 {
-            errs.push(FieldError::required(
-                format!("{p}.valueExpression"),
-                "must not exceed 5120 bytes in length",
-            ));
-        } else {
-            cel_check(&mut errs, ve, &format!("{p}.valueExpression"));
-        }
-        if !keys.insert(key) {
-            errs.push(FieldError::duplicate(format!("{p}.key"), key));
-        }
-    }
-    errs
-}
-
-fn validation(errs: &mut Vec<FieldError>, v: &Value, p: &str) {
-    let expr = s(v, "expression").unwrap_or_default();
-    if expr.trim().is_empty() {
-        errs.push(FieldError::required(
-            format!("{p}.expression"),
-            "expression is not specified",
-        ));
-    } else {
-        cel_check(errs, expr, &format!("{p}.expression"));
-    }
-    if let Some(me) = s(v, "messageExpression") {
-        if !me.is_empty() && me.trim().is_empty() {
-            errs.push(FieldError::invalid(
-                format!("{p}.messageExpression"),
-                me,
-                "must be non-empty if specified",
-            ));
-        } else if !me.trim().is_empty() {
-            cel_check(errs, me, &format!("{p}.messageExpression"));
-        }
-    }
-    if let Some(msg) = s(v, "message") {
-        if !msg.is_empty() && msg.trim().is_empty() {
-            errs.push(FieldError::invalid(
-                format!("{p}.message"),
-                msg,
-                "message must be non-empty if specified",
-            ));
-        } else if msg.trim().contains(['\n', '\r']) {
-            errs.push(FieldError::invalid(
-                format!("{p}.message"),
-                msg,
-                "message must not contain line breaks",
-            ));
-        }
-    }
-    one_of(errs, v, "reason", REASONS, p);
-}
-
-fn param_kind(errs: &mut Vec<FieldError>, pk: &Value) {
-    let av = s(pk, "apiVersion").unwrap_or_default();
-    if av.is_empty() {
-        errs.push(FieldError::required("spec.paramKind.apiVersion", ""));
-    } else {
-        let (group, version) = match av.matches('/').count() {
-            0 => ("", av),
-            1 => av.split_once('/').unwrap_or(("", av)),
-            _ => {
-                errs.push(FieldError::invalid(
-                    "spec.paramKind.apiVersion",
-                    av,
-                    format!("unexpected GroupVersion string: {av}"),
-                ));
-                ("", "x")
-            }
-        };
-        if !group.is_empty() {
-            if let e @ [_, ..] = is_dns1123_subdomain(group).as_slice() {
-                errs.push(FieldError::invalid(
-                    "spec.paramKind.apiVersion",
-                    group,
-                    e.join(","),
-                ));
-            }
-        }
-        if version.is_empty() {
-            errs.push(FieldError::invalid(
-                "spec.paramKind.apiVersion",
-                av,
-                "version must be specified",
-            ));
-        } else if let e @ [_, ..] = kapi_machinery::validation::is_dns1035_label(version).as_slice()
-        {
-            errs.push(FieldError::invalid(
-                "spec.paramKind.apiVersion",
-                version,
-                e.join(","),
-            ));
-        }
-    }
-    let kind = s(pk, "kind").unwrap_or_default();
-    if kind.is_empty() {
-        errs.push(FieldError::required("spec.paramKind.kind", ""));
-    } else if let e @ [_, ..] =
-        kapi_machinery::validation::is_dns1035_label(&kind.to_lowercase()).as_slice()
-    {
-        errs.push(FieldError::invalid(
-            "spec.paramKind.kind",
-            kind,
-            format!(
-                "may have mixed case, but should otherwise match: {}",
-                e.join(",")
-            ),
-        ));
-    }
-}
-
-/// `validateValidatingAdmissionPolicyStatus`: expression warnings need a warning and a field.
-pub fn policy_status(obj: &Object) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let warnings = obj
-        .get("status")
-        .and_then(|s| s.get("typeChecking"))
-        .and_then(|t| t.get("expressionWarnings"));
-    for (i, w) in items(warnings) {
-        let p = format!("status.typeChecking.expressionWarnings[{i}]");
-        if s(w, "warning").unwrap_or_default().is_empty() {
-            errs.push(FieldError::required(format!("{p}.warning"), ""));
-        }
-        if s(w, "fieldRef").unwrap_or_default().trim().is_empty() {
-            errs.push(FieldError::required(format!("{p}.fieldRef"), ""));
-        }
-    }
-    errs
-}
-
-/// `ValidateValidatingAdmissionPolicyBinding`.
-pub fn binding(obj: &Object) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let policy = s(&spec, "policyName").unwrap_or_default();
-    if policy.is_empty() {
-        errs.push(FieldError::required("spec.policyName", ""));
-    } else {
-        for e in is_dns1123_subdomain(policy) {
-            errs.push(FieldError::invalid("spec.policyName", policy, e));
-        }
-    }
-    if let Some(pr) = spec.get("paramRef").filter(|v| !v.is_null()) {
-        let name = s(pr, "name").unwrap_or_default();
-        let selector = pr.get("selector").filter(|v| !v.is_null());
-        if !name.is_empty() {
-            for e in is_valid_path_segment_name(name) {
-                errs.push(FieldError::invalid("spec.paramRef.name", name, e));
-            }
-            if selector.is_some() {
-                errs.push(FieldError::forbidden(
-                    "spec.paramRef.name",
-                    "name and selector are mutually exclusive",
-                ));
-            }
-        }
-        if selector.is_some() {
-            validate_label_selector(&mut errs, selector, "spec.paramRef.selector");
-            if !name.is_empty() {
-                errs.push(FieldError::forbidden(
-                    "spec.paramRef.selector",
-                    "name and selector are mutually exclusive",
-                ));
-            }
-        }
-        if name.is_empty() && selector.is_none() {
-            errs.push(FieldError::required(
-                "spec.paramRef",
-                "one of name or selector must be specified",
-            ));
-        }
-        match s(pr, "parameterNotFoundAction") {
-            None | Some("") => errs.push(FieldError::required(
-                "spec.paramRef.parameterNotFoundAction",
-                "",
-            )),
-            Some(a) if a != "Deny" && a != "Allow" => errs.push(FieldError::not_supported(
-                "spec.paramRef.parameterNotFoundAction",
-                a,
-                &["Deny", "Allow"],
-            )),
-            _ => {}
-        }
-    }
-    if let Some(m) = spec.get("matchResources").filter(|v| !v.is_null()) {
-        // upstream's field path has this spelling
-        match_resources(&mut errs, m, "spec.matchResouces");
-    }
-    let actions = strs(spec.get("validationActions"));
-    let mut seen = BTreeSet::new();
-    for (i, a) in actions.iter().enumerate() {
-        if !ACTIONS.contains(a) {
-            errs.push(FieldError::not_supported(
-                format!("spec.validationActions[{i}]"),
-                *a,
-                ACTIONS,
-            ));
-        }
-        if !seen.insert(*a) {
-            errs.push(FieldError::duplicate(
-                format!("spec.validationActions[{i}]"),
-                *a,
-            ));
-        }
-    }
-    if seen.contains("Deny") && seen.contains("Warn") {
-        errs.push(FieldError::invalid(
-            "spec.validationActions",
-            go_list(spec.get("validationActions"), "admissionregistration.ValidationAction"),
-            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
-        ));
-    }
-    if seen.is_empty() {
-        errs.push(FieldError::required(
-            "spec.validationActions",
-            "at least one validation action is required",
-        ));
-    }
-    errs
 }
