@@ -292,7 +292,7 @@ await test('custom resources: typed CRD, Established, CustomObjectsApi CRUD, sta
         versions: [{
           name: 'v1', served: true, storage: true, subresources: { status: {} },
           schema: { openAPIV3Schema: { type: 'object', properties: {
-            spec: { type: 'object', properties: { size: { type: 'integer', maximum: 10 }, shape: { type: 'string', default: 'round' } } },
+            spec: { type: 'object', properties: { size: { type: 'integer', maximum: 10 }, shape: { type: 'string', _default: 'round' } } },
             status: { type: 'object', properties: { ok: { type: 'boolean' } } },
           } } },
         }],

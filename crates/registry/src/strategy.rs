@@ -276,6 +276,17 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// A kind's own check of a delete's preconditions against the stored object, in place of
+    /// the Store's (CRDs word the conflict as upstream's `REST.Delete`); `None` leaves it to
+    /// the Store.
+    fn check_delete_preconditions(
+        &self,
+        _current: &Object,
+        _opts: &DeleteOptions,
+    ) -> Option<Result<(), ApiError>> {
+        None
+    }
+
     /// Runs in place of the generic delete's first step; `Some` replaces the object to store
     /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete. A
     /// replacement that sets `deletionTimestamp` itself is stored as it is, without the

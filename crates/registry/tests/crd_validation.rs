@@ -5,7 +5,7 @@
 mod common;
 
 use common::{create, ctx, get, obj, put, registry};
-use kapi_machinery::{DeleteOptions, Object, StatusReason};
+use kapi_machinery::{DeleteOptions, Object, Preconditions, StatusReason};
 use kapi_registry::rest::{self, FieldValidation};
 use serde_json::{json, Value};
 
@@ -120,6 +120,30 @@ async fn create_update_delete_a_definition() {
     );
 
     let d = crds.as_graceful_deleter().unwrap();
+    // preconditions are checked with upstream's CRD wording
+    let e = d
+        .delete(
+            &ctx(""),
+            "widgets.example.com",
+            rest::validate_nothing(),
+            &DeleteOptions {
+                preconditions: Preconditions {
+                    uid: Some("other".into()),
+                    resource_version: None,
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, 409);
+    assert_eq!(
+        e.message,
+        format!(
+            "Operation cannot be fulfilled on customresourcedefinitions.apiextensions.k8s.io \"widgets.example.com\": Precondition failed: UID in precondition: other, UID in object meta: {}",
+            st.uid()
+        )
+    );
     // a dry-run delete changes nothing
     let dry = d
         .delete(

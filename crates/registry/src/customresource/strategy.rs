@@ -9,8 +9,7 @@ use super::table::CustomResourceTable;
 use crate::codec::{check_type_meta, strict_error};
 use crate::rest::{FieldValidation, ResourceInfo, TableConvertor};
 use crate::strategy::{FieldLabelConversion, Strategy};
-use kapi_machinery::goformat::BadValue;
-use kapi_machinery::{ApiError, FieldError, FieldErrorType, GroupResource, Object};
+use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,20 +42,6 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     let mut parts: Vec<&str> = group.split('.').collect();
     parts.reverse();
     format!("{}.{version}.{kind}", parts.join("."))
-}
-
-/// Upstream's blocking schema errors (type, required, enum, max length/items/properties), after
-/// which CEL rules are not evaluated.
-fn blocks_rules(e: &FieldError) -> bool {
-    match e.error_type {
-        FieldErrorType::NotSupported
-        | FieldErrorType::Required
-        | FieldErrorType::TooLong
-        | FieldErrorType::TooMany => true,
-        // field.TypeInvalid prints as an Invalid value whose detail names the type
-        FieldErrorType::Invalid => e.detail.contains(" must be of type "),
-        _ => false,
-    }
 }
 
 fn sorted(v: Value) -> Value {
@@ -195,17 +180,16 @@ impl CustomResourceStrategy {
             return Vec::new();
         };
         let value = Value::Object(obj.as_map().clone());
-        let mut errs = schema.validate(&value);
-        if errs.iter().any(blocks_rules) {
-            // upstream's hasBlockingErr: rules are not run over a value of the wrong shape
-            errs.push(FieldError::invalid(
-                "<nil>",
-                BadValue::Null,
-                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-            ));
+        let old = old.map(|o| Value::Object(o.as_map().clone()));
+        let mut errs = match &old {
+            Some(old) => schema.validate_update(&value, old),
+            None => schema.validate(&value),
+        };
+        // Upstream's hasBlockingErr: rules are not run over a value of the wrong shape.
+        if schema.has_rules() && errs.iter().any(crate::customresource::schema::is_blocking) {
+            errs.push(crate::customresource::schema::rules_not_checked());
             return errs;
         }
-        let old = old.map(|o| Value::Object(o.as_map().clone()));
         errs.extend(schema.validate_rules(&value, old.as_ref()));
         errs
     }

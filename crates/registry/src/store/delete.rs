@@ -143,7 +143,10 @@ impl Store {
             .map_err(|e| e.into_api_error(&gr, name, "delete"))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;
         let current = self.read_stored(current);
-        self.check_delete_preconditions(&current, opts)?;
+        match self.strategy.check_delete_preconditions(&current, opts) {
+            Some(checked) => checked?,
+            None => self.check_delete_preconditions(&current, opts)?,
+        }
 
         let finalizers = finalizers_for_policy(&current.finalizers(), opts);
         let mut grace = match opts.grace_period_seconds {

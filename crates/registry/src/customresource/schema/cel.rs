@@ -1,38 +1,29 @@
 //! `x-kubernetes-validations` CEL rules, after upstream's `pkg/apiserver/schema/cel`
 //! (`validation.go`: evaluation per schema node with `self` and, for transition rules,
 //! `oldSelf` from the correlated old value; messages, `messageExpression`, `reason` and
-//! `fieldPath`) and the rule checks of `apis/apiextensions/validation/validation.go`. The
-//! `kube-cel` crate parses, converts values along the schema and evaluates; this file decides
-//! where each rule runs and how its failure reads.
+//! `fieldPath`). The `kube-cel` crate parses, converts values along the schema and evaluates;
+//! this file decides where each rule runs and how its failure reads.
 
 use super::node::Node;
 use kapi_machinery::goformat::quote;
 use kapi_machinery::{BadValue, FieldError, FieldErrorType};
 use kube_cel::{ErrorKind, Validator};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// Upstream's supported `reason` values, sorted as `sets.List` returns them.
-const REASONS: [&str; 4] = [
-    "FieldValueDuplicate",
-    "FieldValueForbidden",
-    "FieldValueInvalid",
-    "FieldValueRequired",
-];
 
 /// One rule as written.
 #[derive(Debug, Clone, Default)]
-struct Rule {
-    rule: String,
-    message: String,
-    message_expression: String,
-    reason: Option<String>,
-    field_path: String,
-    optional_old_self: Option<bool>,
+pub(super) struct Rule {
+    pub(super) rule: String,
+    pub(super) message: String,
+    pub(super) message_expression: String,
+    pub(super) reason: Option<String>,
+    pub(super) field_path: String,
+    pub(super) optional_old_self: Option<bool>,
 }
 
 impl Rule {
-    fn parse(v: &Value) -> Rule {
+    pub(super) fn parse(v: &Value) -> Rule {
         let s = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -50,7 +41,7 @@ impl Rule {
     }
 
     /// `%#v` of upstream's `apiextensions.ValidationRule`, the bad value of rule errors.
-    fn go_syntax(&self) -> String {
+    pub(super) fn go_syntax(&self) -> String {
         let reason = match &self.reason {
             None => "(*apiextensions.FieldValueErrorReason)(nil)".to_string(),
             Some(r) => format!("(*apiextensions.FieldValueErrorReason)({})", quote(r)),
@@ -93,6 +84,11 @@ impl Rule {
 /// their own nodes evaluate) compiled once by `kube-cel`.
 struct NodeRules {
     rules: Vec<Rule>,
+    /// Per rule, the text kube-cel evaluates (and reports failures with).
+    evaluated: Vec<String>,
+    /// Per rule, how deeply its comprehensions (`all`, `exists`, `map`, ...) nest: what its
+    /// cost grows with.
+    loop_depth: Vec<u32>,
     compiled: kube_cel::CompiledSchema,
     type_name: String,
 }
@@ -151,16 +147,36 @@ impl RuleTree {
             ..Default::default()
         };
         if !node.validations.is_empty() {
+            let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
+            // What kube-cel evaluates: optionalOldSelf rules see `oldSelf` as an optional, as
+            // upstream binds it, where kube-cel binds a plain value or null.
+            let evaluated: Vec<String> = rules
+                .iter()
+                .map(|r| {
+                    if r.optional_old_self == Some(true) {
+                        optional_old_self(&r.rule)
+                    } else {
+                        r.rule.clone()
+                    }
+                })
+                .collect();
             let mut subtree = raw.clone();
             if let Value::Object(m) = &mut subtree {
                 let own = m.remove("x-kubernetes-validations");
                 strip_rules(&mut subtree);
-                if let (Value::Object(m), Some(own)) = (&mut subtree, own) {
-                    m.insert("x-kubernetes-validations".into(), own);
+                if let (Value::Object(m), Some(Value::Array(mut own))) = (&mut subtree, own) {
+                    for (entry, text) in own.iter_mut().zip(&evaluated) {
+                        if let Value::Object(e) = entry {
+                            e.insert("rule".into(), Value::String(text.clone()));
+                        }
+                    }
+                    m.insert("x-kubernetes-validations".into(), Value::Array(own));
                 }
             }
             t.here = Some(NodeRules {
-                rules: node.validations.iter().map(Rule::parse).collect(),
+                loop_depth: rules.iter().map(|r| loop_depth(&r.rule)).collect(),
+                evaluated,
+                rules,
                 compiled: kube_cel::compile_schema(&subtree),
                 type_name: node.type_.clone(),
             });
@@ -213,30 +229,180 @@ fn shown(path: &str) -> String {
 
 /// Evaluates every rule below `obj`, correlating `old` as upstream does (object fields and map
 /// keys by name, list-type map items by their keys; other list items not at all).
+///
+/// On update, failures of rules without `oldSelf` on a value equal to its correlated old value
+/// (or, where nothing correlates, to its nearest correlated ancestor's) are ratcheted away, as
+/// upstream's `CRDValidationRatcheting` turns them into warnings.
 pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    VALIDATOR.with(|v| walk(v, tree, obj, old, "", &mut errs));
+    let corr = Corr::Correlated(old);
+    let mut budget = RUNTIME_BUDGET;
+    VALIDATOR.with(|v| walk(v, tree, obj, corr, "", &mut errs, &mut budget));
     errs
 }
 
+/// `rule` with each reference to the variable `oldSelf` made an optional
+/// (`optional.none()` when there is no old value), as upstream declares it for
+/// `optionalOldSelf` rules. Occurrences inside string literals are left alone.
+fn optional_old_self(rule: &str) -> String {
+    const NAME: &str = "oldSelf";
+    const OPTIONAL: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
+    let mut out = String::with_capacity(rule.len() + OPTIONAL.len());
+    let mut quote: Option<char> = None;
+    let mut prev: Option<char> = None;
+    let mut i = 0;
+    while i < rule.len() {
+        let Some(c) = rule[i..].chars().next() else {
+            break;
+        };
+        if let Some(q) = quote {
+            if c == q && prev != Some('\\') {
+                quote = None;
+            }
+        } else if c == '\'' || c == '"' {
+            quote = Some(c);
+        } else if rule[i..].starts_with(NAME) {
+            let after = rule[i + NAME.len()..].chars().next();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if !word(prev) && prev != Some('.') && !word(after) {
+                out.push_str(OPTIONAL);
+                i += NAME.len();
+                prev = Some('f');
+                continue;
+            }
+        }
+        out.push(c);
+        prev = Some(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// Upstream's `RuntimeCELCostBudget` (per request) and `PerCallLimit` (per rule).
+const RUNTIME_BUDGET: i64 = 10_000_000;
+const PER_CALL_LIMIT: i64 = 1_000_000;
+
+/// The `cel` crate does not meter evaluation, so a rule's cost is bounded from above before it
+/// runs: the number of values below `self`, to the power of its comprehension nesting (a rule
+/// without comprehensions costs what its expression does, which the request size bounds).
+fn estimated_cost(size: i64, depth: u32) -> i64 {
+    if depth == 0 {
+        return 1;
+    }
+    size.max(1).saturating_pow(depth)
+}
+
+fn value_size(v: &Value) -> i64 {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(value_size).sum::<i64>(),
+        Value::Object(m) => 1 + m.values().map(value_size).sum::<i64>(),
+        Value::String(s) => 1 + (s.len() as i64) / 8,
+        _ => 1,
+    }
+}
+
+/// How deeply the comprehensions of `rule` nest.
+fn loop_depth(rule: &str) -> u32 {
+    fn depth(e: &kube_cel::cel::common::ast::Expr) -> u32 {
+        use kube_cel::cel::common::ast::{EntryExpr, Expr};
+        let entry = |en: &EntryExpr| match en {
+            EntryExpr::StructField(f) => depth(&f.value.expr),
+            EntryExpr::MapEntry(m) => depth(&m.key.expr).max(depth(&m.value.expr)),
+        };
+        match e {
+            Expr::Comprehension(c) => {
+                let inner = [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result]
+                    .iter()
+                    .map(|x| depth(&x.expr))
+                    .max()
+                    .unwrap_or(0);
+                depth(&c.iter_range.expr).max(1 + inner)
+            }
+            Expr::Call(c) => c
+                .target
+                .iter()
+                .map(|t| depth(&t.expr))
+                .chain(c.args.iter().map(|a| depth(&a.expr)))
+                .max()
+                .unwrap_or(0),
+            Expr::List(l) => l.elements.iter().map(|x| depth(&x.expr)).max().unwrap_or(0),
+            Expr::Map(m) => m.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Struct(s) => s.entries.iter().map(|x| entry(&x.expr)).max().unwrap_or(0),
+            Expr::Select(s) => depth(&s.operand.expr),
+            _ => 0,
+        }
+    }
+    kube_cel::cel::Program::compile(rule)
+        .map(|p| depth(&p.expression().expr))
+        .unwrap_or(0)
+}
+
+/// Upstream's `ratchetingOptions`: the old value at this node when it correlates, else
+/// whether the nearest correlated ancestor is unchanged.
+#[derive(Clone, Copy)]
+enum Corr<'a> {
+    Correlated(Option<&'a Value>),
+    Uncorrelated(bool),
+}
+
+impl<'a> Corr<'a> {
+    fn old(self) -> Option<&'a Value> {
+        match self {
+            Corr::Correlated(o) => o,
+            Corr::Uncorrelated(_) => None,
+        }
+    }
+
+    fn unchanged(self, obj: &Value) -> bool {
+        match self {
+            Corr::Correlated(Some(o)) => super::validate::json_equal(o, obj),
+            Corr::Correlated(None) => false,
+            Corr::Uncorrelated(eq) => eq,
+        }
+    }
+
+    fn key(self, k: &str) -> Corr<'a> {
+        match self {
+            Corr::Correlated(o) => Corr::Correlated(o.and_then(|o| o.get(k))),
+            u => u,
+        }
+    }
+}
+
+/// `budget` goes negative when evaluation must stop (upstream's `-1` remaining budget).
 fn walk(
     v: &Validator,
     t: &RuleTree,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
+    budget: &mut i64,
 ) {
+    // Rules only see non-null values (upstream: a rule on a nullable field checks the value,
+    // the surrounding schema checks its presence).
+    if obj.is_null() || *budget < 0 {
+        return;
+    }
     if let Some(here) = &t.here {
-        evaluate(v, here, obj, old, path, errs);
+        if !charge(here, obj, path, errs, budget) {
+            return;
+        }
+        evaluate(v, here, obj, corr, path, errs);
     }
     match obj {
         Value::Object(m) => {
-            let old_m = old.and_then(Value::as_object);
             for (k, child) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, child, x, o, &field_child(path, k), errs);
+                    walk(
+                        v,
+                        child,
+                        x,
+                        corr.key(k),
+                        &field_child(path, k),
+                        errs,
+                        budget,
+                    );
                 }
             }
             if let Some(ap) = &t.additional {
@@ -244,22 +410,25 @@ fn walk(
                     if t.properties.contains_key(k) {
                         continue;
                     }
-                    let o = old_m.and_then(|o| o.get(k));
-                    walk(v, ap, x, o, &format!("{path}[{k}]"), errs);
+                    walk(v, ap, x, corr.key(k), &format!("{path}[{k}]"), errs, budget);
                 }
             }
         }
         Value::Array(items) => {
             let Some(it) = &t.items else { return };
-            let old_items = old.and_then(Value::as_array);
+            let old_items = corr.old().and_then(Value::as_array);
+            let unchanged = corr.unchanged(obj);
             for (i, x) in items.iter().enumerate() {
-                let o = match (t.list_type.as_deref(), old_items) {
-                    (Some("map"), Some(olds)) => {
-                        olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                let item_corr = match (corr, t.list_type.as_deref()) {
+                    (Corr::Correlated(_), Some("map")) => {
+                        Corr::Correlated(old_items.and_then(|olds| {
+                            olds.iter().find(|o| same_keys(&t.list_map_keys, x, o))
+                        }))
                     }
-                    _ => None,
+                    (Corr::Correlated(_), _) => Corr::Uncorrelated(unchanged),
+                    (u, _) => u,
                 };
-                walk(v, it, x, o, &format!("{path}[{i}]"), errs);
+                walk(v, it, x, item_corr, &format!("{path}[{i}]"), errs, budget);
             }
         }
         _ => {}
@@ -270,35 +439,122 @@ fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     !keys.is_empty() && keys.iter().all(|k| a.get(k) == b.get(k))
 }
 
+/// Takes the estimated cost of the node's rules from the budget; on a rule over the per-call
+/// limit or an exhausted budget, reports upstream's error and stops evaluation.
+fn charge(
+    here: &NodeRules,
+    obj: &Value,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+    budget: &mut i64,
+) -> bool {
+    let deepest = here.loop_depth.iter().copied().max().unwrap_or(0);
+    let size = if deepest > 0 { value_size(obj) } else { 1 };
+    for (rule, depth) in here.rules.iter().zip(&here.loop_depth) {
+        let cost = estimated_cost(size, *depth);
+        let bad = BadValue::Str(here.type_name.clone());
+        if cost > PER_CALL_LIMIT {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    rule.error_string()
+                ),
+            ));
+            *budget = -1;
+            return false;
+        }
+        if cost > *budget {
+            errs.push(FieldError::invalid(
+                shown(path),
+                bad,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            *budget = -1;
+            return false;
+        }
+        *budget -= cost;
+    }
+    true
+}
+
+/// A rule's `fieldPath` as the child path upstream appends (`.a['b.c']` is `a.b.c`).
+fn normalized_field_path(fp: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = fp.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['") {
+            let Some((name, next)) = r.split_once("']") else {
+                break;
+            };
+            out.push(name.to_string());
+            rest = next;
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            out.push(r[..end].to_string());
+            rest = &r[end..];
+        } else {
+            out.push(rest.to_string());
+            break;
+        }
+    }
+    out.join(".")
+}
+
 fn evaluate(
     v: &Validator,
     here: &NodeRules,
     obj: &Value,
-    old: Option<&Value>,
+    corr: Corr<'_>,
     path: &str,
     errs: &mut Vec<FieldError>,
 ) {
-    let Err(found) = v.validate_compiled(&here.compiled, obj, old) else {
+    let Err(found) = v.validate_compiled(&here.compiled, obj, corr.old()) else {
         return;
     };
+    let ratchet = corr.unchanged(obj);
     let bad = || BadValue::Str(here.type_name.clone());
+    // kube-cel reports at most one error per rule, in rule order: match them up in order so
+    // that rules with the same text keep their own message and fieldPath.
+    let mut next = 0;
     for e in found.into_vec() {
-        let Some(rule) = here.rules.iter().find(|r| r.rule == e.rule) else {
+        let Some(i) = (next..here.rules.len()).find(|&i| here.evaluated[i] == e.rule) else {
             continue;
         };
+        next = i + 1;
+        let rule = &here.rules[i];
+        if ratchet && !rule.rule.contains("oldSelf") {
+            continue;
+        }
         match e.kind {
             ErrorKind::ValidationFailure | ErrorKind::InvalidResult => {
-                let at = match rule.field_path.trim() {
-                    "" => shown(path),
-                    fp => field_child(path, fp.trim_start_matches('.')),
+                let at = match normalized_field_path(&rule.field_path) {
+                    fp if fp.is_empty() => shown(path),
+                    fp => field_child(path, &fp),
                 };
-                let message = if !rule.message_expression.trim().is_empty()
+                let has_expr = !rule.message_expression.trim().is_empty();
+                // kube-cel falls back to the message, else the default, when the expression
+                // fails; anything else came from the expression.
+                let from_expr = has_expr
                     && e.kind == ErrorKind::ValidationFailure
-                    && e.message != rule.message
-                    && e.message != format!("failed rule: {}", rule.rule)
-                    && !e.message.trim().is_empty()
-                    && !e.message.contains('\n')
-                {
+                    && (rule.message.is_empty() || e.message != rule.message)
+                    && e.message != format!("failed rule: {}", rule.rule);
+                if from_expr {
+                    let m = e.message.trim();
+                    let invalid = if m.is_empty() {
+                        Some("messageExpression should evaluate to a non-empty string")
+                    } else if super::rules::has_newlines(m) {
+                        Some("messageExpression should not contain line breaks")
+                    } else {
+                        None
+                    };
+                    if let Some(detail) = invalid {
+                        errs.push(FieldError::invalid(at, bad(), detail));
+                        return;
+                    }
+                }
+                let message = if from_expr {
                     e.message.trim().to_string()
                 } else {
                     rule.message_or_default()
@@ -306,11 +562,11 @@ fn evaluate(
                 errs.push(for_reason(at, bad(), message, rule.reason.as_deref()));
             }
             ErrorKind::EvaluationError | ErrorKind::UnsupportedReference => {
-                let cause = e
-                    .message
-                    .strip_prefix("rule evaluation error: ")
-                    .unwrap_or(&e.message)
-                    .to_string();
+                let cause = cel_go_wording(
+                    e.message
+                        .strip_prefix("rule evaluation error: ")
+                        .unwrap_or(&e.message),
+                );
                 let detail = if cause.to_lowercase().starts_with("no such overload") {
                     format!(
                         "'{cause}': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -323,7 +579,7 @@ fn evaluate(
             }
             _ => {
                 // Compilation failures are refused when the CRD is written; one that slipped
-                // through (a CRD stored before) fails closed, as upstream's nil program does.
+                // through (a CRD stored before) fails closed, as upstream's does.
                 errs.push(FieldError::invalid(
                     shown(path),
                     bad(),
@@ -331,6 +587,25 @@ fn evaluate(
                 ));
             }
         }
+    }
+}
+
+/// cel-go's wording of the runtime errors both engines share (`no such key: x`, `no such
+/// overload`, `division by zero`, `modulus by zero`, `integer overflow`); others as the `cel`
+/// crate words them.
+fn cel_go_wording(msg: &str) -> String {
+    if let Some(k) = msg.strip_prefix("No such key: ") {
+        format!("no such key: {k}")
+    } else if msg.starts_with("No such overload") {
+        "no such overload".into()
+    } else if msg.starts_with("Division by zero") {
+        "division by zero".into()
+    } else if msg.starts_with("Remainder by zero") {
+        "modulus by zero".into()
+    } else if msg.starts_with("Overflow from binary operator") {
+        "integer overflow".into()
+    } else {
+        msg.to_string()
     }
 }
 
@@ -344,163 +619,4 @@ fn for_reason(path: String, value: BadValue, detail: String, reason: Option<&str
         }
         _ => FieldError::invalid(path, value, detail),
     }
-}
-
-fn has_newlines(s: &str) -> bool {
-    s.contains('\n') || s.contains('\r')
-}
-
-/// The rule checks and compilation of every `x-kubernetes-validations` entry below the
-/// schema at `path` (CRD write time).
-pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if let Some(m) = schema.as_object() {
-        check_node(m, path, &mut errs, 0);
-    }
-    errs
-}
-
-fn check_node(s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>, depth: usize) {
-    if depth > super::node::MAX_DEPTH {
-        return;
-    }
-    if let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) {
-        for (i, raw) in rules.iter().enumerate() {
-            check_rule(
-                s,
-                &Rule::parse(raw),
-                &format!("{path}.x-kubernetes-validations[{i}]"),
-                errs,
-            );
-        }
-    }
-    if let Some(p) = s.get("properties").and_then(Value::as_object) {
-        let mut keys: Vec<&String> = p.keys().collect();
-        keys.sort();
-        for k in keys {
-            if let Some(child) = p[k].as_object() {
-                check_node(child, &format!("{path}.properties[{k}]"), errs, depth + 1);
-            }
-        }
-    }
-    for k in ["items", "additionalProperties"] {
-        if let Some(child) = s.get(k).and_then(Value::as_object) {
-            check_node(child, &format!("{path}.{k}"), errs, depth + 1);
-        }
-    }
-}
-
-fn check_rule(schema: &Map<String, Value>, r: &Rule, path: &str, errs: &mut Vec<FieldError>) {
-    let rule = r.rule.trim();
-    let msg = r.message.trim();
-    if rule.is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.rule"),
-            "rule is not specified",
-        ));
-    } else if !r.message.is_empty() && msg.is_empty() {
-        errs.push(FieldError::invalid(
-            format!("{path}.message"),
-            r.message.as_str(),
-            "message must be non-empty if specified",
-        ));
-    } else if has_newlines(msg) {
-        errs.push(FieldError::invalid(
-            format!("{path}.message"),
-            r.message.as_str(),
-            "message must not contain line breaks",
-        ));
-    } else if has_newlines(rule) && msg.is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.message"),
-            "message must be specified if rule contains line breaks",
-        ));
-    }
-    if !r.message_expression.is_empty() && r.message_expression.trim().is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.messageExpression"),
-            "messageExpression must be non-empty if specified",
-        ));
-    }
-    if let Some(reason) = &r.reason {
-        if !REASONS.contains(&reason.as_str()) {
-            errs.push(FieldError::not_supported(
-                format!("{path}.reason"),
-                reason.as_str(),
-                &REASONS,
-            ));
-        }
-    }
-    let fp = r.field_path.trim();
-    if !r.field_path.is_empty() && fp.is_empty() {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must be non-empty if specified",
-        ));
-    }
-    if has_newlines(&r.field_path) {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must not contain line breaks",
-        ));
-    }
-    if !fp.is_empty() && !field_path_valid(schema, fp) {
-        errs.push(FieldError::invalid(
-            format!("{path}.fieldPath"),
-            r.field_path.as_str(),
-            "fieldPath must be a valid path",
-        ));
-    }
-    if !rule.is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.rule) {
-            errs.push(FieldError::invalid(
-                format!("{path}.rule"),
-                BadValue::Go(r.go_syntax()),
-                format!("compilation failed: {e}"),
-            ));
-        }
-    }
-    if !r.message_expression.trim().is_empty() {
-        if let Err(e) = kube_cel::cel::Program::compile(&r.message_expression) {
-            errs.push(FieldError::invalid(
-                format!("{path}.messageExpression"),
-                BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {e}"),
-            ));
-        }
-    }
-}
-
-/// Whether a rule's `fieldPath` (`.a.b`, `.a['b.c']`) names a field the schema declares.
-fn field_path_valid(schema: &Map<String, Value>, fp: &str) -> bool {
-    let mut cur = schema;
-    let mut rest = fp;
-    while !rest.is_empty() {
-        let (name, next) = if let Some(r) = rest.strip_prefix("['") {
-            match r.split_once("']") {
-                Some((n, next)) => (n, next),
-                None => return false,
-            }
-        } else if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            (&r[..end], &r[end..])
-        } else {
-            return false;
-        };
-        if name.is_empty() {
-            return false;
-        }
-        let child = cur
-            .get("properties")
-            .and_then(|p| p.get(name))
-            .or_else(|| cur.get("additionalProperties").filter(|a| a.is_object()));
-        match child.and_then(Value::as_object) {
-            Some(c) => cur = c,
-            None => return false,
-        }
-        rest = next;
-    }
-    true
 }

@@ -16,6 +16,14 @@ pub fn validate(s: &Node, obj: &Value) -> Vec<FieldError> {
     errs
 }
 
+/// The same for a schema's `default`: the value itself is checked as an embedded resource
+/// unless it stands for a resource root (upstream's `isResourceRoot` flag).
+pub fn validate_default(s: &Node, default: &Value, is_resource_root: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    walk(s, default, "", is_resource_root, &mut errs);
+    errs
+}
+
 fn child(base: &str, name: &str) -> String {
     if base.is_empty() {
         name.to_string()

@@ -84,11 +84,12 @@ static RGBCOLOR: Re = LazyLock::new(|| {
 });
 static BSON: Re = LazyLock::new(|| re(r"^[0-9a-fA-F]{24}$"));
 static DATE: Re = LazyLock::new(|| re(r"^(\d{4})-(\d{2})-(\d{2})$"));
-static TIME: Re =
-    LazyLock::new(|| re(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(z|[+-][0-9]{2}:[0-9]{2})$"));
+static TIME: Re = LazyLock::new(|| {
+    re(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+});
 static GO_DURATION: Re =
     LazyLock::new(|| re(r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$"));
-static SCALA_DURATION: Re = LazyLock::new(|| re(r"^(((?:-\s?)?\d+)(\.\d+)?\s*([A-Za-zµ]+))$"));
+static DURATION_PART: Re = LazyLock::new(|| re(r"(\d+)\s*([A-Za-zµ]+)"));
 static EMAIL_LOCAL: Re = LazyLock::new(|| re(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+$"));
 static URI_SCHEME: Re = LazyLock::new(|| re(r"^[A-Za-z][A-Za-z0-9+.-]*:"));
 
@@ -98,7 +99,11 @@ pub fn validates(format: &str, value: &str) -> bool {
         "bsonobjectid" => matches(&BSON, value),
         "uri" => is_request_uri(value),
         "email" => is_email(value),
-        "hostname" => value.len() <= 255 && matches(&HOSTNAME, value),
+        "hostname" => {
+            matches(&HOSTNAME, value)
+                && value.len() <= 255
+                && value.split('.').all(|label| label.len() <= 63)
+        }
         "ipv4" => value.contains('.') && parse_go_ip(value),
         "ipv6" => value.contains(':') && parse_go_ip(value),
         "cidr" => is_cidr(value),
@@ -262,46 +267,34 @@ fn is_date_time(s: &str) -> bool {
     get(1) <= "23" && get(2) <= "59" && get(3) <= "59"
 }
 
-/// strfmt's `IsDuration`: Go's `time.ParseDuration` syntax, or its own `3 days` form.
+/// strfmt's `ParseDuration`: Go's `time.ParseDuration` syntax, else any `<digits> <unit>`
+/// found in the string, with a unit of its table (or starting with a unit's long form).
 fn is_duration(s: &str) -> bool {
     if s == "0" || matches(&GO_DURATION, s) {
         return true;
     }
-    let Some(c) = SCALA_DURATION.as_ref().and_then(|r| r.captures(s)) else {
+    const UNITS: [&[&str]; 8] = [
+        &["ns", "nano"],
+        &["us", "µs", "micro"],
+        &["ms", "milli"],
+        &["s", "sec"],
+        &["m", "min"],
+        &["h", "hr", "hour"],
+        &["d", "day"],
+        &["w", "wk", "week"],
+    ];
+    let Some(re) = DURATION_PART.as_ref() else {
         return false;
     };
-    let unit = c.get(4).map(|m| m.as_str()).unwrap_or_default();
-    matches!(
-        unit,
-        "ns" | "us"
-            | "µs"
-            | "ms"
-            | "s"
-            | "m"
-            | "h"
-            | "d"
-            | "w"
-            | "nanosecond"
-            | "nanoseconds"
-            | "microsecond"
-            | "microseconds"
-            | "millisecond"
-            | "milliseconds"
-            | "second"
-            | "seconds"
-            | "sec"
-            | "secs"
-            | "minute"
-            | "minutes"
-            | "min"
-            | "mins"
-            | "hour"
-            | "hours"
-            | "hr"
-            | "hrs"
-            | "day"
-            | "days"
-            | "week"
-            | "weeks"
-    )
+    re.captures_iter(s).any(|c| {
+        let unit = c
+            .get(2)
+            .map(|m| m.as_str().trim().to_lowercase())
+            .unwrap_or_default();
+        UNITS.iter().any(|variants| {
+            variants.iter().enumerate().any(|(i, v)| {
+                (i == variants.len() - 1 && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v)
+            })
+        })
+    })
 }

@@ -10,17 +10,23 @@
 //! | `validate.rs`, `formats.rs` | kube-openapi `pkg/validation/validate`, `apiserver/validation/{validation,formats}.go` |
 //! | `listtype.rs` | `schema/listtype/validation.go` |
 //! | `embedded.rs` | `schema/objectmeta/validation.go` |
+//! | `extensions.rs` | the `x-kubernetes-*` checks of `ValidateCustomResourceDefinitionOpenAPISchema` |
 //! | `structural.rs` | `schema/validation.go`, `schema/complete.go` |
-//! | `cel.rs` | `schema/cel/validation.go`, the rule checks of `apis/apiextensions/validation` |
+//! | `published.rs` | `controller/openapi/builder`, `openapiv2.ToStructuralOpenAPIV2` |
+//! | `cel.rs` | `schema/cel/validation.go` |
+//! | `rules.rs` | the rule checks and compilation of `apis/apiextensions/validation` |
 
 mod cel;
 mod defaults;
 mod embedded;
+mod extensions;
 mod formats;
 mod goval;
 mod listtype;
 mod node;
 mod prune;
+mod published;
+mod rules;
 mod structural;
 mod validate;
 
@@ -89,9 +95,21 @@ impl CompiledSchema {
     /// Upstream's order: the OpenAPI checks, then embedded resources' `apiVersion`, `kind`
     /// and `metadata`, then list-type `set` / `map` uniqueness.
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = validate::validate(&self.root, obj);
+        let mut errs = validate::validate(&self.root, obj, None);
         errs.extend(embedded::validate(&self.root, obj));
         errs.extend(listtype::validate(&self.root, obj));
+        errs
+    }
+
+    /// [`validate`](Self::validate) for an update, with upstream's ratcheting: values equal
+    /// to their correlated old value are not judged again, and list-type set/map duplicates
+    /// are only reported when the old object had none.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate::validate(&self.root, obj, Some(old));
+        errs.extend(embedded::validate(&self.root, obj));
+        if listtype::validate(&self.root, old).is_empty() {
+            errs.extend(listtype::validate(&self.root, obj));
+        }
         errs
     }
 
@@ -106,6 +124,37 @@ impl CompiledSchema {
         }
     }
 
+    /// Everything upstream's custom resource strategy checks of a value, in its order: the
+    /// schema ([`validate`](Self::validate), or [`validate_update`](Self::validate_update)
+    /// with `old`), then the CEL rules unless a blocking error was found, in which case
+    /// [`rules_not_checked`] stands in for them.
+    pub fn validate_object(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errs = match old {
+            Some(old) => self.validate_update(obj, old),
+            None => self.validate(obj),
+        };
+        if !self.has_rules() {
+            return errs;
+        }
+        if errs.iter().any(is_blocking) {
+            errs.push(rules_not_checked());
+        } else {
+            errs.extend(self.validate_rules(obj, old));
+        }
+        errs
+    }
+
+    /// The schema as upstream publishes it in OpenAPI: v3 as written (`x-kubernetes-*`
+    /// included), v2 without what v2 cannot express (`nullable`, `allOf`/`anyOf`/`oneOf`/`not`,
+    /// the structure below preserved-unknown or nullable fields).
+    pub fn openapi_published(&self, v2: bool) -> Value {
+        if v2 {
+            published::to_v2(&self.schema)
+        } else {
+            self.schema.clone()
+        }
+    }
+
     /// Whether the schema has any `x-kubernetes-validations` rule.
     pub fn has_rules(&self) -> bool {
         self.rules.is_some()
@@ -115,15 +164,30 @@ impl CompiledSchema {
 /// Upstream's structural-schema checks of a CRD's schema (`NewStructural` +
 /// `ValidateStructural`), as field errors under `path`
 /// (`spec.versions[0].schema.openAPIV3Schema`).
-/// When the schema is structural, the checks and compilation of its CEL rules follow
+/// When the schema is structural, its `default`s are checked last (`ValidateDefaults`:
+/// `...properties[x].default: Invalid value: ...`, `must not have unknown fields`).
+/// The checks and compilation of its CEL rules come first
 /// (`...x-kubernetes-validations[0].rule: Invalid value: ...: compilation failed: ...`), as
-/// upstream only compiles rules of a structural schema.
+/// upstream reports them with the OpenAPI schema's own errors, before the structural ones.
 pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
-    let errs = structural::validate(schema, path);
-    if !errs.is_empty() {
-        return errs;
+    let mut errs = rules::check_rules(schema, path);
+    let structural = structural::validate(schema, path);
+    if structural.is_empty() {
+        // Upstream checks defaults only of a structural schema.
+        errs.extend(defaults::validate_defaults(&Node::parse(schema), path));
     }
-    cel::check_rules(schema, path)
+    errs.extend(structural);
+    errs
+}
+
+/// The `x-kubernetes-*` checks upstream's CRD validation makes of every schema node
+/// (`ValidateCustomResourceDefinitionOpenAPISchema`, as for a new CRD): preserve-unknown-fields
+/// true or absent, `x-kubernetes-map-type` / `x-kubernetes-list-type` values and the types they
+/// need, list-map keys (item properties, scalar, required or defaulted, not nullable), set items
+/// atomic. Not part of [`validate_structural`]: upstream reports them with the rest of its
+/// OpenAPI schema checks, before the structural ones.
+pub fn validate_extensions(schema: &Value, path: &str) -> Vec<FieldError> {
+    extensions::validate(schema, path)
 }
 
 /// Upstream's error when value validation failed in a way that keeps CEL rules from running

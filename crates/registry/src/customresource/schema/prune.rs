@@ -29,17 +29,28 @@ pub const OBJECT_META_FIELDS: [&str; 15] = [
     "managedFields",
 ];
 
-/// Prunes `obj` as a resource root; returns the removed paths sorted (`spec.foo`,
-/// `spec.list[0].x`, `metadata.foo`), as upstream reports them for `fieldValidation`.
+/// Prunes `obj` as a resource root; returns the removed paths (`spec.foo`, `spec.list[0].x`)
+/// sorted, then the dropped metadata fields (`metadata.foo`), as upstream reports them for
+/// `fieldValidation`.
 pub fn prune_root(obj: &mut Value, schema: &Node) -> Vec<String> {
     let mut out = Vec::new();
     let mut path = String::new();
     // The root is always treated as an embedded resource (upstream's isResourceRoot).
     prune(obj, Some(schema), true, &mut path, &mut out);
-    prune_nulls(obj, schema);
-    coerce_meta(obj, Some(schema), true, &mut String::new(), &mut out);
     out.sort();
+    prune_nulls(obj, schema);
+    // Upstream appends the metadata paths after the sorted pruned ones.
+    let mut meta = Vec::new();
+    coerce_meta(obj, Some(schema), true, &mut String::new(), &mut meta);
+    meta.sort();
+    out.extend(meta);
     out
+}
+
+/// Prunes a value below the root (a schema's `default`), as upstream's `Prune(v, s,
+/// isResourceRoot)` with `embedded` standing for its resource-root flag.
+pub fn prune_value(x: &mut Value, s: &Node, embedded: bool) {
+    prune(x, Some(s), embedded, &mut String::new(), &mut Vec::new());
 }
 
 fn push_key(path: &mut String, key: &str) -> usize {
@@ -134,8 +145,12 @@ fn skip_prune(x: &mut Value, s: &Node, embedded: bool, path: &mut String, out: &
                 let len = push_key(path, k);
                 if let Some(prop) = s.properties.get(k) {
                     prune(v, Some(prop), false, path, out);
-                } else if let Some(super::node::Additional::Schema(ap)) = &s.additional_properties {
-                    prune(v, Some(ap), false, path, out);
+                } else if let Some(ap) = &s.additional_properties {
+                    let ap = match ap {
+                        super::node::Additional::Schema(ap) => Some(&**ap),
+                        super::node::Additional::Bool(_) => None,
+                    };
+                    prune(v, ap, false, path, out);
                 }
                 path.truncate(len);
             }
@@ -215,6 +230,10 @@ fn coerce_meta(
                 record(path, &k, out);
                 meta.shift_remove(&k);
             }
+            // Re-encoding ObjectMeta drops a zero creationTimestamp.
+            if meta.get("creationTimestamp").is_some_and(Value::is_null) {
+                meta.shift_remove("creationTimestamp");
+            }
             path.truncate(len);
         }
     }
@@ -224,7 +243,14 @@ fn coerce_meta(
             continue;
         }
         let Some(child) = s.child(k) else { continue };
-        let len = push_key(path, k);
+        // Upstream's coercer walks with a field.Path: map values are keys (`m[k]`).
+        let len = if s.properties.contains_key(k) {
+            push_key(path, k)
+        } else {
+            let len = path.len();
+            path.push_str(&format!("[{k}]"));
+            len
+        };
         coerce_meta(v, Some(child), false, path, out);
         path.truncate(len);
     }

@@ -48,10 +48,13 @@ impl OErr {
     }
 }
 
-/// Validates `data` against `schema` as upstream's `ValidateCustomResource` does.
-pub fn validate(schema: &Node, data: &Value) -> Vec<FieldError> {
+/// Validates `data` against `schema` as upstream's `ValidateCustomResource` does. With `old`
+/// (an update), a value equal to its correlated old value is not judged again (upstream's
+/// ratcheting validator, `CRDValidationRatcheting`): object fields and map values correlate
+/// by key, list-type map items by their keys, other list items not at all.
+pub fn validate(schema: &Node, data: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_node(schema, data, "", &mut errs);
+    validate_node(schema, data, old, "", &mut errs);
     errs.into_iter().map(to_field_error).collect()
 }
 
@@ -103,10 +106,10 @@ fn to_field_error(e: OErr) -> FieldError {
                 too_many_detail(e.valid),
             )
         }
-        // Upstream's TypeInvalid prints as an invalid value.
-        Code::InvalidType | Code::Other | Code::Composite => {
-            FieldError::invalid(path, value(), e.message)
+        Code::InvalidType => {
+            FieldError::new(FieldErrorType::TypeInvalid, path, Some(value()), e.message)
         }
+        Code::Other | Code::Composite => FieldError::invalid(path, value(), e.message),
     }
 }
 
@@ -139,7 +142,8 @@ pub fn is_blocking(e: &FieldError) -> bool {
             | FieldErrorType::Required
             | FieldErrorType::TooLong
             | FieldErrorType::TooMany
-    ) || (e.error_type == FieldErrorType::Invalid && e.detail.contains(" must be of type "))
+            | FieldErrorType::TypeInvalid
+    )
 }
 
 fn types_of(s: &Node) -> Vec<&str> {
@@ -185,38 +189,56 @@ fn is_json_integer(f: f64) -> bool {
     f.is_finite() && f.trunc() == f && f.abs() < 9_007_199_254_740_992.0
 }
 
+/// The format upstream validates with: `StripUnsupportedFormatsPostProcess` empties formats
+/// it does not support for the schema's type.
+fn effective_format(s: &Node) -> &str {
+    let f = s.format.as_str();
+    let keep = match (s.int_or_string, s.type_.as_str()) {
+        (true, _) | (false, "" | "string") => formats::is_supported(f),
+        (false, "integer") => f == "int32" || f == "int64",
+        (false, "number") => f == "float" || f == "double",
+        _ => false,
+    };
+    if keep {
+        f
+    } else {
+        ""
+    }
+}
+
 fn type_check(s: &Node, data: &Value, path: &str) -> Option<OErr> {
     let types = types_of(s);
+    let format_of_schema = effective_format(s);
     if data.is_null() {
         if !types.is_empty() && !types.contains(&"null") && !s.nullable {
             return Some(invalid_type(path, &types.join(","), Some("null")));
         }
         return None;
     }
-    if types.is_empty() && s.format.is_empty() {
+    if types.is_empty() && format_of_schema.is_empty() {
         return None;
     }
     let (sch_type, format) = schema_info(data);
     let f = data.as_f64().unwrap_or_default();
     let is_float_int = sch_type == "number" && is_json_integer(f) && types.contains(&"integer");
     let is_int_float = sch_type == "integer" && types.contains(&"number");
-    let is_lower_int = s.format == "int64" && format == "int32";
-    let is_lower_float = s.format == "double" && format == "float";
+    let is_lower_int = format_of_schema == "int64" && format == "int32";
+    let is_lower_float = format_of_schema == "double" && format == "float";
     let stringish = matches!(data, Value::String(_) | Value::Array(_));
     if !stringish
-        && !s.format.is_empty()
+        && !format_of_schema.is_empty()
         && !(types.contains(&sch_type)
-            || format == s.format
+            || format == format_of_schema
             || is_float_int
             || is_int_float
             || is_lower_int
             || is_lower_float)
     {
-        return Some(invalid_type(path, &s.format, Some(format)));
+        return Some(invalid_type(path, format_of_schema, Some(format)));
     }
     if !types.contains(&"number")
         && !types.contains(&"integer")
-        && !s.format.is_empty()
+        && !format_of_schema.is_empty()
         && stringish
     {
         return None;
@@ -263,7 +285,10 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
+fn validate_node(s: &Node, data: &Value, old: Option<&Value>, path: &str, out: &mut Vec<OErr>) {
+    if old.is_some_and(|o| json_equal(o, data)) {
+        return;
+    }
     if data.is_null() {
         out.extend(type_check(s, data, path));
         out.extend(enum_check(s, data, path));
@@ -279,12 +304,9 @@ fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     }
     // Format validator.
     if let Value::String(v) = data {
-        if !s.format.is_empty()
-            && formats::is_supported(&s.format)
-            && (s.type_.is_empty() || s.type_ == "string")
-            && !formats::validates(&s.format, v)
-        {
-            out.push(invalid_type(path, &s.format, Some(v)));
+        let f = effective_format(s);
+        if !f.is_empty() && formats::is_supported(f) && !formats::validates(f, v) {
+            out.push(invalid_type(path, f, Some(v)));
         }
     }
     // Number validator.
@@ -294,8 +316,15 @@ fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     // Slice validator.
     if let Value::Array(items) = data {
         if let Some(item_schema) = s.items.as_deref() {
+            let old_items = old
+                .and_then(Value::as_array)
+                .filter(|_| s.list_type.as_deref() == Some("map") && !s.list_map_keys.is_empty());
             for (i, item) in items.iter().enumerate() {
-                validate_node(item_schema, item, &format!("{path}[{i}]"), out);
+                let o = old_items.and_then(|olds| {
+                    olds.iter()
+                        .find(|o| s.list_map_keys.iter().all(|k| o.get(k) == item.get(k)))
+                });
+                validate_node(item_schema, item, o, &format!("{path}[{i}]"), out);
             }
         }
         let size = items.len() as i64;
@@ -334,7 +363,7 @@ fn validate_node(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     out.extend(enum_check(s, data, path));
     // Object validator.
     if let Value::Object(m) = data {
-        object_check(s, m, path, out);
+        object_check(s, m, old.and_then(Value::as_object), path, out);
     }
 }
 
@@ -501,7 +530,13 @@ fn number_check(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     }
 }
 
-fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<OErr>) {
+fn object_check(
+    s: &Node,
+    m: &serde_json::Map<String, Value>,
+    old: Option<&serde_json::Map<String, Value>>,
+    path: &str,
+    out: &mut Vec<OErr>,
+) {
     let n = m.len() as i64;
     // Upstream stops at a property-count failure.
     if let Some(min) = s.min_properties {
@@ -549,7 +584,8 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
             keys.sort();
             for k in keys {
                 if !s.properties.contains_key(k) {
-                    validate_node(ap, &m[k], &format!("{path}.{k}"), out);
+                    let o = old.and_then(|o| o.get(k.as_str()));
+                    validate_node(ap, &m[k], o, &format!("{path}.{k}"), out);
                 }
             }
         }
@@ -562,7 +598,7 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
             } else {
                 format!("{path}.{name}")
             };
-            validate_node(prop, v, &child, out);
+            validate_node(prop, v, old.and_then(|o| o.get(name)), &child, out);
         }
     }
     for k in &s.required {
@@ -580,7 +616,8 @@ fn object_check(s: &Node, m: &serde_json::Map<String, Value>, path: &str, out: &
 
 fn errors_of(s: &Node, data: &Value, path: &str) -> Vec<OErr> {
     let mut out = Vec::new();
-    validate_node(s, data, path, &mut out);
+    // Upstream does not ratchet inside allOf/anyOf/oneOf/not.
+    validate_node(s, data, None, path, &mut out);
     out
 }
 

@@ -5,10 +5,13 @@
 //! (`pkg/apis/apiextensions/v1/defaults.go`) and `ValidateCustomResourceDefinition*`
 //! (`pkg/apis/apiextensions/validation/validation.go`, in [`validation`] and [`schema`]).
 
+mod conversion;
 mod defaults;
+mod extensions;
 mod gofmt;
 mod internal;
 mod schema;
+mod selectable;
 mod validation;
 
 #[cfg(test)]
@@ -17,10 +20,10 @@ mod tests;
 use crate::resources::core::push;
 use crate::resources::{info, obj_mut};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
-use crate::strategy::Strategy;
+use crate::strategy::{keep_all_but_status_and_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{ApiError, DeleteOptions, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -214,6 +217,13 @@ impl Strategy for CustomResourceDefinitionStrategy {
         record_storage_version(new);
     }
 
+    /// Only the status changes on `/status`: the spec is the stored one. Upstream's status
+    /// strategy resets the new metadata against itself (`ResetObjectMetaForStatus(new, new)`),
+    /// so metadata sent with a status write is kept.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+    }
+
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         validate_crd(obj)
     }
@@ -224,6 +234,41 @@ impl Strategy for CustomResourceDefinitionStrategy {
 
     fn validate_status_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
         validate_crd_status_update(new, old)
+    }
+
+    /// Upstream's `REST.Delete` checks the preconditions itself, with its own wording.
+    fn check_delete_preconditions(
+        &self,
+        current: &Object,
+        opts: &DeleteOptions,
+    ) -> Option<Result<(), ApiError>> {
+        let gr = GroupResource::new(GROUP, "customresourcedefinitions");
+        let p = &opts.preconditions;
+        if let Some(uid) = p.uid.as_deref().filter(|u| *u != current.uid()) {
+            return Some(Err(ApiError::conflict(
+                &gr,
+                current.name(),
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.uid()
+                ),
+            )));
+        }
+        if let Some(rv) = p
+            .resource_version
+            .as_deref()
+            .filter(|rv| *rv != current.resource_version())
+        {
+            return Some(Err(ApiError::conflict(
+                &gr,
+                current.name(),
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.resource_version()
+                ),
+            )));
+        }
+        Some(Ok(()))
     }
 
     /// Upstream's `REST.Delete`: the first delete only marks the definition (deletionTimestamp,

@@ -5,18 +5,13 @@
 //! `ValidateCustomResourceSelectableFields`. CEL compilation and cost are the schema
 //! module's.
 
+use super::extensions::{extension_rules, map_list_keys_map_set, validation_rules};
 use crate::customresource::schema::validate_structural;
-use kapi_machinery::{BadValue, FieldError, FieldErrorType};
+use kapi_machinery::{BadValue, FieldError};
 use serde_json::{Map, Value};
 
 pub const MAX_SELECTABLE_FIELDS: usize = 8;
 const OPENAPI_V3_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
-const VALIDATION_REASONS: &[&str] = &[
-    "FieldValueDuplicate",
-    "FieldValueForbidden",
-    "FieldValueInvalid",
-    "FieldValueRequired",
-];
 const META_FIELDS: &[&str] = &["metadata", "kind", "apiVersion"];
 
 /// Upstream's `validationOptions` (the parts checked here).
@@ -42,25 +37,28 @@ struct Ssv {
     require_valid_property_type: bool,
 }
 
-fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+pub(super) fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
     m.get(k).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn present(m: &Map<String, Value>, k: &str) -> bool {
+pub(super) fn present(m: &Map<String, Value>, k: &str) -> bool {
     m.get(k).is_some_and(|v| !v.is_null())
 }
 
-fn non_empty_map<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
+pub(super) fn non_empty_map<'a>(
+    m: &'a Map<String, Value>,
+    k: &str,
+) -> Option<&'a Map<String, Value>> {
     m.get(k)
         .and_then(Value::as_object)
         .filter(|m| !m.is_empty())
 }
 
-fn flag(m: &Map<String, Value>, k: &str) -> bool {
+pub(super) fn flag(m: &Map<String, Value>, k: &str) -> bool {
     m.get(k).and_then(Value::as_bool) == Some(true)
 }
 
-fn opt_str<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+pub(super) fn opt_str<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     m.get(k).and_then(Value::as_str)
 }
 
@@ -149,7 +147,12 @@ fn is_go_zero(go: &str, v: Option<&Value>) -> bool {
         Some(Value::Bool(b)) => {
             !*b && matches!(
                 go,
-                "Nullable" | "UniqueItems" | "XEmbeddedResource" | "XIntOrString"
+                "Nullable"
+                    | "ExclusiveMaximum"
+                    | "ExclusiveMinimum"
+                    | "UniqueItems"
+                    | "XEmbeddedResource"
+                    | "XIntOrString"
             )
         }
         Some(Value::String(s)) => {
@@ -239,7 +242,7 @@ pub fn validate_validation(
     errs
 }
 
-fn each_schema<'a>(
+pub(super) fn each_schema<'a>(
     m: &'a Map<String, Value>,
     k: &str,
 ) -> impl Iterator<Item = (usize, &'a Map<String, Value>)> {
@@ -454,460 +457,6 @@ fn standard_v3(errs: &mut Vec<FieldError>, schema: &Map<String, Value>, path: &s
             "must not be used inside of resource meta",
         ));
     }
-}
-
-fn required_or_invalid(path: String, value: &str, detail: &str) -> FieldError {
-    if value.is_empty() {
-        FieldError::required(path, detail)
-    } else {
-        FieldError::invalid(path, value, detail)
-    }
-}
-
-fn opt_str_value(v: Option<&str>) -> BadValue {
-    v.map_or(BadValue::Null, BadValue::from)
-}
-
-/// The `x-kubernetes-preserve-unknown-fields`, map-type and list-type rules.
-fn extension_rules(
-    errs: &mut Vec<FieldError>,
-    schema: &Map<String, Value>,
-    path: &str,
-    opts: &Opts,
-) {
-    let t = s(schema, "type");
-    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
-        errs.push(FieldError::invalid(
-            format!("{path}.x-kubernetes-preserve-unknown-fields"),
-            false,
-            "must be true or undefined",
-        ));
-    }
-    let map_type = opt_str(schema, "x-kubernetes-map-type");
-    if map_type.is_some() && t != "object" {
-        errs.push(required_or_invalid(
-            format!("{path}.type"),
-            t,
-            "must be object if x-kubernetes-map-type is specified",
-        ));
-    }
-    if let Some(mt) = map_type.filter(|m| *m != "atomic" && *m != "granular") {
-        errs.push(FieldError::not_supported(
-            format!("{path}.x-kubernetes-map-type"),
-            mt,
-            &["atomic", "granular"],
-        ));
-    }
-    let list_type = opt_str(schema, "x-kubernetes-list-type");
-    let items = schema.get("items").and_then(Value::as_object);
-    if list_type.is_some() && t != "array" {
-        errs.push(required_or_invalid(
-            format!("{path}.type"),
-            t,
-            "must be array if x-kubernetes-list-type is specified",
-        ));
-    } else if let (true, Some("set"), Some(is)) = (opts.require_atomic_set_type, list_type, items) {
-        let item_list = opt_str(is, "x-kubernetes-list-type");
-        let detail = "must be atomic as item of a list with x-kubernetes-list-type=set";
-        match s(is, "type") {
-            "array" if item_list.is_some_and(|l| l != "atomic") => errs.push(FieldError::invalid(
-                format!("{path}.items.x-kubernetes-list-type"),
-                opt_str_value(item_list),
-                detail,
-            )),
-            // upstream reports the item's list type here, not its map type
-            "object" if opt_str(is, "x-kubernetes-map-type") != Some("atomic") => {
-                errs.push(FieldError::invalid(
-                    format!("{path}.items.x-kubernetes-map-type"),
-                    opt_str_value(item_list),
-                    detail,
-                ))
-            }
-            _ => {}
-        }
-    }
-    if let Some(lt) = list_type.filter(|l| !["atomic", "set", "map"].contains(l)) {
-        errs.push(FieldError::not_supported(
-            format!("{path}.x-kubernetes-list-type"),
-            lt,
-            &["atomic", "set", "map"],
-        ));
-    }
-    let keys_raw = schema.get("x-kubernetes-list-map-keys");
-    let keys: Vec<&str> = keys_raw
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|k| k.as_str().unwrap_or_default())
-        .collect();
-    if !keys.is_empty() {
-        match list_type {
-            None => errs.push(FieldError::required(
-                format!("{path}.x-kubernetes-list-type"),
-                "must be map if x-kubernetes-list-map-keys is non-empty",
-            )),
-            Some(lt) if lt != "map" => errs.push(FieldError::invalid(
-                format!("{path}.x-kubernetes-list-type"),
-                lt,
-                "must be map if x-kubernetes-list-map-keys is non-empty",
-            )),
-            _ => {}
-        }
-    }
-    if list_type != Some("map") {
-        return;
-    }
-    if keys.is_empty() {
-        errs.push(FieldError::required(
-            format!("{path}.x-kubernetes-list-map-keys"),
-            "must not be empty if x-kubernetes-list-type is map",
-        ));
-    }
-    match schema.get("items").filter(|v| !v.is_null()) {
-        None => errs.push(FieldError::required(
-            format!("{path}.items"),
-            "must have a schema if x-kubernetes-list-type is map",
-        )),
-        Some(Value::Object(is)) => {
-            let it = s(is, "type");
-            if it != "object" {
-                errs.push(FieldError::invalid(
-                    format!("{path}.items.type"),
-                    it,
-                    "must be object if parent array's x-kubernetes-list-type is map",
-                ));
-                return;
-            }
-            let mut seen: Vec<&str> = Vec::new();
-            for k in &keys {
-                match is
-                    .get("properties")
-                    .and_then(|p| p.get(*k))
-                    .and_then(Value::as_object)
-                {
-                    Some(p) => {
-                        if matches!(s(p, "type"), "array" | "object") {
-                            // upstream reports the items' type here
-                            errs.push(FieldError::invalid(
-                                format!("{path}.items.properties[{k}].type"),
-                                it,
-                                "must be a scalar type if parent array's x-kubernetes-list-type is map",
-                            ));
-                        }
-                    }
-                    None => errs.push(FieldError::invalid(
-                        format!("{path}.x-kubernetes-list-map-keys"),
-                        BadValue::strings(keys_raw),
-                        "entries must all be names of item properties",
-                    )),
-                }
-                if seen.contains(k) {
-                    errs.push(FieldError::invalid(
-                        format!("{path}.x-kubernetes-list-map-keys"),
-                        BadValue::strings(keys_raw),
-                        "must not contain duplicate entries",
-                    ));
-                }
-                seen.push(k);
-            }
-        }
-        Some(other) => errs.push(FieldError::invalid(
-            format!("{path}.items"),
-            BadValue::from(other),
-            "must only have a single schema if x-kubernetes-list-type is map",
-        )),
-    }
-}
-
-/// `validateMapListKeysMapSet`.
-fn map_list_keys_map_set(schema: &Map<String, Value>, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let Some(is) = schema.get("items").and_then(Value::as_object) else {
-        return errs;
-    };
-    let lt = match opt_str(schema, "x-kubernetes-list-type") {
-        Some(lt @ ("set" | "map")) => lt,
-        _ => return errs,
-    };
-    if flag(is, "nullable") {
-        errs.push(FieldError::forbidden(
-            format!("{path}.items.nullable"),
-            format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
-        ));
-    }
-    if lt != "map" {
-        return errs;
-    }
-    let required: Vec<&str> = is
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    for k in schema
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        let Some(p) = is
-            .get("properties")
-            .and_then(|p| p.get(k))
-            .and_then(Value::as_object)
-        else {
-            continue;
-        };
-        if !required.contains(&k) && !present(p, "default") {
-            errs.push(FieldError::required(
-                format!("{path}.items.properties[{k}].default"),
-                "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
-            ));
-        }
-        if flag(p, "nullable") {
-            errs.push(FieldError::forbidden(
-                format!("{path}.items.properties[{k}].nullable"),
-                "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
-            ));
-        }
-    }
-    errs
-}
-
-fn has_newlines(s: &str) -> bool {
-    s.contains(['\n', '\r'])
-}
-
-/// The field checks of each `x-kubernetes-validations` rule (compiling the rule is CEL's).
-fn validation_rules(errs: &mut Vec<FieldError>, schema: &Map<String, Value>, path: &str) {
-    for (i, rule) in each_schema(schema, "x-kubernetes-validations") {
-        let p = format!("{path}.x-kubernetes-validations[{i}]");
-        let r = s(rule, "rule");
-        let msg = s(rule, "message");
-        let msg_expr = s(rule, "messageExpression");
-        let (tr, tm) = (r.trim(), msg.trim());
-        if tr.is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.rule"),
-                "rule is not specified",
-            ));
-        } else if !msg.is_empty() && tm.is_empty() {
-            errs.push(FieldError::invalid(
-                format!("{p}.message"),
-                msg,
-                "must be non-empty if specified",
-            ));
-        } else if has_newlines(tm) {
-            errs.push(FieldError::invalid(
-                format!("{p}.message"),
-                msg,
-                "must not contain line breaks",
-            ));
-        } else if has_newlines(tr) && tm.is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.message"),
-                "message must be specified if rule contains line breaks",
-            ));
-        }
-        if !msg_expr.is_empty() && msg_expr.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.messageExpression"),
-                "messageExpression must be non-empty if specified",
-            ));
-        }
-        if let Some(reason) = opt_str(rule, "reason") {
-            if !VALIDATION_REASONS.contains(&reason) {
-                errs.push(FieldError::not_supported(
-                    format!("{p}.reason"),
-                    reason,
-                    VALIDATION_REASONS,
-                ));
-            }
-        }
-        let fp = s(rule, "fieldPath");
-        if !fp.is_empty() && fp.trim().is_empty() {
-            errs.push(FieldError::invalid(
-                format!("{p}.fieldPath"),
-                fp,
-                "must be non-empty if specified",
-            ));
-        }
-        if has_newlines(fp) {
-            errs.push(FieldError::invalid(
-                format!("{p}.fieldPath"),
-                fp,
-                "must not contain line breaks",
-            ));
-        }
-        if !fp.is_empty() && valid_field_path(fp, schema, true).is_err() {
-            errs.push(FieldError::invalid(
-                format!("{p}.fieldPath"),
-                fp,
-                "must be a valid path",
-            ));
-        }
-    }
-}
-
-/// Splits a JSON path into `.`, `[`, `]` and the text between them (single-quoted strings
-/// whole), as upstream's scanner.
-fn path_tokens(p: &str) -> Vec<&str> {
-    let b = p.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\'' {
-            let mut j = i + 1;
-            while j < b.len() && !(b[j] == b'\'' && b[j - 1] != b'\\') {
-                j += 1;
-            }
-            let end = (j + 1).min(b.len());
-            out.push(&p[i..end]);
-            i = end;
-        } else if matches!(b[i], b'.' | b'[' | b']') {
-            out.push(&p[i..i + 1]);
-            i += 1;
-        } else {
-            let j = p[i..].find(['.', '[', ']']).map_or(b.len(), |k| i + k);
-            out.push(&p[i..j]);
-            i = j;
-        }
-    }
-    out
-}
-
-/// Upstream's `cel.ValidFieldPath` over a schema as JSON: the path (as a `field.Path`
-/// string, its root) and the schema it points to.
-pub fn valid_field_path<'a>(
-    json_path: &str,
-    schema: &'a Map<String, Value>,
-    allow_array_notation: bool,
-) -> Result<(String, String, &'a Map<String, Value>), String> {
-    let mut cur = schema;
-    let mut out = String::new();
-    let mut root = String::new();
-    let toks = path_tokens(json_path);
-    let mut it = toks.into_iter();
-    let end = || "unexpected end of JSON path".to_string();
-    let invalid = || "does not refer to a valid field".to_string();
-    while let Some(tok) = it.next() {
-        let (name, by_key) = match tok {
-            "[" => {
-                if !allow_array_notation {
-                    return Err("array notation is not allowed".into());
-                }
-                let t = it.next().ok_or_else(end)?;
-                if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {t}"));
-                }
-                let name = t[1..t.len() - 1].replace("\\'", "'").replace("\\\\", "\\");
-                let close = it.next().ok_or_else(end)?;
-                if close != "]" {
-                    return Err(format!("expected ] but got {close}"));
-                }
-                (name, true)
-            }
-            "." => (it.next().ok_or_else(end)?.to_string(), false),
-            other => return Err(format!("expected [ or . but got: {other}")),
-        };
-        let _ = by_key;
-        if let Some(props) = cur.get("properties").and_then(Value::as_object) {
-            cur = props
-                .get(&name)
-                .and_then(Value::as_object)
-                .ok_or_else(invalid)?;
-            if out.is_empty() {
-                root = name.clone();
-            } else {
-                out.push('.');
-            }
-            out.push_str(&name);
-        } else if let Some(ap) = cur.get("additionalProperties").filter(|v| !v.is_null()) {
-            if out.is_empty() {
-                root = format!("[{name}]");
-            }
-            out.push_str(&format!("[{name}]"));
-            cur = ap.as_object().ok_or_else(invalid)?;
-        } else {
-            return Err(invalid());
-        }
-    }
-    Ok((out, root, cur))
-}
-
-/// `ValidateCustomResourceSelectableFields`.
-pub fn validate_selectable_fields(
-    fields: Option<&Value>,
-    schema: &Value,
-    path: &str,
-    opts: &Opts,
-    version: &str,
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let empty = Map::new();
-    let schema = schema.as_object().unwrap_or(&empty);
-    let mut unique: Vec<String> = Vec::new();
-    for (i, f) in fields
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let p = format!("{path}[{i}].jsonPath");
-        let jp = f
-            .get("jsonPath")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if jp.is_empty() {
-            errs.push(FieldError::required(p, ""));
-            continue;
-        }
-        let (fp, root, found) = match valid_field_path(jp, schema, false) {
-            Ok(r) => r,
-            Err(e) => {
-                errs.push(FieldError::invalid(
-                    p,
-                    jp,
-                    format!("is an invalid path: {e}"),
-                ));
-                continue;
-            }
-        };
-        if root == "metadata" {
-            errs.push(FieldError::invalid(
-                p.as_str(),
-                jp,
-                "must not point to fields in metadata",
-            ));
-        }
-        if !matches!(s(found, "type"), "string" | "boolean" | "integer") {
-            errs.push(FieldError::invalid(
-                p.as_str(),
-                jp,
-                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
-            ));
-        }
-        if unique.contains(&fp) {
-            errs.push(FieldError::duplicate(p, jp));
-        } else {
-            unique.push(fp);
-        }
-    }
-    if unique.len() > MAX_SELECTABLE_FIELDS
-        && !opts
-            .allow_too_many_selectable_fields
-            .iter()
-            .any(|v| v == version)
-    {
-        errs.push(FieldError::new(
-            FieldErrorType::TooMany,
-            path,
-            Some(unique.len().into()),
-            format!("must have at most {MAX_SELECTABLE_FIELDS} items"),
-        ));
-    }
-    errs
 }
 
 /// Upstream's `SchemaHas`: whether `pred` holds for the schema or any schema inside it.
