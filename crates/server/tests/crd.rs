@@ -311,3 +311,27 @@ async fn conflicting_names_are_not_accepted() {
         Api::namespaced(client.clone(), "default");
     deployments.list(&ListParams::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_restarted_server_serves_its_custom_resources_at_once() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &CronTab::crd())
+        .await
+        .unwrap();
+    established(&crds, CRD_NAME).await;
+    let tabs: Api<CronTab> = Api::namespaced(client, "default");
+    tabs.create(&PostParams::default(), &cron("kept", "busybox"))
+        .await
+        .unwrap();
+    let common::TestServer { server, dir } = t;
+    server.shutdown().await;
+
+    let config = kapi_server::ServerConfig::for_test(dir.path());
+    let server = kapi_server::start(config).await.expect("server restarts");
+    let client = common::kube_client(&server).await;
+    let tabs: Api<CronTab> = Api::namespaced(client, "default");
+    // no waiting: the stored CRDs are served before the server answers
+    assert_eq!(tabs.get("kept").await.unwrap().spec.image, "busybox");
+}
