@@ -227,7 +227,12 @@ async fn custom_objects_are_served_from_their_definition() {
     assert!(seen.contains(&("apply", "a".to_string())));
     assert!(seen.contains(&("apply", "b".to_string())));
 
-    // Deleting the CRD deletes its objects and withdraws the routes.
+    // Deleting the CRD deletes its objects, ends its open watches and withdraws the routes.
+    let mut open = tabs
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
     crds.patch(
         CRD_NAME,
         &PatchParams::default(),
@@ -242,6 +247,11 @@ async fn custom_objects_are_served_from_their_definition() {
         matches!(crds.get(CRD_NAME).await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
     })
     .await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = open.try_next().await {}
+    })
+    .await
+    .expect("the open watch ends with its CRD");
     wait_for("the routes to go", || async {
         matches!(tabs.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 404)
             .then_some(())
