@@ -2,8 +2,8 @@
 # Runs every test kapi has: formatting and lints, the unit and integration tests of every crate
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
 # server tests with the kube crate, the check that the generated protobuf table is current),
-# then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, rbac, auth,
-# audit, validate) and the official Python and JavaScript clients (e2e/clients.sh, both backends).
+# then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
+# admission, rbac, auth, audit, validate) and the official Python and JavaScript clients (e2e/clients.sh, both backends).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
 # Exits non-zero on any failure.
@@ -37,6 +37,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh
 
 step "e2e admission (kapi restarted with admission flags, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
+
+step "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission-dynamic.sh
 
 step "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/rbac.sh

@@ -123,6 +123,9 @@ impl Chain {
                 );
             }
             res?;
+            if std::mem::take(&mut attrs.reinvocation.requested) && !reinvoking {
+                reinvoke = true;
+            }
             if let Some(before) = before {
                 if before != attrs.object {
                     reinvoke = true;

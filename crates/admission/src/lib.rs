@@ -15,7 +15,10 @@ pub mod metrics;
 pub mod objects;
 pub mod order;
 pub mod plugins;
+pub mod policy;
 pub mod registry;
+pub mod source;
+pub mod webhook;
 
 pub use chain::Chain;
 pub use registry::{AdmissionError, PluginContext, Plugins};
@@ -65,11 +68,31 @@ impl AuditAnnotations {
     }
 }
 
+/// Warnings plugins add while admitting (webhook and policy `Warn` results); the handler
+/// sends them as `Warning` headers. Shared, so validating plugins can add them too.
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    pub fn add(&self, warning: impl Into<String>) {
+        if let Ok(mut w) = self.0.lock() {
+            w.push(warning.into());
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<String> {
+        self.0.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+}
+
 /// State the chain keeps across a reinvocation of the mutating plugins.
 #[derive(Clone, Debug, Default)]
 pub struct ReinvocationContext {
     /// True while the mutating plugins run for the second time.
     pub is_reinvoke: bool,
+    /// Set by a plugin that needs the chain run again for reasons the chain cannot see (a
+    /// mutating webhook changed the object after an `IfNeeded` one in the same plugin).
+    pub requested: bool,
 }
 
 /// Everything a plugin may look at (and, when mutating, change: `object`).
@@ -89,6 +112,7 @@ pub struct Attributes {
     pub options: Option<serde_json::Value>,
     pub reinvocation: ReinvocationContext,
     pub annotations: AuditAnnotations,
+    pub warnings: Warnings,
 }
 
 impl Attributes {
@@ -114,6 +138,7 @@ impl Attributes {
             options: None,
             reinvocation: ReinvocationContext::default(),
             annotations: AuditAnnotations::default(),
+            warnings: Warnings::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! what it needs — the Rust form of kube-apiserver's plugin initializers.
 
 use crate::objects::ObjectStore;
+use crate::source::ObjectWatcher;
 use crate::Interface;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,6 +39,11 @@ pub enum AdmissionError {
 #[derive(Clone, Default)]
 pub struct PluginContext {
     pub objects: Option<Arc<dyn ObjectStore>>,
+    /// Lists and watches configuration objects for the dynamic plugins.
+    pub watcher: Option<Arc<dyn ObjectWatcher>>,
+    /// The one webhook client pool of the server.
+    pub webhook_clients: Arc<crate::webhook::client::Clients>,
+    pub webhook_metrics: Option<crate::webhook::metrics::WebhookMetrics>,
 }
 
 impl PluginContext {
@@ -49,6 +55,18 @@ impl PluginContext {
                 plugin: plugin.to_string(),
                 what: "an object lister (namespaces, limit ranges, quotas, service accounts)"
                     .into(),
+            })
+    }
+}
+
+impl PluginContext {
+    /// The configuration watcher, or the start-up error naming `plugin`.
+    pub fn watcher(&self, plugin: &str) -> Result<Arc<dyn ObjectWatcher>, AdmissionError> {
+        self.watcher
+            .clone()
+            .ok_or_else(|| AdmissionError::MissingDependency {
+                plugin: plugin.to_string(),
+                what: "a watcher of its configuration objects".into(),
             })
     }
 }

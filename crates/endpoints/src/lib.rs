@@ -233,6 +233,7 @@ impl ApiServerHandler {
             headers,
             pretty,
             audit: None,
+            warnings: Default::default(),
         };
         Ok((scope, verb))
     }

@@ -9,7 +9,7 @@ use crate::{HandlerConfig, ResponseBody};
 use http::header::ACCEPT;
 use http::{HeaderMap, Response, StatusCode};
 use kapi_admission::audit::AuditSink;
-use kapi_admission::{Attributes, Chain, Operation};
+use kapi_admission::{Attributes, Chain, Operation, Warnings};
 use kapi_machinery::{
     ApiError, GroupResource, GroupVersionResource, Object, RequestInfo, UserInfo,
 };
@@ -33,6 +33,8 @@ pub struct RequestScope {
     pub pretty: bool,
     /// The request's audit sink, when the request is audited.
     pub audit: Option<AuditSink>,
+    /// Warnings admission plugins add; sent as `Warning` headers with the answer.
+    pub warnings: Warnings,
 }
 
 impl RequestScope {
@@ -63,7 +65,9 @@ impl RequestScope {
         if let Some(audit) = &self.audit {
             audit.log_response_status(&responses::status_of(err));
         }
-        error_response(err, self.accept(), self.pretty)
+        let mut resp = error_response(err, self.accept(), self.pretty);
+        add_warnings(resp.headers_mut(), &self.warnings.snapshot());
+        resp
     }
 
     /// Records the decoded request object for the audit event.
@@ -101,7 +105,9 @@ impl RequestScope {
             Ok((content_type, bytes)) => bytes_response(status, content_type, bytes),
             Err(e) => self.error(&e),
         };
-        add_warnings(resp.headers_mut(), warnings);
+        let mut all = self.warnings.snapshot();
+        all.extend(warnings.iter().cloned());
+        add_warnings(resp.headers_mut(), &all);
         resp
     }
 
@@ -171,6 +177,7 @@ impl RequestScope {
                 .as_ref()
                 .map(|a| a.annotations().clone())
                 .unwrap_or_default(),
+            warnings: self.warnings.clone(),
         }
     }
 

@@ -56,6 +56,27 @@ pub fn is_dns1123_label(s: &str) -> Vec<String> {
     errs
 }
 
+/// RFC 1035 label (`IsDNS1035Label`: starts with a letter).
+pub fn is_dns1035_label(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && b[0].is_ascii_lowercase()
+        && is_alnum_lower(b[b.len() - 1])
+        && b.iter().all(|&c| is_alnum_lower(c) || c == b'-');
+    if !ok {
+        errs.push(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            "[a-z]([-a-z0-9]*[a-z0-9])?",
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
 /// RFC 1123 subdomain (most object names).
 pub fn is_dns1123_subdomain(s: &str) -> Vec<String> {
     let mut errs = Vec::new();

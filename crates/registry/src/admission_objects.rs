@@ -3,9 +3,12 @@
 //! auto-provisioned namespaces) straight from storage, by `/<resource>/<namespace>/<name>`.
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
+use futures::StreamExt;
 use kapi_admission::objects::ObjectStore;
+use kapi_admission::source::{Change, ObjectWatcher};
 use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
-use kapi_storage::{DynStorage, Error, GetOptions};
+use kapi_storage::{DynStorage, Error, GetOptions, WatchOptions};
 use std::sync::Arc;
 
 /// Objects read and written through the storage backend.
@@ -105,5 +108,47 @@ impl ObjectStore for StorageObjects {
             .guaranteed_update(&k, None, false, &mut try_update)
             .await
             .map_err(|e| e.into_api_error(gr, &name, "update"))
+    }
+}
+
+/// Configuration objects (webhook configurations, policies, bindings) for the dynamic
+/// admission plugins: listed, then watched from the list's revision.
+#[async_trait]
+impl ObjectWatcher for StorageObjects {
+    async fn list_all(&self, gr: &GroupResource) -> Result<(Vec<Object>, i64), ApiError> {
+        let res = self
+            .storage
+            .list(&format!("/{}/", prefix(gr)), &ListOptions::default())
+            .await
+            .map_err(|e| e.into_api_error(gr, "", "list"))?;
+        Ok((res.items, res.revision))
+    }
+
+    async fn watch_from(
+        &self,
+        gr: &GroupResource,
+        revision: i64,
+    ) -> Result<BoxStream<'static, Result<Change, ApiError>>, ApiError> {
+        let opts = WatchOptions {
+            from_revision: Some(revision),
+            recursive: true,
+            ..Default::default()
+        };
+        let stream = self
+            .storage
+            .watch(&format!("/{}/", prefix(gr)), opts)
+            .await
+            .map_err(|e| e.into_api_error(gr, "", "watch"))?;
+        let gr = gr.clone();
+        Ok(stream
+            .map(move |ev| {
+                ev.map(|e| Change {
+                    event_type: e.event_type,
+                    object: (*e.object).clone(),
+                    revision: e.revision,
+                })
+                .map_err(|e| e.into_api_error(&gr, "", "watch"))
+            })
+            .boxed())
     }
 }

@@ -99,5 +99,6 @@ pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, Ap
     groups.extend(resources::autoscaling::groups(&ctx));
     groups.extend(resources::certificates::groups(&ctx));
     groups.extend(resources::apiextensions::groups(&ctx));
+    groups.extend(resources::admissionregistration::groups(&ctx));
     Ok(groups)
 }

@@ -8,6 +8,7 @@ use crate::ServerError;
 use kapi_admission::config::PluginConfigs;
 use kapi_admission::metrics::AdmissionMetrics;
 use kapi_admission::order::enabled_plugin_names;
+use kapi_admission::webhook::metrics::WebhookMetrics;
 use kapi_admission::{plugins, AdmissionError, Chain, PluginContext, Plugins};
 use kapi_storage::DynStorage;
 
@@ -34,10 +35,12 @@ pub fn build_chain(
         Some(path) => PluginConfigs::load(path).map_err(err)?,
         None => PluginConfigs::default(),
     };
+    let objects = kapi_registry::admission_objects::StorageObjects::new(storage);
     let ctx = PluginContext {
-        objects: Some(kapi_registry::admission_objects::StorageObjects::new(
-            storage,
-        )),
+        objects: Some(objects.clone()),
+        watcher: Some(objects),
+        webhook_clients: Default::default(),
+        webhook_metrics: Some(WebhookMetrics::new(metrics.registry()).map_err(|e| err(e.into()))?),
     };
     let chain = Chain::build(&registry, &names, &configs, &ctx)
         .map_err(err)?

@@ -41,6 +41,8 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     restrictions::register(plugins)?;
     node_selection::register(plugins)?;
     event_rate_limit::register(plugins)?;
+    crate::webhook::register(plugins)?;
+    crate::policy::register(plugins)?;
     for name in ALL_ORDERED_PLUGINS {
         if !plugins.is_registered(name) {
             plugins.register_unsupported(name, unsupported_reason(name))?;
@@ -51,11 +53,8 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
 
 fn unsupported_reason(name: &str) -> &'static str {
     match name {
-        "MutatingAdmissionWebhook" | "ValidatingAdmissionWebhook" => {
-            "admission webhooks are not implemented yet"
-        }
-        "ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy" => {
-            "admission policies (CEL) are not implemented yet"
+        "MutatingAdmissionPolicy" => {
+            "MutatingAdmissionPolicy is alpha/beta and off by default in 1.33; its API is not served"
         }
         "NodeRestriction" => "kapi has no node authorizer or node identities",
         "ImagePolicyWebhook" => "image review webhooks are not implemented",

@@ -27,7 +27,10 @@ fn objects(annotations: Value) -> Arc<MemoryObjects> {
 fn build(name: &str, cfg: &str, m: Arc<MemoryObjects>) -> Arc<dyn Interface> {
     let mut plugins = Plugins::new();
     register(&mut plugins).unwrap();
-    let ctx = PluginContext { objects: Some(m) };
+    let ctx = PluginContext {
+        objects: Some(m),
+        ..Default::default()
+    };
     let cfg = (!cfg.is_empty()).then_some(cfg.as_bytes());
     plugins.build(name, cfg, &ctx).unwrap()
 }

@@ -181,17 +181,7 @@ impl CustomResourceStrategy {
         };
         let value = Value::Object(obj.as_map().clone());
         let old = old.map(|o| Value::Object(o.as_map().clone()));
-        let mut errs = match &old {
-            Some(old) => schema.validate_update(&value, old),
-            None => schema.validate(&value),
-        };
-        // Upstream's hasBlockingErr: rules are not run over a value of the wrong shape.
-        if schema.has_rules() && errs.iter().any(crate::customresource::schema::is_blocking) {
-            errs.push(crate::customresource::schema::rules_not_checked());
-            return errs;
-        }
-        errs.extend(schema.validate_rules(&value, old.as_ref()));
-        errs
+        schema.validate_object(&value, old.as_ref())
     }
 
     fn with_defaults(&self, obj: Object) -> Object {

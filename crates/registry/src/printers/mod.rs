@@ -3,6 +3,7 @@
 //! shows). Printers read objects as stored JSON; a field that is absent reads as its zero
 //! value, as it would after upstream decoded the object into its Go type.
 
+mod admissionregistration;
 mod apps;
 mod autoscaling;
 mod batch;
@@ -165,6 +166,7 @@ pub fn printer_for(group: &str, resource: &str) -> Option<Printer> {
         ("batch", _) => batch::printer(resource)?,
         ("networking.k8s.io", _) => networking::printer(resource)?,
         ("rbac.authorization.k8s.io", _) => rbac::printer(resource)?,
+        ("admissionregistration.k8s.io", _) => admissionregistration::printer(resource)?,
         _ => groups::printer(group, resource)?,
     };
     Some(p)
@@ -240,6 +242,22 @@ mod tests {
         ("", "podtemplates"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("certificates.k8s.io", "certificatesigningrequests"),
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+        ),
     ];
 
     #[test]

@@ -2,6 +2,7 @@
 //! (decoding into its `k8s-openapi` type, defaults, validation) plus a line in its group's
 //! `storages` function.
 
+pub mod admissionregistration;
 pub mod apiextensions;
 pub mod apps;
 pub mod autoscaling;

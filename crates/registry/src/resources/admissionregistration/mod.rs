@@ -1,0 +1,295 @@
+//! admissionregistration.k8s.io/v1: mutating and validating webhook configurations,
+//! validating admission policies (with `/status`) and their bindings, with upstream's
+//! defaults (`pkg/apis/admissionregistration/v1/defaults.go`) and validation
+//! (`pkg/apis/admissionregistration/validation`). MutatingAdmissionPolicy is v1alpha1/v1beta1
+//! and off by default in 1.33, so it is not served.
+
+mod validation;
+
+use crate::resources::core::push;
+use crate::resources::{default_in, info, typed};
+use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::strategy::{reset_object_meta_for_status, Strategy};
+use crate::BuildContext;
+use k8s_openapi::api::admissionregistration::v1 as api;
+use kapi_machinery::{FieldError, Object};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+pub const GROUP: &str = "admissionregistration.k8s.io";
+
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+    push(&mut s, ctx, Arc::new(MutatingWebhookConfigurationStrategy));
+    push(
+        &mut s,
+        ctx,
+        Arc::new(ValidatingWebhookConfigurationStrategy),
+    );
+    push(&mut s, ctx, Arc::new(ValidatingAdmissionPolicyStrategy));
+    push(
+        &mut s,
+        ctx,
+        Arc::new(ValidatingAdmissionPolicyBindingStrategy),
+    );
+    vec![ApiGroupInfo {
+        group: GROUP.into(),
+        preferred_version: "v1".into(),
+        versions: vec![ApiVersionInfo {
+            version: "v1".into(),
+            storages: s,
+        }],
+    }]
+}
+
+/// Fills the fields the typed structs require with Go's zero values, so an incomplete body
+/// reaches validation (422 with the field named) instead of failing to decode.
+fn fill_webhook_zeros(body: &mut Object) {
+    if let Some(Value::Array(hooks)) = body.get_mut("webhooks") {
+        for h in hooks.iter_mut().filter_map(Value::as_object_mut) {
+            default_in(h, "name", json!(""));
+            default_in(h, "clientConfig", json!({}));
+            default_in(h, "sideEffects", json!(""));
+            default_in(h, "admissionReviewVersions", json!([]));
+            if let Some(Value::Object(svc)) =
+                h.get_mut("clientConfig").and_then(|c| c.get_mut("service"))
+            {
+                default_in(svc, "name", json!(""));
+                default_in(svc, "namespace", json!(""));
+            }
+            fill_list(h, "matchConditions", &["name", "expression"]);
+        }
+    }
+}
+
+fn fill_list(m: &mut Map<String, Value>, key: &str, fields: &[&str]) {
+    if let Some(Value::Array(items)) = m.get_mut(key) {
+        for it in items.iter_mut().filter_map(Value::as_object_mut) {
+            for f in fields {
+                default_in(it, f, json!(""));
+            }
+        }
+    }
+}
+
+fn fill_policy_zeros(body: &mut Object) {
+    if let Some(Value::Object(spec)) = body.get_mut("spec") {
+        fill_list(spec, "validations", &["expression"]);
+        fill_list(spec, "variables", &["name", "expression"]);
+        fill_list(spec, "auditAnnotations", &["key", "valueExpression"]);
+        fill_list(spec, "matchConditions", &["name", "expression"]);
+    }
+}
+
+/// Upstream's `SetDefaults_Rule`: scope `*`.
+fn default_rules(rules: Option<&mut Value>) {
+    if let Some(Value::Array(rules)) = rules {
+        for r in rules.iter_mut().filter_map(Value::as_object_mut) {
+            default_in(r, "scope", json!("*"));
+        }
+    }
+}
+
+/// The defaults every webhook gets (`SetDefaults_ValidatingWebhook` and the mutating one).
+fn default_webhook(h: &mut Map<String, Value>, mutating: bool) {
+    default_in(h, "failurePolicy", json!("Fail"));
+    default_in(h, "matchPolicy", json!("Equivalent"));
+    default_in(h, "namespaceSelector", json!({}));
+    default_in(h, "objectSelector", json!({}));
+    default_in(h, "timeoutSeconds", json!(10));
+    if mutating {
+        default_in(h, "reinvocationPolicy", json!("Never"));
+    }
+    if let Some(Value::Object(svc)) = h.get_mut("clientConfig").and_then(|c| c.get_mut("service")) {
+        default_in(svc, "port", json!(443));
+    }
+    default_rules(h.get_mut("rules"));
+}
+
+fn default_webhooks(obj: &mut Object, mutating: bool) {
+    if let Some(Value::Array(hooks)) = obj.get_mut("webhooks") {
+        for h in hooks.iter_mut().filter_map(Value::as_object_mut) {
+            default_webhook(h, mutating);
+        }
+    }
+}
+
+/// `SetDefaults_MatchResources`.
+fn default_match_resources(m: &mut Map<String, Value>) {
+    default_in(m, "matchPolicy", json!("Equivalent"));
+    default_in(m, "namespaceSelector", json!({}));
+    default_in(m, "objectSelector", json!({}));
+    default_rules(m.get_mut("resourceRules"));
+    default_rules(m.get_mut("excludeResourceRules"));
+}
+
+macro_rules! webhook_strategy {
+    ($name:ident, $ty:ty, $resource:literal, $kind:literal, $mutating:expr) => {
+        pub struct $name;
+        impl Strategy for $name {
+            fn decode(
+                &self,
+                mut body: Object,
+                validation: crate::rest::FieldValidation,
+            ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
+                fill_webhook_zeros(&mut body);
+                let (mut obj, warnings) = crate::codec::decode::<$ty>(body, validation)?;
+                self.defaults(&mut obj);
+                Ok((obj, warnings))
+            }
+            fn openapi_schema(
+                &self,
+                generator: &mut schemars::SchemaGenerator,
+            ) -> Option<schemars::Schema> {
+                Some(generator.subschema_for::<$ty>())
+            }
+            fn canonicalize(&self, obj: Object) -> Object {
+                crate::codec::canonicalize::<$ty>(obj)
+            }
+            fn info(&self) -> ResourceInfo {
+                info(
+                    GROUP,
+                    "v1",
+                    $resource,
+                    $kind,
+                    false,
+                    &[],
+                    &["api-extensions"],
+                )
+            }
+            fn tracks_generation(&self) -> bool {
+                true
+            }
+            fn defaults(&self, obj: &mut Object) {
+                default_webhooks(obj, $mutating);
+            }
+            fn validate(&self, obj: &Object) -> Vec<FieldError> {
+                validation::webhook_configuration(obj, $mutating, None)
+            }
+            fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+                validation::webhook_configuration(new, $mutating, Some(old))
+            }
+        }
+    };
+}
+
+webhook_strategy!(
+    MutatingWebhookConfigurationStrategy,
+    api::MutatingWebhookConfiguration,
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    true
+);
+webhook_strategy!(
+    ValidatingWebhookConfigurationStrategy,
+    api::ValidatingWebhookConfiguration,
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    false
+);
+
+pub struct ValidatingAdmissionPolicyStrategy;
+impl Strategy for ValidatingAdmissionPolicyStrategy {
+    fn decode(
+        &self,
+        mut body: Object,
+        validation: crate::rest::FieldValidation,
+    ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
+        fill_policy_zeros(&mut body);
+        let (mut obj, warnings) =
+            crate::codec::decode::<api::ValidatingAdmissionPolicy>(body, validation)?;
+        self.defaults(&mut obj);
+        Ok((obj, warnings))
+    }
+    fn openapi_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        Some(generator.subschema_for::<api::ValidatingAdmissionPolicy>())
+    }
+    fn canonicalize(&self, obj: Object) -> Object {
+        crate::codec::canonicalize::<api::ValidatingAdmissionPolicy>(obj)
+    }
+    fn info(&self) -> ResourceInfo {
+        info(
+            GROUP,
+            "v1",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            false,
+            &[],
+            &["api-extensions"],
+        )
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+            default_in(spec, "failurePolicy", json!("Fail"));
+            if let Some(Value::Object(m)) = spec.get_mut("matchConstraints") {
+                default_match_resources(m);
+            }
+        }
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        obj.remove("status");
+    }
+    fn prepare_for_update(&self, new: &mut Object, old: &Object) {
+        match old.get("status") {
+            Some(s) => {
+                new.insert("status", s.clone());
+            }
+            None => {
+                new.remove("status");
+            }
+        }
+    }
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        crate::strategy::keep_all_but_status_and_metadata(new, old);
+        reset_object_meta_for_status(new, old);
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        validation::policy(obj)
+    }
+    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        validation::policy_status(new)
+    }
+}
+
+pub struct ValidatingAdmissionPolicyBindingStrategy;
+impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
+    typed!(api::ValidatingAdmissionPolicyBinding);
+    fn info(&self) -> ResourceInfo {
+        info(
+            GROUP,
+            "v1",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+            &[],
+            &["api-extensions"],
+        )
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(Value::Object(m)) = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("matchResources"))
+        {
+            default_match_resources(m);
+        }
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        validation::binding(obj)
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Dynamic admission end-to-end: kapi on etcd and on the embedded store, real kubectl, and a
+# webhook server started here (its own CA, caBundle, loopback). Shows validating webhooks
+# (deny by label, other namespaces unaffected, UPDATE carries oldObject, dryRun flag,
+# warnings), a mutating webhook's JSONPatch persisted, failurePolicy Ignore and Fail with a
+# dead, a slow and a misbehaving webhook (and that a slow webhook stalls nothing else),
+# ValidatingAdmissionPolicy with params and a binding (Deny) and a Warn binding, the Table
+# columns, the webhook metrics, the official Python client's view, and
+# --disable-admission-plugins switching the plugins off.
+#
+#   KAPI_BIN=path/to/kapi-apiserver e2e/admission-dynamic.sh   (default: builds the debug binary)
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=e2e/lib.sh
+. "$ROOT/e2e/lib.sh"
+
+e2e_init admission-dynamic
+e2e_start_etcd
+
+# The webhook's CA and serving certificate (IP SAN 127.0.0.1).
+PKI="$WORK/webhook-pki"; mkdir -p "$PKI" "$WORK/record"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=e2e webhook CA" \
+  -keyout "$PKI/ca.key" -out "$PKI/ca.crt" >/dev/null 2>&1
+openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$PKI/tls.key" -out "$PKI/tls.csr" >/dev/null 2>&1
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$PKI/ext"
+openssl x509 -req -in "$PKI/tls.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+  -days 1 -extfile "$PKI/ext" -out "$PKI/tls.crt" >/dev/null 2>&1
+CA_BUNDLE="$(base64 -w0 <"$PKI/ca.crt")"
+HOOK_PORT=$(free_port)
+python3 "$ROOT/e2e/webhook/server.py" "$HOOK_PORT" "$PKI/tls.crt" "$PKI/tls.key" "$WORK/record" &
+PIDS+=($!)
+wait_until 20 bash -c "python3 -c \"import socket; socket.create_connection(('127.0.0.1', $HOOK_PORT))\" 2>/dev/null" \
+  || { echo "e2e: webhook server did not start"; exit 1; }
+DEAD_PORT=$(free_port)
+URL="https://127.0.0.1:$HOOK_PORT"
+
+# hook NAME PATH POLICY [TIMEOUT] [OBJECT-LABEL]: one webhook entry on configmaps.
+hook() {
+  cat <<YAML
+- name: $1
+  clientConfig: {url: "${6:-$URL}/$2", caBundle: "$CA_BUNDLE"}
+  rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  namespaceSelector: {matchLabels: {webhooks: "on"}}
+  objectSelector: {matchLabels: {hook: "${5:-$2}"}}
+  failurePolicy: $3
+  timeoutSeconds: ${4:-10}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+YAML
+}
+
+# py_env: the virtual environment of the pinned Python client (e2e/clients.sh makes the same).
+py_env() {
+  local req="$ROOT/e2e/python/requirements.txt" hash dir
+  hash=$(sha256sum "$req" | cut -c1-16)
+  dir="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}/py-$hash"
+  if [ ! -f "$dir/.installed" ]; then
+    rm -rf "$dir" && mkdir -p "$(dirname "$dir")"
+    python3 -m venv "$dir" >&2 || return 1
+    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
+    touch "$dir/.installed"
+  fi
+  echo "$dir"
+}
+
+suite() {
+  LABEL=$1
+  k create namespace wh >/dev/null && k label namespace wh webhooks=on >/dev/null
+  k create namespace other >/dev/null && k label namespace other webhooks=on >/dev/null
+  k create namespace plain >/dev/null
+
+  # 1. The API, its defaults and validation.
+  expect_ok "create a validating webhook configuration" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: deny-by-label}
+webhooks:
+- name: deny.kapi.test
+  clientConfig: {url: "$URL/validate", caBundle: "$CA_BUNDLE"}
+  rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [wh]}]}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+YAML
+  expect_eq "upstream defaults are set" "Fail Equivalent 10 *" \
+    k get validatingwebhookconfiguration deny-by-label -o 'jsonpath={.webhooks[0].failurePolicy} {.webhooks[0].matchPolicy} {.webhooks[0].timeoutSeconds} {.webhooks[0].rules[0].scope}'
+  expect_out "kubectl get shows WEBHOOKS" "NAME +WEBHOOKS +AGE" k get validatingwebhookconfigurations
+  expect_out "one webhook counted" "deny-by-label +1 " k get validatingwebhookconfigurations
+  expect_fail "sideEffects is required" 'webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun' k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: bad}
+webhooks:
+- name: bad.kapi.test
+  clientConfig: {url: "http://127.0.0.1/x"}
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 31
+YAML
+  expect_out "timeout, scheme and names are checked" "timeout value must be between 1 and 30 seconds" printf '%s' "$OUT"
+  expect_out "https is required" "'https' is the only allowed URL scheme" printf '%s' "$OUT"
+  expect_out "discovery lists the four resources" "validatingadmissionpolicybindings" k api-resources --api-group=admissionregistration.k8s.io
+
+  # 2. Validating: deny by label, effective without a restart, only where selected.
+  deny_cm() { ! k create configmap d1 -n wh --dry-run=server -o name --from-literal=a=b 2>/dev/null >/dev/null || return 1; }
+  expect_ok "configuration takes effect within seconds" wait_until 5 bash -c \
+    "! '$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' apply -n wh -f - <<<'{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"probe\",\"labels\":{\"deny\":\"true\"}}}' >/dev/null 2>&1"
+  expect_fail "labelled configmap denied in wh" \
+    'admission webhook "deny.kapi.test" denied the request: label deny=true is not allowed' \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
+  expect_ok "same configmap allowed in another namespace" \
+    k apply -n plain -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
+  expect_out "webhook warnings reach kubectl" "Warning: validated by the test webhook" k create configmap ok1 -n wh --from-literal=a=b
+  expect_ok "label it (an UPDATE)" k label configmap ok1 -n wh color=blue
+  expect_eq "UPDATE carries oldObject and the new object" "UPDATE ok1 blue none" python3 -c "
+import json; r=json.load(open('$WORK/record/validate.json'))['request']
+print(r['operation'], r['oldObject']['metadata']['name'], r['object']['metadata']['labels']['color'], r['oldObject']['metadata'].get('labels', {}).get('color', 'none'))"
+  expect_fail "an UPDATE to a denied label is refused" 'denied the request' k label configmap ok1 -n wh deny=true
+  expect_ok "a server dry-run create" k create configmap dry -n wh --from-literal=a=b --dry-run=server
+  expect_eq "the review says dryRun and names the user" "True CREATE dry True" python3 -c "
+import json; r=json.load(open('$WORK/record/validate.json'))['request']
+print(r['dryRun'], r['operation'], r['name'], bool(r['userInfo']['username']))"
+  expect_fail "dry-run is not written" 'not found' k get configmap dry -n wh
+
+  # 3. Mutating: a JSONPatch label, persisted.
+  expect_ok "create a mutating webhook configuration" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: add-label}
+webhooks:
+$(hook mutate.kapi.test mutate Fail)
+  reinvocationPolicy: IfNeeded
+YAML
+  expect_eq "reinvocationPolicy kept, others defaulted" "IfNeeded Equivalent" \
+    k get mutatingwebhookconfiguration add-label -o 'jsonpath={.webhooks[0].reinvocationPolicy} {.webhooks[0].matchPolicy}'
+  sleep 1
+  expect_ok "create a configmap for the mutating webhook" \
+    k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m1","labels":{"hook":"mutate"}}}'
+  expect_eq "the webhook's label is persisted" "true" k get configmap m1 -n wh -o 'jsonpath={.metadata.labels.mutated}'
+
+  # 4. failurePolicy with a dead webhook, a slow one and misbehaving ones.
+  expect_ok "configure failing webhooks" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: failing}
+webhooks:
+$(hook dead-ignore.kapi.test dead Ignore 10 dead-ignore "https://127.0.0.1:$DEAD_PORT")
+$(hook dead-fail.kapi.test dead Fail 10 dead-fail "https://127.0.0.1:$DEAD_PORT")
+$(hook slow-ignore.kapi.test slow Ignore 1 slow-ignore)
+$(hook slow-fail.kapi.test slow Fail 2 slow-fail)
+$(hook garbage.kapi.test garbage Fail)
+$(hook wronguid.kapi.test wronguid Fail)
+$(hook status500.kapi.test status500 Fail)
+YAML
+  sleep 1
+  cm() { k apply -n wh -f - <<<"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"hook\":\"$2\"}}}"; }
+  expect_ok "dead webhook, Ignore: allowed" cm f1 dead-ignore
+  expect_fail "dead webhook, Fail: refused" 'Internal error occurred: failed calling webhook "dead-fail.kapi.test": failed to call webhook: Post "https://127.0.0.1:'"$DEAD_PORT"'/dead?timeout=10s"' cm f2 dead-fail
+  local t0=$SECONDS
+  expect_ok "slow webhook, Ignore: allowed after its timeout" cm f3 slow-ignore
+  [ $((SECONDS - t0)) -le 3 ] && pass "the slow webhook cost at most its timeout" || fail "slow webhook took $((SECONDS - t0))s"
+  cm f4 slow-fail >"$WORK/slow.out" 2>&1 &
+  local bg=$!
+  sleep 0.3
+  t0=$SECONDS
+  expect_ok "other requests are served while a webhook is slow" k get namespaces
+  [ $((SECONDS - t0)) -le 1 ] && pass "no stall behind the slow webhook" || fail "a read waited $((SECONDS - t0))s"
+  wait $bg
+  OUT="$(cat "$WORK/slow.out")"
+  if grep -Fq 'failed calling webhook "slow-fail.kapi.test"' <<<"$OUT" && grep -Fq 'context deadline exceeded' <<<"$OUT"; then
+    pass "slow webhook, Fail: refused at its timeout"; else fail "slow webhook, Fail: refused at its timeout"; fi
+  expect_fail "garbage body refused" 'failed calling webhook "garbage.kapi.test": received invalid webhook response' cm f5 garbage
+  expect_fail "wrong uid refused" 'received invalid webhook response: expected response.uid=' cm f6 wronguid
+  expect_fail "HTTP 500 refused" 'failed calling webhook "status500.kapi.test"' cm f7 status500
+  expect_ok "remove the failing webhooks" k delete validatingwebhookconfiguration failing
+
+  # 5. ValidatingAdmissionPolicy with params (Deny) and a Warn binding.
+  expect_ok "params configmap" k create configmap policy-params -n wh --from-literal=banned=forbidden-name
+  expect_ok "create a policy and its bindings" k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ban-names}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+    objectSelector: {matchLabels: {policy: "on"}}
+  variables:
+  - {name: name, expression: object.metadata.name}
+  validations:
+  - expression: variables.name != params.data.banned
+    messageExpression: "'name ' + variables.name + ' is banned'"
+    reason: Forbidden
+  auditAnnotations:
+  - {key: checked, valueExpression: "'checked ' + object.metadata.name"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ban-names-deny}
+spec:
+  policyName: ban-names
+  paramRef: {name: policy-params, namespace: wh, parameterNotFoundAction: Deny}
+  validationActions: [Deny]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: owner-label}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+    objectSelector: {matchLabels: {policy: "on"}}
+  validations:
+  - expression: "'owner' in object.metadata.labels"
+    message: an owner label is recommended
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: owner-label-warn}
+spec:
+  policyName: owner-label
+  validationActions: [Warn, Audit]
+YAML
+  expect_eq "policy defaults" "Fail Equivalent" k get validatingadmissionpolicy ban-names -o 'jsonpath={.spec.failurePolicy} {.spec.matchConstraints.matchPolicy}'
+  expect_out "policy columns" "ban-names +1 +v1/ConfigMap" k get validatingadmissionpolicies
+  expect_out "binding columns" "ban-names-deny +ban-names +wh/policy-params" k get validatingadmissionpolicybindings
+  expect_fail "validationActions are checked" 'spec.validationActions: Required value: at least one validation action is required' k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-actions}
+spec: {policyName: ban-names}
+YAML
+  sleep 1
+  pcm() { k apply -n wh -f - <<<"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"policy\":\"on\"$2}}}"; }
+  expect_fail "Deny: the banned name is refused with upstream's message" \
+    "configmaps \"forbidden-name\" is forbidden: ValidatingAdmissionPolicy 'ban-names' with binding 'ban-names-deny' denied request: name forbidden-name is banned" \
+    pcm forbidden-name ',"owner":"me"'
+  expect_ok "Deny: another name passes" pcm fine-name ',"owner":"me"'
+  expect_out "Warn: a warning and the object is created" \
+    "Warning: Validation failed for ValidatingAdmissionPolicy 'owner-label' with binding 'owner-label-warn': an owner label is recommended" \
+    pcm no-owner ''
+  expect_ok "Warn does not refuse" k get configmap no-owner -n wh
+  expect_ok "remove the params" k delete configmap policy-params -n wh
+  sleep 1
+  expect_fail "missing params with parameterNotFoundAction Deny" "no params found for policy binding with \`Deny\` parameterNotFoundAction" pcm other-name ',"owner":"me"'
+
+  # 6. The official Python client sees the same answers.
+  if PY="$(py_env)"; then
+    expect_out "python client: refusals, patches and the new kinds" "^python ok$" env KUBECONFIG="$KUBECONFIG_FILE" "$PY/bin/python" - <<'PY'
+import json
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config()
+core = client.CoreV1Api()
+try:
+    core.create_namespaced_config_map("wh", {"metadata": {"name": "py-denied", "labels": {"deny": "true"}}})
+    raise SystemExit("not denied")
+except ApiException as e:
+    assert e.status == 403, e.status
+    msg = json.loads(e.body)["message"]
+    assert msg == 'admission webhook "deny.kapi.test" denied the request: label deny=true is not allowed', msg
+made = core.create_namespaced_config_map("wh", {"metadata": {"name": "py-mutated", "labels": {"hook": "mutate"}}})
+assert made.metadata.labels["mutated"] == "true", made.metadata.labels
+adm = client.AdmissionregistrationV1Api()
+assert "deny-by-label" in [w.metadata.name for w in adm.list_validating_webhook_configuration().items]
+hooks = adm.read_mutating_webhook_configuration("add-label").webhooks
+assert hooks[0].reinvocation_policy == "IfNeeded" and hooks[0].timeout_seconds == 10
+policy = adm.read_validating_admission_policy("ban-names")
+assert policy.spec.param_kind.kind == "ConfigMap" and policy.spec.failure_policy == "Fail"
+binding = adm.read_validating_admission_policy_binding("ban-names-deny")
+assert binding.spec.validation_actions == ["Deny"]
+print("python ok")
+PY
+  else
+    fail "python client environment"
+  fi
+
+  # 7. Metrics.
+  expect_out "webhook request metrics" 'apiserver_admission_webhook_request_total\{code="200",name="deny.kapi.test",operation="CREATE",rejected="true",type="validating"\}' k get --raw /metrics
+  expect_out "webhook rejection metrics" 'apiserver_admission_webhook_rejection_count\{error_type="calling_webhook_error",name="dead-fail.kapi.test"' k get --raw /metrics
+  expect_out "webhook latency metrics" 'apiserver_admission_webhook_admission_duration_seconds_bucket\{name="mutate.kapi.test"' k get --raw /metrics
+}
+
+start_kapi_on_etcd dyn
+expect_out "startup log lists the dynamic plugins in order" \
+  "mutating admission controller.*MutatingAdmissionWebhook" cat "$WORK/kapi-dyn.log"
+expect_out "validating order: policy before webhook" \
+  "validating admission controller.*ValidatingAdmissionPolicy,ValidatingAdmissionWebhook" cat "$WORK/kapi-dyn.log"
+suite etcd
+
+# The plugins can be switched off; the configurations stay.
+start_kapi_on_etcd dyn --disable-admission-plugins=ValidatingAdmissionWebhook,ValidatingAdmissionPolicy
+LABEL=disabled
+expect_ok "with the plugins disabled, the labelled configmap is allowed" \
+  k apply -n wh -f - <<<'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"denied","labels":{"deny":"true"}}}'
+
+start_kapi_embedded emb
+suite embedded
+
+summary
