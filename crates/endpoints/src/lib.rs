@@ -163,7 +163,10 @@ impl ApiServerHandler {
                     .extensions
                     .get::<kapi_admission::audit::AuditSink>()
                     .cloned();
-                handlers::serve(scope, verb, body).await
+                let always = scope.storage.request_warnings();
+                let mut resp = handlers::serve(scope, verb, body).await;
+                responses::add_warnings(resp.headers_mut(), &always);
+                resp
             }
             Err(e) => responses::error_response(&e, accept.as_deref(), pretty),
         }

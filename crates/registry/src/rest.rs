@@ -188,6 +188,10 @@ pub trait Storage: Send + Sync + 'static {
     fn return_deleted_object(&self) -> bool {
         false
     }
+    /// Warnings every request to this resource carries (a deprecated custom resource version).
+    fn request_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The storages of one group/version (main resources and their subresources, each telling

@@ -161,6 +161,11 @@ pub trait Strategy: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Warnings every request to the resource carries (a deprecated custom resource version).
+    fn request_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Server-side defaults, applied to every decoded body.
     fn defaults(&self, _obj: &mut Object) {}
 

@@ -205,7 +205,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
     // Custom resources are served from their definitions, as they come and go.
-    let crd_controllers = apiextensions::start(handler.clone(), crd_build);
+    let crd_controllers = match apiextensions::start(handler.clone(), crd_build) {
+        Some((controllers, synced)) => {
+            // Bounded: a storage that cannot list must not keep the server from starting.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), synced).await;
+            Some(controllers)
+        }
+        None => None,
+    };
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);

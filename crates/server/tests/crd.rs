@@ -227,7 +227,12 @@ async fn custom_objects_are_served_from_their_definition() {
     assert!(seen.contains(&("apply", "a".to_string())));
     assert!(seen.contains(&("apply", "b".to_string())));
 
-    // Deleting the CRD deletes its objects and withdraws the routes.
+    // Deleting the CRD deletes its objects, ends its open watches and withdraws the routes.
+    let mut open = tabs
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
     crds.patch(
         CRD_NAME,
         &PatchParams::default(),
@@ -242,6 +247,11 @@ async fn custom_objects_are_served_from_their_definition() {
         matches!(crds.get(CRD_NAME).await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
     })
     .await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = open.try_next().await {}
+    })
+    .await
+    .expect("the open watch ends with its CRD");
     wait_for("the routes to go", || async {
         matches!(tabs.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 404)
             .then_some(())
@@ -310,4 +320,28 @@ async fn conflicting_names_are_not_accepted() {
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(client.clone(), "default");
     deployments.list(&ListParams::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_restarted_server_serves_its_custom_resources_at_once() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &CronTab::crd())
+        .await
+        .unwrap();
+    established(&crds, CRD_NAME).await;
+    let tabs: Api<CronTab> = Api::namespaced(client, "default");
+    tabs.create(&PostParams::default(), &cron("kept", "busybox"))
+        .await
+        .unwrap();
+    let common::TestServer { server, dir } = t;
+    server.shutdown().await;
+
+    let config = kapi_server::ServerConfig::for_test(dir.path());
+    let server = kapi_server::start(config).await.expect("server restarts");
+    let client = common::kube_client(&server).await;
+    let tabs: Api<CronTab> = Api::namespaced(client, "default");
+    // no waiting: the stored CRDs are served before the server answers
+    assert_eq!(tabs.get("kept").await.unwrap().spec.image, "busybox");
 }

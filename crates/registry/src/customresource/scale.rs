@@ -169,6 +169,9 @@ impl rest::Storage for CustomResourceScale {
     fn as_patcher(&self) -> Option<&dyn Updater> {
         Some(self)
     }
+    fn request_warnings(&self) -> Vec<String> {
+        rest::Storage::request_warnings(&self.parent)
+    }
     fn openapi_schema(
         &self,
         generator: &mut schemars::SchemaGenerator,

@@ -44,6 +44,25 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     format!("{}.{version}.{kind}", parts.join("."))
 }
 
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+fn sorted_object(obj: Object) -> Object {
+    match sorted(obj.into_value()) {
+        Value::Object(m) => Object::from(m),
+        _ => Object::new(),
+    }
+}
+
 /// Whole floats as integers (`10.0` → `10`), as Go's encoder prints a float64 without a
 /// fraction: schemas stored through typed JSONSchemaProps carry bounds as floats.
 fn integral_numbers(v: &mut Value) {
@@ -123,10 +142,22 @@ impl CustomResourceStrategy {
         let table = CustomResourceTable::new(version.printer_columns.as_ref())?;
         let warning = version.deprecated.then(|| {
             version.deprecation_warning.clone().unwrap_or_else(|| {
-                format!(
+                let mut msg = format!(
                     "{}/{} {} is deprecated",
                     crd.group, version.name, names.kind
-                )
+                );
+                // upstream points at the highest-priority served version that is not deprecated
+                let mut others: Vec<&str> = crd
+                    .versions
+                    .iter()
+                    .filter(|v| v.served && !v.deprecated)
+                    .map(|v| v.name.as_str())
+                    .collect();
+                others.sort_by(|a, b| super::storage::version_priority(a, b));
+                if let Some(best) = others.first() {
+                    msg.push_str(&format!("; use {}/{best} {}", crd.group, names.kind));
+                }
+                msg
             })
         });
         Ok(Self {
@@ -142,11 +173,6 @@ impl CustomResourceStrategy {
             terminating,
             warning,
         })
-    }
-
-    /// The warning a deprecated version's responses carry.
-    pub fn deprecation_warning(&self) -> Option<&str> {
-        self.warning.as_deref()
     }
 
     fn schema_errors(&self, obj: &Object, old: Option<&Object>) -> Vec<FieldError> {
@@ -239,6 +265,11 @@ impl Strategy for CustomResourceStrategy {
         schemars::Schema::try_from(json!({"$ref": format!("#/definitions/{name}")})).ok()
     }
 
+    /// Keys in order at every level, as Go encodes the maps of an unstructured object.
+    fn canonicalize(&self, obj: Object) -> Object {
+        sorted_object(obj)
+    }
+
     fn to_storage(&self, obj: Object) -> Object {
         let mut obj = obj;
         let kind = obj.kind().to_string();
@@ -252,7 +283,12 @@ impl Strategy for CustomResourceStrategy {
         let mut obj = obj;
         let kind = obj.kind().to_string();
         obj.set_api_version_kind(&self.api_version, &kind);
-        self.with_defaults(obj)
+        sorted_object(self.with_defaults(obj))
+    }
+
+    /// A deprecated version's warning, on every request as upstream's CRD handler adds it.
+    fn request_warnings(&self) -> Vec<String> {
+        self.warning.iter().cloned().collect()
     }
 
     fn table_convertor(&self) -> Option<Arc<dyn TableConvertor>> {

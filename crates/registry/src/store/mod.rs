@@ -222,6 +222,9 @@ impl rest::Storage for Store {
     fn return_deleted_object(&self) -> bool {
         self.strategy.return_deleted_object()
     }
+    fn request_warnings(&self) -> Vec<String> {
+        self.strategy.request_warnings()
+    }
 }
 
 impl rest::TableConvertor for Store {

@@ -48,8 +48,13 @@ fn crd_storage(groups: &[ApiGroupInfo], sub: &str) -> Option<Arc<dyn Storage>> {
         .cloned()
 }
 
-/// Starts the controllers for `handler`'s server; `None` when CRDs are not served.
-pub fn start(handler: ApiServerHandler, build: BuildContext) -> Option<CrdControllers> {
+/// Starts the controllers for `handler`'s server; `None` when CRDs are not served. The
+/// receiver fires once the stored CRDs are served (upstream's `crd-informer-synced`), so a
+/// restarted server answers for its custom resources from its first request.
+pub fn start(
+    handler: ApiServerHandler,
+    build: BuildContext,
+) -> Option<(CrdControllers, tokio::sync::oneshot::Receiver<()>)> {
     let groups = handler.groups();
     let main = crd_storage(&groups, "")?;
     let status = crd_storage(&groups, "status")?;
@@ -67,9 +72,13 @@ pub fn start(handler: ApiServerHandler, build: BuildContext) -> Option<CrdContro
         installed: HashMap::new(),
         finalizing: Arc::default(),
     };
-    Some(CrdControllers {
-        task: tokio::spawn(c.run()),
-    })
+    let (synced, on_synced) = tokio::sync::oneshot::channel();
+    Some((
+        CrdControllers {
+            task: tokio::spawn(c.run(synced)),
+        },
+        on_synced,
+    ))
 }
 
 struct Controller {
@@ -102,13 +111,17 @@ impl Controller {
         }
     }
 
-    async fn run(mut self) {
+    async fn run(mut self, synced: tokio::sync::oneshot::Sender<()>) {
+        let mut synced = Some(synced);
         loop {
             let Some((items, rv)) = self.list().await else {
                 tokio::time::sleep(RETRY).await;
                 continue;
             };
             self.reconcile(items).await;
+            if let Some(s) = synced.take() {
+                let _ = s.send(());
+            }
             let Some(watcher) = self.main.as_watcher() else {
                 return;
             };
