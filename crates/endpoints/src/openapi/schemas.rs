@@ -160,6 +160,7 @@ impl Definitions {
             self.generator.take_definitions(false).into_iter().collect();
         out.extend(std::mem::take(&mut self.extra));
         for (name, schema) in out.iter_mut() {
+            drop_union_alternatives(name, schema);
             crate::patch::meta::annotate_definition(name, schema);
             rewrite_refs(schema, style);
             if let (Some(gvks), Some(obj)) = (self.gvks.remove(name), schema.as_object_mut()) {
@@ -174,6 +175,23 @@ impl Definitions {
             }
         }
         out
+    }
+}
+
+/// The three apiextensions union types (`JSONSchemaPropsOrArray`, `...OrBool`,
+/// `...OrStringArray`) are published by upstream with their description only: their Go types
+/// marshal by hand, so its generator knows no shape. k8s-openapi writes a `oneOf` for them,
+/// which OpenAPI v2 cannot carry.
+fn drop_union_alternatives(name: &str, schema: &mut Value) {
+    const UNIONS: [&str; 3] = [
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+    ];
+    if UNIONS.contains(&name) {
+        if let Some(obj) = schema.as_object_mut() {
+            obj.retain(|k, _| k == "description");
+        }
     }
 }
 
