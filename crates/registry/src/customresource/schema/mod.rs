@@ -19,7 +19,6 @@
 mod cel;
 mod defaults;
 mod embedded;
-mod extensions;
 mod formats;
 mod goval;
 mod listtype;
@@ -178,16 +177,6 @@ pub fn validate_structural(schema: &Value, path: &str) -> Vec<FieldError> {
     }
     errs.extend(structural);
     errs
-}
-
-/// The `x-kubernetes-*` checks upstream's CRD validation makes of every schema node
-/// (`ValidateCustomResourceDefinitionOpenAPISchema`, as for a new CRD): preserve-unknown-fields
-/// true or absent, `x-kubernetes-map-type` / `x-kubernetes-list-type` values and the types they
-/// need, list-map keys (item properties, scalar, required or defaulted, not nullable), set items
-/// atomic. Not part of [`validate_structural`]: upstream reports them with the rest of its
-/// OpenAPI schema checks, before the structural ones.
-pub fn validate_extensions(schema: &Value, path: &str) -> Vec<FieldError> {
-    extensions::validate(schema, path)
 }
 
 /// Upstream's error when value validation failed in a way that keeps CEL rules from running

@@ -200,36 +200,6 @@ fn structural_kind_and_metadata_types() {
 }
 
 #[test]
-fn extension_checks() {
-    let m = messages(&validate_extensions(
-        &json!({"type": "object", "properties": {
-            "p": {"type": "object", "x-kubernetes-preserve-unknown-fields": false},
-            "l": {"type": "object", "x-kubernetes-list-type": "map"},
-            "t": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}},
-            "k": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "missing"],
-                "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-            "s": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}},
-            "mt": {"type": "object", "x-kubernetes-map-type": "loose"}
-        }}),
-        P,
-    ));
-    assert_eq!(
-        m,
-        vec![
-            r#"spec.validation.openAPIV3Schema.properties[k].x-kubernetes-list-map-keys: Invalid value: []string{"name", "missing"}: entries must all be names of item properties"#,
-            "spec.validation.openAPIV3Schema.properties[k].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
-            r#"spec.validation.openAPIV3Schema.properties[l].type: Invalid value: "object": must be array if x-kubernetes-list-type is specified"#,
-            "spec.validation.openAPIV3Schema.properties[l].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map",
-            "spec.validation.openAPIV3Schema.properties[l].items: Required value: must have a schema if x-kubernetes-list-type is map",
-            r#"spec.validation.openAPIV3Schema.properties[mt].x-kubernetes-map-type: Unsupported value: "loose": supported values: "atomic", "granular""#,
-            "spec.validation.openAPIV3Schema.properties[p].x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined",
-            r#"spec.validation.openAPIV3Schema.properties[s].items.x-kubernetes-map-type: Invalid value: "null": must be atomic as item of a list with x-kubernetes-list-type=set"#,
-            r#"spec.validation.openAPIV3Schema.properties[t].x-kubernetes-list-type: Unsupported value: "bag": supported values: "atomic", "set", "map""#,
-        ]
-    );
-}
-
-#[test]
 fn bound_variables_are_declared() {
     assert!(validate_structural(
         &json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"},
