@@ -20,6 +20,8 @@ pub const RESYNC_PERIOD: Duration = Duration::from_secs(30);
 /// What an informer tells its handler.
 #[derive(Clone, Debug)]
 pub enum Event {
+    /// A list starts: what it does not upsert before `Synced` is gone.
+    Relisting,
     /// Added, changed, or seen again by a list.
     Upsert(Arc<Object>),
     Deleted(Arc<Object>),
@@ -48,6 +50,7 @@ where
                 continue;
             }
         };
+        handle(Event::Relisting);
         for item in list.items {
             handle(Event::Upsert(Arc::new(item)));
         }

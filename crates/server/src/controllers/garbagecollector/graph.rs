@@ -87,6 +87,8 @@ pub struct Graph {
     dependents: HashMap<String, HashSet<String>>,
     /// Resources whose informer has not finished its first list.
     pub unsynced: HashSet<String>,
+    /// The uids a list in progress has handed over, per resource.
+    pub listing: HashMap<String, HashSet<String>>,
 }
 
 impl Graph {

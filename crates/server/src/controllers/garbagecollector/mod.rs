@@ -12,7 +12,7 @@ use super::framework::{inform, served_resources, Event, WorkQueue};
 use graph::{Graph, Node};
 use kapi_endpoints::ApiServerHandler;
 use kapi_registry::rest::{ApiGroupInfo, Storage};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -40,12 +40,32 @@ impl Collector {
         {
             let mut g = self.graph();
             match ev {
+                Event::Relisting => {
+                    g.listing.insert(key.to_string(), HashSet::new());
+                }
                 Event::Synced => {
                     g.unsynced.remove(key);
+                    // Objects deleted while no watch was open (a 410, a restart): drop them.
+                    let listed = g.listing.remove(key).unwrap_or_default();
+                    let stale: Vec<String> = g
+                        .nodes
+                        .values()
+                        .filter(|n| resource_key(&n.storage) == key && !listed.contains(&n.uid))
+                        .map(|n| n.uid.clone())
+                        .collect();
+                    for uid in stale {
+                        if let Some(old) = g.remove(&uid) {
+                            wake.extend(old.owners.into_iter().map(|o| o.uid));
+                        }
+                        wake.extend(g.dependent_uids(&uid));
+                    }
                 }
                 Event::Upsert(obj) => {
                     let node = Node::from_object(storage.clone(), &obj);
                     let uid = node.uid.clone();
+                    if let Some(listed) = g.listing.get_mut(key) {
+                        listed.insert(uid.clone());
+                    }
                     let deleting_dependents = node.deleting
                         && (node.has_finalizer(collect::FOREGROUND)
                             || node.has_finalizer(collect::ORPHAN));
