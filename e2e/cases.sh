@@ -210,9 +210,13 @@ Y
   expect_out "delete" '^configmap "cm1" deleted' k delete cm cm1 -n "$NS"
   expect_fail "deleted object is gone" 'configmaps "cm1" not found' k get cm cm1 -n "$NS"
 
-  # Namespace termination (no namespace controller: it stays Terminating, as upstream without one)
+  # Namespace termination: an object held by a finalizer keeps the namespace Terminating (the
+  # namespace controller waits for it), then its release lets the namespace go.
+  sed 's/name: held/name: keep/' "$fin" | k create -f - >/dev/null
   expect_out "delete namespace" "^namespace \"$NS\" deleted" k delete ns "$NS" --wait=false
   expect_eq "namespace is Terminating" 'Terminating' k get ns "$NS" -o 'jsonpath={.status.phase}'
   expect_fail "create in a terminating namespace is Forbidden" \
     "because it is being terminated" k create -f "$dry"
+  k patch cm keep -n "$NS" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+  expect_ok "namespace gone once its content is" k wait --for=delete "ns/$NS" --timeout=30s
 }

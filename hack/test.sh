@@ -53,5 +53,8 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/audit.sh
 step "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/validate.sh
 
+step "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/controllers.sh
+
 step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh

@@ -125,6 +125,12 @@ pub struct Options {
     #[command(flatten)]
     pub audit: crate::audit_options::AuditFlags,
 
+    /// In-process controllers to run, comma separated, with kube-controller-manager's names:
+    /// '*' runs all, 'foo' runs foo, '-foo' leaves foo off. '-*' or an empty list runs none
+    /// (to point the real kube-controller-manager at kapi).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
     /// Serve LIST and WATCH from an in-memory cache per resource.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
@@ -285,6 +291,10 @@ impl Options {
             .collect();
         config.admission_control_config_file = self.admission_control_config_file.clone();
         config.watch_cache = self.watch_cache;
+        match kapi_server::controllers::Selection::parse(&self.controllers) {
+            Ok(c) => config.controllers = c,
+            Err(e) => errors.push(format!("--controllers: {e}")),
+        }
         config.audit = self.audit.options(&mut errors);
 
         let servers: Vec<String> = self

@@ -96,6 +96,8 @@ pub struct ServerConfig {
     pub shutdown_timeout: Duration,
     /// The `--audit-*` flags; auditing is off by default.
     pub audit: crate::audit::AuditOptions,
+    /// `--controllers`: which in-process controllers run (all by default).
+    pub controllers: crate::controllers::Selection,
 }
 
 impl ServerConfig {
@@ -135,6 +137,7 @@ impl ServerConfig {
             kubeconfig_path: data_dir.join("admin.kubeconfig"),
             shutdown_timeout: Duration::from_secs(60),
             audit: Default::default(),
+            controllers: Default::default(),
             data_dir,
         }
     }

@@ -192,10 +192,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     kapi_registry::bootstrap(&groups).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
-    // Namespaces get their default ServiceAccount and kube-root-ca.crt, as upstream's
-    // controller manager gives them.
-    let controllers = controllers::start(&groups, storage.clone(), pki.ca_pem.clone())?;
-
     let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
 
     let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
@@ -205,6 +201,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
     // Custom resources are served from their definitions, as they come and go.
+<<<<<<< HEAD
     let crd_controllers = match apiextensions::start(handler.clone(), crd_build) {
         Some((controllers, synced)) => {
             // Bounded: a storage that cannot list must not keep the server from starting.
@@ -213,6 +210,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => None,
     };
+=======
+    let crd_controllers = apiextensions::start(handler.clone(), crd_build);
+    // What kube-controller-manager would do for an API server alone, per `--controllers`.
+    let controllers = controllers::start(
+        &handler,
+        storage.clone(),
+        pki.ca_pem.clone(),
+        &config.controllers,
+        metrics.registry(),
+    )?;
+>>>>>>> wt-controllers
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);

@@ -82,3 +82,217 @@ async fn namespaces_get_their_account_and_ca_and_pods_the_token() {
         other => panic!("expected 403, got {other:?}"),
     }
 }
+
+/// Polls `check` every 50 ms until it holds, for up to 30 seconds.
+async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} never happened");
+}
+
+async fn gone<T>(api: &Api<T>, name: &str) -> bool
+where
+    T: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    matches!(api.get_opt(name).await, Ok(None))
+}
+
+fn configmap(name: &str, owners: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": owners}})).unwrap()
+}
+
+#[tokio::test]
+async fn a_deleted_namespace_loses_its_content_and_goes() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+    let pp = PostParams::default();
+    for i in 0..3 {
+        configmaps
+            .create(&pp, &configmap(&format!("c{i}"), json!([])))
+            .await
+            .unwrap();
+    }
+    // One held by a finalizer: the namespace waits for it and says so.
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
+    configmaps.create(&pp, &held).await.unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), "doomed");
+    let secret =
+        serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"a": "b"}}))
+            .unwrap();
+    secrets.create(&pp, &secret).await.unwrap();
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), "doomed");
+    let d = serde_json::from_value(json!({"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}))
+    .unwrap();
+    deployments.create(&pp, &d).await.unwrap();
+
+    namespaces
+        .delete("doomed", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    until("the finalizer reported", || async {
+        let Ok(ns) = namespaces.get("doomed").await else {
+            return false;
+        };
+        let conditions = ns.status.and_then(|s| s.conditions).unwrap_or_default();
+        conditions.iter().any(|c| {
+            c.type_ == "NamespaceFinalizersRemaining"
+                && c.status == "True"
+                && c.reason.as_deref() == Some("SomeFinalizersRemain")
+                && c.message.as_deref()
+                    == Some("Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances")
+        }) && conditions.iter().any(|c| {
+            c.type_ == "NamespaceContentRemaining"
+                && c.message.as_deref()
+                    == Some("Some resources are remaining: configmaps. has 1 resource instances")
+        })
+    })
+    .await;
+    assert!(gone(&secrets, "s").await);
+    assert!(gone(&deployments, "d").await);
+    assert!(gone(&configmaps, "c0").await);
+
+    let patch = json!({"metadata": {"finalizers": null}});
+    configmaps
+        .patch(
+            "held",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    until("the namespace gone", || gone(&namespaces, "doomed")).await;
+}
+
+#[tokio::test]
+async fn no_controllers_leave_a_namespace_terminating() {
+    let t =
+        common::start_with(|c| c.controllers = kapi_server::controllers::Selection::none()).await;
+    let client = common::kube_client(&t.server).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "stays"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    namespaces
+        .delete("stays", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ns = namespaces.get("stays").await.unwrap();
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    assert!(gone(&accounts, "default").await);
+}
+
+/// An owner reference to the ConfigMap `owner`.
+fn owned_by(owner: &ConfigMap, block: bool) -> serde_json::Value {
+    json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+        "uid": owner.metadata.uid, "blockOwnerDeletion": block}])
+}
+
+fn delete_with(policy: kube::api::PropagationPolicy) -> kube::api::DeleteParams {
+    kube::api::DeleteParams {
+        propagation_policy: Some(policy),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn the_garbage_collector_follows_owner_references() {
+    use kube::api::PropagationPolicy::{Background, Foreground, Orphan};
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams::default();
+
+    // Background: the dependents go after the owner.
+    let owner = cms.create(&pp, &configmap("bg", json!([]))).await.unwrap();
+    for d in ["bg-1", "bg-2"] {
+        cms.create(&pp, &configmap(d, owned_by(&owner, false)))
+            .await
+            .unwrap();
+    }
+    cms.delete("bg", &delete_with(Background)).await.unwrap();
+    until("background dependents collected", || async {
+        gone(&cms, "bg-1").await && gone(&cms, "bg-2").await
+    })
+    .await;
+
+    // Orphan: the dependent stays, without its reference.
+    let owner = cms.create(&pp, &configmap("or", json!([]))).await.unwrap();
+    cms.create(&pp, &configmap("or-1", owned_by(&owner, true)))
+        .await
+        .unwrap();
+    cms.delete("or", &delete_with(Orphan)).await.unwrap();
+    until("orphaned owner gone", || gone(&cms, "or")).await;
+    let kept = cms.get("or-1").await.unwrap();
+    assert!(kept
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .is_empty());
+
+    // Dangling: an owner that never existed.
+    let ghost = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost",
+        "uid": "00000000-0000-0000-0000-000000000000"}]);
+    cms.create(&pp, &configmap("ghost-1", ghost)).await.unwrap();
+    until("dangling dependent collected", || gone(&cms, "ghost-1")).await;
+
+    // Foreground: a finalizer on a blocking dependent holds the owner.
+    let owner = cms.create(&pp, &configmap("fg", json!([]))).await.unwrap();
+    let held: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "fg-1",
+        "finalizers": ["example.com/hold"], "ownerReferences": owned_by(&owner, true)}}))
+    .unwrap();
+    cms.create(&pp, &held).await.unwrap();
+    cms.create(&pp, &configmap("fg-2", owned_by(&owner, false)))
+        .await
+        .unwrap();
+    cms.delete("fg", &delete_with(Foreground)).await.unwrap();
+    until("the blocking dependent is being deleted", || async {
+        cms.get("fg-1")
+            .await
+            .is_ok_and(|d| d.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    let waiting = cms.get("fg").await.unwrap();
+    assert_eq!(
+        waiting.metadata.finalizers.unwrap_or_default(),
+        vec!["foregroundDeletion".to_string()]
+    );
+    let patch = json!({"metadata": {"finalizers": null}});
+    cms.patch(
+        "fg-1",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    until("the foreground owner and its dependents gone", || async {
+        gone(&cms, "fg").await && gone(&cms, "fg-1").await && gone(&cms, "fg-2").await
+    })
+    .await;
+}

@@ -1,58 +1,203 @@
-//! In-process controllers standing in for the parts of kube-controller-manager that admission
-//! relies on: every active namespace gets the `default` ServiceAccount (the serviceaccount
-//! controller) and the `kube-root-ca.crt` ConfigMap with kapi's CA (the root-ca-cert-publisher),
-//! so the ServiceAccount admission plugin finds the account and the projected token volume its
-//! CA. Objects are created through the registry (so they carry uid, timestamps and defaults).
-//! A namespace watch reacts to new namespaces; a periodic resync recreates deleted objects and
-//! puts a changed CA bundle back.
+//! In-process controllers standing in for the parts of kube-controller-manager that users of
+//! an API server alone miss: the namespace lifecycle (`namespace`), the garbage collector
+//! (`garbagecollector`), the `default` ServiceAccount of every namespace (`serviceaccount`) and
+//! its `kube-root-ca.crt` ConfigMap (`root-ca-cert-publisher`). They act through the registry's
+//! storages as a client would (list, watch, delete, update), so they behave the same on every
+//! backend. `--controllers` picks them with kube-controller-manager's syntax, so each can be
+//! handed over to the real controller manager.
+//!
+//! [`framework`] holds what they share: informers and a work queue with retries.
 
+pub mod framework;
+mod garbagecollector;
+mod namespace;
 mod namespaced;
+mod ops;
 
 pub use namespaced::{RESYNC_PERIOD, ROOT_CA_DESCRIPTION};
 
 use crate::ServerError;
+use framework::{ControllerMetrics, WorkQueue};
+use kapi_endpoints::ApiServerHandler;
 use kapi_registry::rest::{ApiGroupInfo, Storage};
 use kapi_storage::DynStorage;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
+/// kube-controller-manager's names for the controllers kapi runs (its older short names; the
+/// `-controller` long names are accepted as well).
+pub const NAMESPACE: &str = "namespace";
+pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
+pub const SERVICE_ACCOUNT: &str = "serviceaccount";
+pub const ROOT_CA_CERT_PUBLISHER: &str = "root-ca-cert-publisher";
+
+fn canonical(name: &str) -> &str {
+    match name {
+        "namespace-controller" => NAMESPACE,
+        "garbage-collector-controller" => GARBAGE_COLLECTOR,
+        "serviceaccount-controller" => SERVICE_ACCOUNT,
+        "root-ca-certificate-publisher-controller" => ROOT_CA_CERT_PUBLISHER,
+        other => other,
+    }
+}
+
+/// `--controllers`: a list of names, `-name` and `*`, read as kube-controller-manager reads it
+/// (the first entry naming a controller decides; otherwise `*` turns it on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection(Vec<String>);
+
+impl Default for Selection {
+    fn default() -> Self {
+        Self(vec!["*".into()])
+    }
+}
+
+impl Selection {
+    /// Checks the syntax; names kapi does not run (other kube-controller-manager controllers)
+    /// are accepted, as they mean nothing here.
+    pub fn parse(items: &[String]) -> Result<Self, String> {
+        let mut out = Vec::new();
+        for item in items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            let name = item.strip_prefix('-').unwrap_or(item);
+            if name.is_empty() || (name != "*" && name.contains('*')) {
+                return Err(format!("{item:?} is not a controller name, '*' or '-name'"));
+            }
+            out.push(item.to_string());
+        }
+        Ok(Self(out))
+    }
+
+    /// No controllers at all.
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+
+    pub fn enabled(&self, name: &str) -> bool {
+        let mut star = false;
+        for item in &self.0 {
+            if item == "-*" {
+                return false;
+            }
+            if item == "*" {
+                star = true;
+            } else if let Some(off) = item.strip_prefix('-') {
+                if canonical(off) == name {
+                    return false;
+                }
+            } else if canonical(item) == name {
+                return true;
+            }
+        }
+        star
+    }
+}
+
 /// The running controllers; dropping it stops them.
 pub struct Controllers {
-    task: JoinHandle<()>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Controllers {
     fn drop(&mut self) {
-        self.task.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
     }
 }
 
-fn find(groups: &[ApiGroupInfo], resource: &str) -> Option<Arc<dyn Storage>> {
+fn find(groups: &[ApiGroupInfo], resource: &str, sub: &str) -> Option<Arc<dyn Storage>> {
     groups
         .iter()
         .filter(|g| g.group.is_empty())
         .flat_map(|g| g.versions.iter())
         .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
+        .find(|s| s.info().resource == resource && s.info().subresource == sub)
         .cloned()
 }
 
-/// Starts the controllers over `storage` (namespace watch) and the served `groups` (writes).
+/// Starts the selected controllers over `handler`'s served resources (read again at every
+/// reconcile, so custom resources count) and `storage` (the namespace watch of the per-namespace
+/// objects).
 pub fn start(
-    groups: &[ApiGroupInfo],
+    handler: &ApiServerHandler,
     storage: DynStorage,
     ca_pem: String,
+    selection: &Selection,
+    registry: &prometheus::Registry,
 ) -> Result<Controllers, ServerError> {
+    let groups = handler.groups();
     let missing = |r: &str| ServerError::Config(format!("controllers: {r} are not served"));
-    let accounts = find(groups, "serviceaccounts").ok_or_else(|| missing("serviceaccounts"))?;
-    let configmaps = find(groups, "configmaps").ok_or_else(|| missing("configmaps"))?;
-    let c = namespaced::NamespacedObjects {
-        storage,
-        accounts,
-        configmaps,
-        ca_pem,
+    let metrics = ControllerMetrics::new(registry)
+        .map_err(|e| ServerError::Config(format!("controller metrics: {e}")))?;
+    let mut tasks = Vec::new();
+    let accounts = if selection.enabled(SERVICE_ACCOUNT) {
+        Some(find(&groups, "serviceaccounts", "").ok_or_else(|| missing("serviceaccounts"))?)
+    } else {
+        None
     };
-    Ok(Controllers {
-        task: tokio::spawn(c.run()),
-    })
+    let configmaps = if selection.enabled(ROOT_CA_CERT_PUBLISHER) {
+        Some(find(&groups, "configmaps", "").ok_or_else(|| missing("configmaps"))?)
+    } else {
+        None
+    };
+    if accounts.is_some() || configmaps.is_some() {
+        let c = namespaced::NamespacedObjects {
+            storage,
+            accounts,
+            configmaps,
+            ca_pem,
+        };
+        tasks.push(tokio::spawn(c.run()));
+    }
+    if selection.enabled(NAMESPACE) {
+        let c = namespace::NamespaceController {
+            handler: handler.clone(),
+            namespaces: find(&groups, "namespaces", "").ok_or_else(|| missing("namespaces"))?,
+            status: find(&groups, "namespaces", "status")
+                .ok_or_else(|| missing("namespaces/status"))?,
+            finalize: find(&groups, "namespaces", "finalize")
+                .ok_or_else(|| missing("namespaces/finalize"))?,
+            queue: WorkQueue::new(NAMESPACE, Some(metrics.clone())),
+        };
+        tasks.push(tokio::spawn(Arc::new(c).run()));
+    }
+    if selection.enabled(GARBAGE_COLLECTOR) {
+        tasks.push(tokio::spawn(garbagecollector::run(
+            handler.clone(),
+            WorkQueue::new(GARBAGE_COLLECTOR, Some(metrics)),
+        )));
+    }
+    tracing::info!(
+        controllers = ?[SERVICE_ACCOUNT, ROOT_CA_CERT_PUBLISHER, NAMESPACE, GARBAGE_COLLECTOR]
+            .iter()
+            .filter(|n| selection.enabled(n))
+            .collect::<Vec<_>>(),
+        "starting controllers"
+    );
+    Ok(Controllers { tasks })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(s: &str) -> Selection {
+        let items: Vec<String> = s.split(',').map(String::from).collect();
+        Selection::parse(&items).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn selection_reads_as_kube_controller_manager() {
+        assert!(sel("*").enabled(NAMESPACE));
+        assert!(!sel("*,-garbagecollector").enabled(GARBAGE_COLLECTOR));
+        assert!(sel("*,-garbagecollector").enabled(NAMESPACE));
+        assert!(sel("namespace").enabled(NAMESPACE));
+        assert!(!sel("namespace").enabled(GARBAGE_COLLECTOR));
+        assert!(!sel("-namespace,*").enabled(NAMESPACE));
+        assert!(!sel("*,-root-ca-certificate-publisher-controller").enabled(ROOT_CA_CERT_PUBLISHER));
+        assert!(!sel("").enabled(NAMESPACE));
+        assert!(!sel("-*").enabled(SERVICE_ACCOUNT));
+        assert!(Selection::parse(&["-".to_string()]).is_err());
+        assert!(Selection::parse(&["na*".to_string()]).is_err());
+    }
 }

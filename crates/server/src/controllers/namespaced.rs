@@ -19,8 +19,10 @@ const RETRY: Duration = Duration::from_secs(1);
 
 pub(super) struct NamespacedObjects {
     pub storage: DynStorage,
-    pub accounts: Arc<dyn Storage>,
-    pub configmaps: Arc<dyn Storage>,
+    /// The serviceaccount controller's part, when it runs.
+    pub accounts: Option<Arc<dyn Storage>>,
+    /// The root-ca-cert-publisher's part, when it runs.
+    pub configmaps: Option<Arc<dyn Storage>>,
     pub ca_pem: String,
 }
 
@@ -111,17 +113,21 @@ impl NamespacedObjects {
             return;
         }
         let name = ns.name();
-        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": "default", "namespace": name}});
-        if let Err(e) = ensure(&self.accounts, name, account).await {
-            tracing::warn!(namespace = name, error = %e.message, "creating the default service account");
+        if let Some(accounts) = &self.accounts {
+            let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "default", "namespace": name}});
+            if let Err(e) = ensure(accounts, name, account).await {
+                tracing::warn!(namespace = name, error = %e.message, "creating the default service account");
+            }
         }
-        let ca = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "kube-root-ca.crt", "namespace": name,
-                "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
-            "data": {"ca.crt": self.ca_pem}});
-        if let Err(e) = ensure_with(&self.configmaps, name, ca, true).await {
-            tracing::warn!(namespace = name, error = %e.message, "publishing kube-root-ca.crt");
+        if let Some(configmaps) = &self.configmaps {
+            let ca = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "kube-root-ca.crt", "namespace": name,
+                    "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
+                "data": {"ca.crt": self.ca_pem}});
+            if let Err(e) = ensure_with(configmaps, name, ca, true).await {
+                tracing::warn!(namespace = name, error = %e.message, "publishing kube-root-ca.crt");
+            }
         }
     }
 

@@ -258,13 +258,13 @@ pub(super) fn validation_rules(
             errs.push(FieldError::invalid(
                 format!("{p}.message"),
                 msg,
-                "must be non-empty if specified",
+                "message must be non-empty if specified",
             ));
         } else if has_newlines(tm) {
             errs.push(FieldError::invalid(
                 format!("{p}.message"),
                 msg,
-                "must not contain line breaks",
+                "message must not contain line breaks",
             ));
         } else if has_newlines(tr) && tm.is_empty() {
             errs.push(FieldError::required(
@@ -292,21 +292,21 @@ pub(super) fn validation_rules(
             errs.push(FieldError::invalid(
                 format!("{p}.fieldPath"),
                 fp,
-                "must be non-empty if specified",
+                "fieldPath must be non-empty if specified",
             ));
         }
         if has_newlines(fp) {
             errs.push(FieldError::invalid(
                 format!("{p}.fieldPath"),
                 fp,
-                "must not contain line breaks",
+                "fieldPath must not contain line breaks",
             ));
         }
         if !fp.is_empty() && valid_field_path(fp, schema, true).is_err() {
             errs.push(FieldError::invalid(
                 format!("{p}.fieldPath"),
                 fp,
-                "must be a valid path",
+                "fieldPath must be a valid path",
             ));
         }
     }

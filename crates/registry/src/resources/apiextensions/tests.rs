@@ -320,10 +320,10 @@ fn validation_rule_fields() {
         &e,
         &[
             format!("{p}[0].rule: Required value: rule is not specified"),
-            format!(r#"{p}[1].message: Invalid value: "two\nlines": must not contain line breaks"#),
+            format!(r#"{p}[1].message: Invalid value: "two\nlines": message must not contain line breaks"#),
             format!("{p}[2].messageExpression: Required value: messageExpression must be non-empty if specified"),
             format!(r#"{p}[2].reason: Unsupported value: "FieldValueBad": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#),
-            format!(r#"{p}[3].fieldPath: Invalid value: ".spec.nope": must be a valid path"#),
+            format!(r#"{p}[3].fieldPath: Invalid value: ".spec.nope": fieldPath must be a valid path"#),
         ],
     );
 }

@@ -1,0 +1,292 @@
+//! The pieces every controller is made of, as client-go's: an informer (list, then watch from
+//! the list's resourceVersion, listing again when the watch ends or expires) and a work queue
+//! (a key waits at most once; failures come back with a growing delay). A controller is then a
+//! reconcile function of a key.
+
+use futures::StreamExt;
+use kapi_machinery::{EventType, ListOptions, Object};
+use kapi_registry::rest::{Context, Storage};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+const RELIST_DELAY: Duration = Duration::from_millis(500);
+/// Every object is handed over again this often, so a missed event is never fatal.
+pub const RESYNC_PERIOD: Duration = Duration::from_secs(30);
+
+/// What an informer tells its handler.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// A list starts: what it does not upsert before `Synced` is gone.
+    Relisting,
+    /// Added, changed, or seen again by a list.
+    Upsert(Arc<Object>),
+    Deleted(Arc<Object>),
+    /// A list finished: everything not upserted since the previous `Synced` is gone.
+    Synced,
+}
+
+/// Lists and watches `storage` (all namespaces) for ever, handing each event to `handle`.
+pub async fn inform<F>(storage: Arc<dyn Storage>, mut handle: F)
+where
+    F: FnMut(Event) + Send,
+{
+    let name = storage.info().path_name();
+    loop {
+        let (Some(lister), Some(watcher)) = (storage.as_lister(), storage.as_watcher()) else {
+            return;
+        };
+        let list = match lister
+            .list(&Context::default(), &ListOptions::default())
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(resource = %name, error = %e.message, "informer: list failed");
+                tokio::time::sleep(RELIST_DELAY).await;
+                continue;
+            }
+        };
+        handle(Event::Relisting);
+        for item in list.items {
+            handle(Event::Upsert(Arc::new(item)));
+        }
+        handle(Event::Synced);
+        let opts = ListOptions {
+            resource_version: Some(list.resource_version),
+            watch: true,
+            ..Default::default()
+        };
+        let mut stream = match watcher.watch(&Context::default(), &opts).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(resource = %name, error = %e.message, "informer: watch failed");
+                tokio::time::sleep(RELIST_DELAY).await;
+                continue;
+            }
+        };
+        let resync = tokio::time::sleep(RESYNC_PERIOD);
+        tokio::pin!(resync);
+        loop {
+            tokio::select! {
+                _ = &mut resync => break,
+                ev = stream.next() => match ev {
+                    Some(Ok(ev)) => match ev.event_type {
+                        EventType::Added | EventType::Modified => handle(Event::Upsert(ev.object)),
+                        EventType::Deleted => handle(Event::Deleted(ev.object)),
+                        _ => {}
+                    },
+                    // Expired (410) or ended: list again, as a reflector does.
+                    Some(Err(_)) | None => break,
+                },
+            }
+        }
+    }
+}
+
+/// Per-controller metrics, registered once in the server's registry.
+#[derive(Clone)]
+pub struct ControllerMetrics {
+    depth: IntGaugeVec,
+    duration: HistogramVec,
+    errors: IntCounterVec,
+}
+
+impl ControllerMetrics {
+    pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let depth = IntGaugeVec::new(
+            Opts::new("workqueue_depth", "Current depth of workqueue"),
+            &["name"],
+        )?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "kapi_controller_reconcile_duration_seconds",
+                "How long one reconcile of a controller took",
+            ),
+            &["name"],
+        )?;
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "kapi_controller_reconcile_errors_total",
+                "Reconciles of a controller that failed and were retried",
+            ),
+            &["name"],
+        )?;
+        registry.register(Box::new(depth.clone()))?;
+        registry.register(Box::new(duration.clone()))?;
+        registry.register(Box::new(errors.clone()))?;
+        Ok(Self {
+            depth,
+            duration,
+            errors,
+        })
+    }
+}
+
+struct QueueState<K> {
+    /// Keys waiting to be taken.
+    pending: Vec<K>,
+    queued: HashSet<K>,
+    failures: HashMap<K, u32>,
+}
+
+/// A deduplicating work queue with per-key exponential retry delays.
+pub struct WorkQueue<K> {
+    name: &'static str,
+    state: Mutex<QueueState<K>>,
+    notify: Notify,
+    metrics: Option<ControllerMetrics>,
+}
+
+impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
+    pub fn new(name: &'static str, metrics: Option<ControllerMetrics>) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            state: Mutex::new(QueueState {
+                pending: Vec::new(),
+                queued: HashSet::new(),
+                failures: HashMap::new(),
+            }),
+            notify: Notify::new(),
+            metrics,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState<K>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `key` unless it already waits.
+    pub fn add(&self, key: K) {
+        let mut s = self.lock();
+        if s.queued.insert(key.clone()) {
+            s.pending.push(key);
+            if let Some(m) = &self.metrics {
+                m.depth
+                    .with_label_values(&[self.name])
+                    .set(s.pending.len() as i64);
+            }
+            drop(s);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Queues `key` after `delay`.
+    pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
+        let q = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            q.add(key);
+        });
+    }
+
+    /// Queues `key` again after a delay that doubles with each failure (5 ms up to `max`).
+    pub fn retry(self: &Arc<Self>, key: K, max: Duration) {
+        let n = {
+            let mut s = self.lock();
+            let n = s.failures.entry(key.clone()).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        };
+        let delay = Duration::from_millis(5u64.saturating_mul(1 << n.min(16))).min(max);
+        self.add_after(key, delay);
+    }
+
+    /// Clears `key`'s failure count.
+    pub fn forget(&self, key: &K) {
+        self.lock().failures.remove(key);
+    }
+
+    /// Waits for the next key.
+    pub async fn next(&self) -> K {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let mut s = self.lock();
+                if !s.pending.is_empty() {
+                    let key = s.pending.remove(0);
+                    s.queued.remove(&key);
+                    if let Some(m) = &self.metrics {
+                        m.depth
+                            .with_label_values(&[self.name])
+                            .set(s.pending.len() as i64);
+                    }
+                    return key;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Takes keys for ever, reconciling each with `reconcile`; an error retries the key.
+    pub async fn run<F, Fut>(self: Arc<Self>, max_delay: Duration, reconcile: F)
+    where
+        F: Fn(K) -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>>,
+        K: std::fmt::Display,
+    {
+        loop {
+            let key = self.next().await;
+            let began = Instant::now();
+            let result = reconcile(key.clone()).await;
+            if let Some(m) = &self.metrics {
+                m.duration
+                    .with_label_values(&[self.name])
+                    .observe(began.elapsed().as_secs_f64());
+            }
+            match result {
+                Ok(()) => self.forget(&key),
+                Err(e) => {
+                    if let Some(m) = &self.metrics {
+                        m.errors.with_label_values(&[self.name]).inc();
+                    }
+                    tracing::info!(controller = self.name, key = %key, error = %e, "retrying");
+                    self.retry(key, max_delay);
+                }
+            }
+        }
+    }
+}
+
+/// The served storages of the current router snapshot: one per (group, resource), from the
+/// group's preferred version when it serves the resource, main resources only.
+pub fn served_resources(groups: &[kapi_registry::rest::ApiGroupInfo]) -> Vec<Arc<dyn Storage>> {
+    let mut out: Vec<Arc<dyn Storage>> = Vec::new();
+    let mut seen = HashSet::new();
+    for g in groups {
+        let mut versions: Vec<_> = g.versions.iter().collect();
+        // The preferred version first, so it wins for the resources it serves.
+        versions.sort_by_key(|v| v.version != g.preferred_version);
+        for v in versions {
+            for s in &v.storages {
+                let info = s.info();
+                if info.subresource.is_empty()
+                    && seen.insert((info.group.clone(), info.resource.clone()))
+                {
+                    out.push(s.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The main storage serving `api_version` / `kind`, if any.
+pub fn storage_for_kind(
+    groups: &[kapi_registry::rest::ApiGroupInfo],
+    api_version: &str,
+    kind: &str,
+) -> Option<Arc<dyn Storage>> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    groups
+        .iter()
+        .filter(|g| g.group == group)
+        .flat_map(|g| g.versions.iter())
+        .filter(|v| v.version == version)
+        .flat_map(|v| v.storages.iter())
+        .find(|s| s.info().kind == kind && s.info().subresource.is_empty())
+        .cloned()
+}
