@@ -201,7 +201,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
     // Custom resources are served from their definitions, as they come and go.
-<<<<<<< HEAD
     let crd_controllers = match apiextensions::start(handler.clone(), crd_build) {
         Some((controllers, synced)) => {
             // Bounded: a storage that cannot list must not keep the server from starting.
@@ -210,8 +209,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => None,
     };
-=======
-    let crd_controllers = apiextensions::start(handler.clone(), crd_build);
     // What kube-controller-manager would do for an API server alone, per `--controllers`.
     let controllers = controllers::start(
         &handler,
@@ -220,7 +217,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         &config.controllers,
         metrics.registry(),
     )?;
->>>>>>> wt-controllers
 
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
