@@ -26,6 +26,7 @@ mod node;
 mod prune;
 mod published;
 mod rules;
+pub use rules::CEL_RESERVED_SYMBOLS;
 mod structural;
 mod validate;
 

@@ -382,8 +382,9 @@ fn locate(source: &str, name: &str) -> (usize, usize, String) {
     (1, 1, source.lines().next().unwrap_or_default().to_string())
 }
 
-/// CEL's reserved words, which Kubernetes escapes as `__word__` in field names.
-const RESERVED: [&str; 19] = [
+/// CEL's reserved words (upstream's `celReservedSymbols`): Kubernetes escapes them as
+/// `__word__` in field names, and they may not name policy variables.
+pub const CEL_RESERVED_SYMBOLS: [&str; 21] = [
     "true",
     "false",
     "null",
@@ -403,12 +404,14 @@ const RESERVED: [&str; 19] = [
     "namespace",
     "return",
     "var",
+    "void",
+    "while",
 ];
 
 /// A property name as rules spell it (`my-field` is `my__dash__field`), or `None` when rules
 /// cannot name it.
 fn escaped(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
+    if CEL_RESERVED_SYMBOLS.contains(&name) {
         return Some(format!("__{name}__"));
     }
     let mut chars = name.chars();

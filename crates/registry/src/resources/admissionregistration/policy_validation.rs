@@ -14,29 +14,6 @@ use std::collections::BTreeSet;
 
 const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// `validateMatchResources`.
 fn match_resources(errs: &mut Vec<FieldError>, m: &Value, p: &str) {
@@ -81,7 +58,7 @@ fn is_cel_identifier(name: &str) -> bool {
     !b.is_empty()
         && (b[0].is_ascii_alphabetic() || b[0] == b'_')
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        && !CEL_RESERVED.contains(&name)
+        && !crate::customresource::schema::CEL_RESERVED_SYMBOLS.contains(&name)
 }
 
 /// `ValidateValidatingAdmissionPolicy`.
