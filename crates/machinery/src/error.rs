@@ -31,6 +31,37 @@ pub enum StatusReason {
 }
 
 impl StatusReason {
+    /// Every reason with a wire string.
+    const NAMED: [StatusReason; 18] = [
+        StatusReason::Unauthorized,
+        StatusReason::Forbidden,
+        StatusReason::NotFound,
+        StatusReason::AlreadyExists,
+        StatusReason::Conflict,
+        StatusReason::Gone,
+        StatusReason::Invalid,
+        StatusReason::ServerTimeout,
+        StatusReason::Timeout,
+        StatusReason::TooManyRequests,
+        StatusReason::BadRequest,
+        StatusReason::MethodNotAllowed,
+        StatusReason::NotAcceptable,
+        StatusReason::RequestEntityTooLarge,
+        StatusReason::UnsupportedMediaType,
+        StatusReason::InternalError,
+        StatusReason::Expired,
+        StatusReason::ServiceUnavailable,
+    ];
+
+    /// The reason a wire string names (`Unknown` for any other), as a Status from elsewhere
+    /// (a webhook's answer) carries it.
+    pub fn parse(s: &str) -> StatusReason {
+        Self::NAMED
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .unwrap_or(StatusReason::Unknown)
+    }
+
     /// The wire string (`NotFound`, ...); `Unknown` is the empty reason.
     pub fn as_str(self) -> &'static str {
         match self {

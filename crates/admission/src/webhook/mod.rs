@@ -378,35 +378,7 @@ fn denied(name: &str, status: Option<&Value>) -> ApiError {
     } else {
         format!("{by} without explanation")
     };
-    ApiError::new(code, reason_of(&reason), text)
-}
-
-/// A `metav1.StatusReason` string as the enum (`Unknown` for any other).
-pub fn reason_of(s: &str) -> StatusReason {
-    use StatusReason::*;
-    [
-        Unauthorized,
-        Forbidden,
-        NotFound,
-        AlreadyExists,
-        Conflict,
-        Gone,
-        Invalid,
-        ServerTimeout,
-        Timeout,
-        TooManyRequests,
-        BadRequest,
-        MethodNotAllowed,
-        NotAcceptable,
-        RequestEntityTooLarge,
-        UnsupportedMediaType,
-        InternalError,
-        Expired,
-        ServiceUnavailable,
-    ]
-    .into_iter()
-    .find(|r| r.as_str() == s)
-    .unwrap_or(Unknown)
+    ApiError::new(code, StatusReason::parse(&reason), text)
 }
 
 impl Interface for Webhooks {
