@@ -134,15 +134,8 @@ pub struct CustomResourceScale {
 
 impl CustomResourceScale {
     pub fn new(parent: Store, paths: ScalePaths) -> Self {
-        let mut info = rest::Storage::info(&parent).clone();
-        info.subresource = "scale".into();
-        info.kind = "Scale".into();
-        info.list_kind = String::new();
-        info.singular = String::new();
-        info.short_names = Vec::new();
-        info.categories = Vec::new();
         Self {
-            info,
+            info: crate::resources::scale::scale_info(&parent),
             parent,
             paths,
         }

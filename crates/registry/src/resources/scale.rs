@@ -113,15 +113,24 @@ pub struct ScaleStore {
 
 impl ScaleStore {
     pub fn new(parent: Store) -> Self {
-        let mut info = rest::Storage::info(&parent).clone();
-        info.subresource = "scale".into();
-        info.kind = "Scale".into();
-        info.list_kind = String::new();
-        info.singular = String::new();
-        info.short_names = Vec::new();
-        info.categories = Vec::new();
-        Self { info, parent }
+        Self {
+            info: scale_info(&parent),
+            parent,
+        }
     }
+}
+
+/// The description of `<resource>/scale`: the parent's names, kind `Scale`, and none of the
+/// main resource's list kind, singular, short names or categories.
+pub(crate) fn scale_info(parent: &Store) -> ResourceInfo {
+    let mut info = rest::Storage::info(parent).clone();
+    info.subresource = "scale".into();
+    info.kind = "Scale".into();
+    info.list_kind = String::new();
+    info.singular = String::new();
+    info.short_names = Vec::new();
+    info.categories = Vec::new();
+    info
 }
 
 impl rest::Storage for ScaleStore {
