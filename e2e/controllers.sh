@@ -4,7 +4,8 @@
 # custom object returns once the namespace is gone; `kubectl delete --cascade=background|
 # foreground|orphan` of an owner ConfigMap collects or keeps its dependents; a dependent of an
 # owner that never existed is collected; a finalizer on a dependent holds a foreground owner
-# until it is removed; with `--controllers=-*` a deleted namespace stays Terminating.
+# until it is removed; a ResourceQuota's status follows its spec and gives back what deletes
+# and finished pods free; a finished Job with ttlSecondsAfterFinished is deleted; with `--controllers=-*` a deleted namespace stays Terminating.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/controllers.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -117,6 +118,62 @@ Y
   expect_ok "held: owner gone once the finalizer is removed" \
     wait_until 20 eval "gone cm owner-held $G && gone cm dep-held $G"
   k delete ns "$G" --wait=false >/dev/null
+
+  # Resource quota: status follows spec, and what deletes free is given back.
+  local Q="quota-$1"
+  k create ns "$Q" >/dev/null
+  wait_until 20 k get cm kube-root-ca.crt -n "$Q" >/dev/null 2>&1
+  k create configmap qa -n "$Q" >/dev/null
+  expect_out "quota created" "^resourcequota/q created$" \
+    k create quota q -n "$Q" --hard=configmaps=5,count/secrets=3,pods=2,count/crontabs.ctl.example.com=4
+  used() { k get quota q -n "$Q" -o go-template="{{index .status.used \"$1\"}}"; }
+  expect_ok "quota: status.used computed for every hard name" \
+    wait_until 20 eval '[ "$(used configmaps)" = 2 ] && [ "$(used pods)" = 0 ] && [ "$(used count/secrets)" = 0 ]'
+  expect_eq "quota: status.hard is spec.hard" "$(k get quota q -n "$Q" -o jsonpath='{.spec.hard}')" \
+    k get quota q -n "$Q" -o jsonpath='{.status.hard}'
+  k create configmap qb -n "$Q" >/dev/null
+  k create secret generic qs -n "$Q" --from-literal=k=v >/dev/null
+  expect_ok "quota: creates charged" \
+    wait_until 20 eval '[ "$(used configmaps)" = 3 ] && [ "$(used count/secrets)" = 1 ]'
+  k delete configmap qa qb -n "$Q" >/dev/null
+  k delete secret qs -n "$Q" >/dev/null
+  expect_ok "quota: deletes given back" \
+    wait_until 20 eval '[ "$(used configmaps)" = 1 ] && [ "$(used count/secrets)" = 0 ]'
+  k apply -f - >/dev/null <<Y
+apiVersion: ctl.example.com/v1
+kind: CronTab
+metadata: {name: qc, namespace: $Q}
+spec: {x: 1}
+Y
+  expect_ok "quota: custom objects counted" \
+    wait_until 20 eval '[ "$(used count/crontabs.ctl.example.com)" = 1 ]'
+  k delete crontab qc -n "$Q" >/dev/null
+  expect_ok "quota: custom object delete given back" \
+    wait_until 20 eval '[ "$(used count/crontabs.ctl.example.com)" = 0 ]'
+  wait_until 20 k get sa default -n "$Q" >/dev/null 2>&1
+  k run qp -n "$Q" --image=nginx --restart=Never >/dev/null
+  expect_ok "quota: pod charged" wait_until 20 eval '[ "$(used pods)" = 1 ]'
+  k patch pod qp -n "$Q" --subresource=status --type=merge -p '{"status":{"phase":"Succeeded"}}' >/dev/null
+  expect_ok "quota: a finished pod no longer counts" wait_until 20 eval '[ "$(used pods)" = 0 ]'
+  k patch quota q -n "$Q" --type=merge -p '{"spec":{"hard":{"services":"2"}}}' >/dev/null
+  expect_ok "quota: a new hard name gets its usage" \
+    wait_until 20 eval '[ "$(used services)" = 0 ] && [ "$(k get quota q -n "$Q" -o jsonpath="{.status.hard.services}")" = 2 ]'
+  expect_out "quota: kubectl describe shows used and hard" "configmaps +1 +5" \
+    k describe quota q -n "$Q"
+  k delete ns "$Q" --wait=false >/dev/null
+
+  # TTL after finished: a Job whose Complete condition is true goes ttlSecondsAfterFinished later.
+  local T="ttl-$1" now
+  k create ns "$T" >/dev/null
+  k create job done -n "$T" --image=busybox >/dev/null
+  k create job kept -n "$T" --image=busybox >/dev/null
+  k patch job done kept -n "$T" --type=merge -p '{"spec":{"ttlSecondsAfterFinished":1}}' >/dev/null
+  now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  expect_ok "ttl: a Job marked Complete through /status" \
+    k patch job done -n "$T" --subresource=status --type=merge -p "{\"status\":{\"startTime\":\"$now\",\"completionTime\":\"$now\",\"succeeded\":1,\"conditions\":[{\"type\":\"SuccessCriteriaMet\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"},{\"type\":\"Complete\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]}}"
+  expect_ok "ttl: the finished Job is deleted after its TTL" wait_until 20 gone job done "$T"
+  expect_out "ttl: an unfinished Job stays" "^job.batch/kept$" k get job kept -n "$T" -o name
+  k delete ns "$T" --wait=false >/dev/null
 }
 
 for backend in etcd embedded; do

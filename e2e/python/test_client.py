@@ -458,6 +458,32 @@ class ClientCases(unittest.TestCase):
         self.assertIsInstance(deleted, client.V1PersistentVolume)
         self.assertEqual(deleted.metadata.uid, volume.metadata.uid)
 
+    def test_13_resource_quota_status(self):
+        """the quota controller's status: hard follows spec, deletes are given back"""
+        self.core.create_namespaced_resource_quota(NS, client.V1ResourceQuota(
+            metadata=meta("counted"),
+            spec=client.V1ResourceQuotaSpec(hard={"count/secrets": "100", "services": "30"})))
+
+        def used_becomes(name, value=None):
+            for _ in range(200):
+                status = self.core.read_namespaced_resource_quota("counted", NS).status
+                used = (status.used or {}) if status is not None else {}
+                if name in used and (value is None or used[name] == value):
+                    return status
+                time.sleep(0.1)
+            self.fail(f"status.used[{name!r}] never became {value!r}")
+
+        status = used_becomes("count/secrets")
+        self.assertEqual(status.hard, {"count/secrets": "100", "services": "30"})
+        self.assertEqual(set(status.used), {"count/secrets", "services"})
+        before = int(status.used["count/secrets"])
+        self.core.create_namespaced_secret(NS, client.V1Secret(
+            metadata=meta("counted"), string_data={"k": "v"}))
+        used_becomes("count/secrets", str(before + 1))
+        self.core.delete_namespaced_secret("counted", NS)
+        used_becomes("count/secrets", str(before))
+        self.core.delete_namespaced_resource_quota("counted", NS)
+
 
 GROUP = NS + ".py.example.com"
 CRD_NAME = "widgets." + GROUP

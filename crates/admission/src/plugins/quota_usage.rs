@@ -273,6 +273,56 @@ fn is_best_effort(pod: &Object) -> bool {
     })
 }
 
+/// `v` printed like the quota's hard value for `name` (binary stays binary), as upstream's
+/// quantity sums keep the form of the limit they are compared with.
+pub fn fmt_amount(v: f64, hard: &serde_json::Map<String, Value>, name: &str) -> String {
+    let like = hard.get(name).map(super::util::text).unwrap_or_default();
+    quantity::format_like(v, &like)
+}
+
+/// The status upstream's quota controller writes for `quota`: `hard` is `spec.hard`; `used`
+/// keeps, for every hard name, the previous figure, replaced by what the objects of `objects`
+/// (all of one resource each, from the quota's namespace) in the quota's scopes use, `0` when
+/// none, for every name one of those resources accounts for.
+pub fn quota_status(quota: &Object, objects: &[(GroupResource, Vec<Object>)]) -> Value {
+    let hard = quota
+        .get("spec")
+        .and_then(|s| s.get("hard"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let previous = quota
+        .get("status")
+        .and_then(|s| s.get("used"))
+        .and_then(Value::as_object);
+    let mut used = serde_json::Map::new();
+    for name in hard.keys() {
+        if let Some(v) = previous.and_then(|p| p.get(name)) {
+            used.insert(name.clone(), v.clone());
+        }
+    }
+    for (gr, items) in objects {
+        let names: Vec<&String> = hard.keys().filter(|k| covers(gr, k)).collect();
+        if names.is_empty() {
+            continue;
+        }
+        let mut total = Usage::new();
+        for obj in items
+            .iter()
+            .filter(|o| counts(gr, o) && in_scope(quota, gr, o))
+        {
+            for (k, v) in usage(gr, obj) {
+                *total.entry(k).or_default() += v;
+            }
+        }
+        for name in names {
+            let v = total.get(name).copied().unwrap_or(0.0).max(0.0);
+            used.insert(name.clone(), Value::from(fmt_amount(v, &hard, name)));
+        }
+    }
+    serde_json::json!({"hard": hard, "used": used})
+}
+
 /// Whether `obj` of `gr` falls in every scope of `quota` (`spec.scopes` and
 /// `spec.scopeSelector`); scoped quotas only ever apply to pods.
 pub fn in_scope(quota: &Object, gr: &GroupResource, obj: &Object) -> bool {

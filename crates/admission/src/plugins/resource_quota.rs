@@ -3,13 +3,14 @@
 //! `configmaps`, ...), compute (`requests.cpu`, `limits.memory`, `cpu`, ...), storage
 //! (`requests.storage`, per storage class) and services (`services.nodeports`,
 //! `services.loadbalancers`), with `spec.scopes`/`scopeSelector` for pods. Usage is recomputed
-//! from the namespace's objects (kapi runs no quota controller), checked against `spec.hard`,
-//! and written to the quota's `status` so a later request and `kubectl describe quota` see it.
+//! from the namespace's objects, checked against `spec.hard`, and written to the quota's
+//! `status` at once (as upstream's admission does); the server's `resourcequota` controller
+//! recomputes the status when quotas change and objects go.
 //! Refusals are upstream's 403 `exceeded quota: <q>, requested: ..., used: ..., limited: ...`
 //! and `failed quota: <q>: must specify ...`.
 
 use super::quantity;
-use super::quota_usage::{counts, covers, in_scope, pod_constraints, usage, Usage};
+use super::quota_usage::{counts, covers, fmt_amount, in_scope, pod_constraints, usage, Usage};
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, Interface, Operation, ValidationInterface};
@@ -56,12 +57,6 @@ fn fmt_list(pairs: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// `v` printed like the quota's hard value for `name` (binary stays binary).
-fn fmt_amount(v: f64, hard: &Map<String, Value>, name: &str) -> String {
-    let like = hard.get(name).map(super::util::text).unwrap_or_default();
-    quantity::format_like(v, &like)
 }
 
 impl ResourceQuota {

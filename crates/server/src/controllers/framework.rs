@@ -290,3 +290,92 @@ pub fn storage_for_kind(
         .find(|s| s.info().kind == kind && s.info().subresource.is_empty())
         .cloned()
 }
+
+/// `group/version/resource` of a storage: the name informers and graphs key resources by.
+pub fn resource_key(s: &Arc<dyn Storage>) -> String {
+    let info = s.info();
+    format!("{}/{}/{}", info.group, info.version, info.resource)
+}
+
+/// A controller watching a set of resources that changes with the served groups (custom
+/// resources come and go) and, for some, with the controller's own state (the resources some
+/// quota counts). [`keep_informers`] runs one informer per wanted resource.
+pub trait InformerSet: Send + Sync + 'static {
+    /// Whether `storage` (a served main resource) is to be watched now.
+    fn wants(&self, storage: &Arc<dyn Storage>) -> bool;
+    /// Changes whenever `wants` may answer differently for the same served groups.
+    fn generation(&self) -> u64 {
+        0
+    }
+    /// An informer for `key` starts (before its first event).
+    fn started(&self, _key: &str) {}
+    /// The informer for `key` stopped: the resource is no longer served or wanted, so what was
+    /// learnt from it is stale.
+    fn stopped(&self, _key: &str) {}
+    fn observe(&self, storage: &Arc<dyn Storage>, key: &str, ev: Event);
+}
+
+/// Informer tasks, aborted when dropped.
+#[derive(Default)]
+struct Informers(HashMap<String, tokio::task::JoinHandle<()>>);
+
+impl Drop for Informers {
+    fn drop(&mut self) {
+        for task in self.0.values() {
+            task.abort();
+        }
+    }
+}
+
+/// How often the served resources are compared with the watched ones.
+const DISCOVERY_PERIOD: Duration = Duration::from_millis(500);
+
+/// Keeps one informer per resource `set` wants among `handler`'s served ones, starting and
+/// stopping them as groups (or the set's generation) change.
+pub async fn keep_informers<T: InformerSet>(
+    handler: kapi_endpoints::ApiServerHandler,
+    set: Arc<T>,
+) {
+    // Dropped with this future (the controller stopping), it stops its informers too.
+    let mut running = Informers::default();
+    let running = &mut running.0;
+    let mut last: Option<(Arc<Vec<kapi_registry::rest::ApiGroupInfo>>, u64)> = None;
+    loop {
+        let groups = handler.groups();
+        let generation = set.generation();
+        if last
+            .as_ref()
+            .is_none_or(|(l, g)| !Arc::ptr_eq(l, &groups) || *g != generation)
+        {
+            let wanted: HashMap<String, Arc<dyn Storage>> = served_resources(&groups)
+                .into_iter()
+                .filter(|s| set.wants(s))
+                .map(|s| (resource_key(&s), s))
+                .collect();
+            let mut stopped = Vec::new();
+            running.retain(|k, task| {
+                let keep = wanted.contains_key(k);
+                if !keep {
+                    task.abort();
+                    stopped.push(k.clone());
+                }
+                keep
+            });
+            for key in stopped {
+                tracing::debug!(resource = %key, "informer stopped");
+                set.stopped(&key);
+            }
+            for (key, storage) in wanted {
+                if running.contains_key(&key) {
+                    continue;
+                }
+                set.started(&key);
+                let (s, k, observer) = (storage.clone(), key.clone(), set.clone());
+                let task = tokio::spawn(inform(storage, move |ev| observer.observe(&s, &k, ev)));
+                running.insert(key, task);
+            }
+            last = Some((groups, generation));
+        }
+        tokio::time::sleep(DISCOVERY_PERIOD).await;
+    }
+}

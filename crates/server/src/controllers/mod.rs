@@ -1,6 +1,7 @@
 //! In-process controllers standing in for the parts of kube-controller-manager that users of
 //! an API server alone miss: the namespace lifecycle (`namespace`), the garbage collector
-//! (`garbagecollector`), the `default` ServiceAccount of every namespace (`serviceaccount`) and
+//! (`garbagecollector`), quota usage (`resourcequota`), finished Jobs' TTL
+//! (`ttl-after-finished`), the `default` ServiceAccount of every namespace (`serviceaccount`) and
 //! its `kube-root-ca.crt` ConfigMap (`root-ca-cert-publisher`). They act through the registry's
 //! storages as a client would (list, watch, delete, update), so they behave the same on every
 //! backend. `--controllers` picks them with kube-controller-manager's syntax, so each can be
@@ -13,6 +14,8 @@ mod garbagecollector;
 mod namespace;
 mod namespaced;
 mod ops;
+mod resourcequota;
+mod ttlafterfinished;
 
 pub use namespaced::{RESYNC_PERIOD, ROOT_CA_DESCRIPTION};
 
@@ -30,6 +33,8 @@ pub const NAMESPACE: &str = "namespace";
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 pub const SERVICE_ACCOUNT: &str = "serviceaccount";
 pub const ROOT_CA_CERT_PUBLISHER: &str = "root-ca-cert-publisher";
+pub const RESOURCE_QUOTA: &str = "resourcequota";
+pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished";
 
 fn canonical(name: &str) -> &str {
     match name {
@@ -37,6 +42,8 @@ fn canonical(name: &str) -> &str {
         "garbage-collector-controller" => GARBAGE_COLLECTOR,
         "serviceaccount-controller" => SERVICE_ACCOUNT,
         "root-ca-certificate-publisher-controller" => ROOT_CA_CERT_PUBLISHER,
+        "resourcequota-controller" => RESOURCE_QUOTA,
+        "ttl-after-finished-controller" => TTL_AFTER_FINISHED,
         other => other,
     }
 }
@@ -161,6 +168,24 @@ pub fn start(
         };
         tasks.push(tokio::spawn(Arc::new(c).run()));
     }
+    if selection.enabled(RESOURCE_QUOTA) {
+        let c = resourcequota::QuotaController::new(
+            handler.clone(),
+            find(&groups, "resourcequotas", "").ok_or_else(|| missing("resourcequotas"))?,
+            find(&groups, "resourcequotas", "status")
+                .ok_or_else(|| missing("resourcequotas/status"))?,
+            WorkQueue::new(RESOURCE_QUOTA, Some(metrics.clone())),
+        );
+        tasks.push(tokio::spawn(Arc::new(c).run()));
+    }
+    if selection.enabled(TTL_AFTER_FINISHED) {
+        let c = ttlafterfinished::TtlAfterFinished {
+            jobs: framework::storage_for_kind(&groups, "batch/v1", "Job")
+                .ok_or_else(|| missing("jobs"))?,
+            queue: WorkQueue::new(TTL_AFTER_FINISHED, Some(metrics.clone())),
+        };
+        tasks.push(tokio::spawn(Arc::new(c).run()));
+    }
     if selection.enabled(GARBAGE_COLLECTOR) {
         tasks.push(tokio::spawn(garbagecollector::run(
             handler.clone(),
@@ -168,7 +193,7 @@ pub fn start(
         )));
     }
     tracing::info!(
-        controllers = ?[SERVICE_ACCOUNT, ROOT_CA_CERT_PUBLISHER, NAMESPACE, GARBAGE_COLLECTOR]
+        controllers = ?[SERVICE_ACCOUNT, ROOT_CA_CERT_PUBLISHER, NAMESPACE, GARBAGE_COLLECTOR, RESOURCE_QUOTA, TTL_AFTER_FINISHED]
             .iter()
             .filter(|n| selection.enabled(n))
             .collect::<Vec<_>>(),

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 /// `ToStructuralOpenAPIV2` on the schema JSON: no `allOf`/`anyOf`/`oneOf`/`not`; a nullable
 /// schema loses its type, items and properties (and is no longer required by its parent); a
-/// schema preserving unknown fields loses items and properties; an array left without items
-/// loses its type.
+/// schema preserving unknown fields loses items and properties, and its `object` type; an array
+/// left without items loses its type; nullable map values drop the map's `required`.
 pub fn to_v2(schema: &Value) -> Value {
     let mut out = schema.clone();
     if let Value::Object(m) = &mut out {
@@ -41,6 +41,12 @@ fn visit(s: &mut Map<String, Value>, depth: usize) {
     if !s.contains_key("items") && s.get("type").and_then(Value::as_str) == Some("array") {
         s.remove("type");
     }
+    // kubectl's v2 reading of an object type with unknown fields rejects what it cannot see.
+    if is_true(s, "x-kubernetes-preserve-unknown-fields")
+        && s.get("type").and_then(Value::as_str) == Some("object")
+    {
+        s.remove("type");
+    }
     // A nullable field may be sent as null, which v2 clients would report as missing.
     let nullable: Vec<String> = s
         .get("properties")
@@ -52,6 +58,14 @@ fn visit(s: &mut Map<String, Value>, depth: usize) {
                 .collect()
         })
         .unwrap_or_default();
+    let nullable_values = s
+        .get("additionalProperties")
+        .and_then(|a| a.get("nullable"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    if nullable_values {
+        s.remove("required");
+    }
     if let Some(Value::Array(required)) = s.get_mut("required") {
         required.retain(|r| r.as_str().is_none_or(|r| !nullable.iter().any(|n| n == r)));
         if required.is_empty() {
@@ -69,5 +83,43 @@ fn visit(s: &mut Map<String, Value>, depth: usize) {
         if let Some(Value::Object(m)) = s.get_mut(k) {
             visit(m, depth + 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_v2;
+    use serde_json::json;
+
+    #[test]
+    fn v2_drops_what_v2_clients_cannot_read() {
+        let v3 = json!({
+            "type": "object",
+            "required": ["a", "n"],
+            "properties": {
+                "a": {"type": "string", "oneOf": [{"format": "x"}]},
+                "n": {"type": "object", "nullable": true, "properties": {"x": {"type": "string"}}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                         "properties": {"k": {"type": "string"}}},
+                "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                         "items": {"type": "string"}},
+                "m": {"type": "object", "required": ["z"],
+                      "additionalProperties": {"type": "string", "nullable": true}}
+            }
+        });
+        assert_eq!(
+            to_v2(&v3),
+            json!({
+                "type": "object",
+                "required": ["a"],
+                "properties": {
+                    "a": {"type": "string"},
+                    "n": {},
+                    "free": {"x-kubernetes-preserve-unknown-fields": true},
+                    "list": {"x-kubernetes-preserve-unknown-fields": true},
+                    "m": {"type": "object", "additionalProperties": {}}
+                }
+            })
+        );
     }
 }

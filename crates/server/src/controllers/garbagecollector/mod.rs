@@ -8,17 +8,14 @@
 mod collect;
 mod graph;
 
-use super::framework::{inform, served_resources, Event, WorkQueue};
+use super::framework::{keep_informers, resource_key, Event, InformerSet, WorkQueue};
 use graph::{Graph, Node};
 use kapi_endpoints::ApiServerHandler;
-use kapi_registry::rest::{ApiGroupInfo, Storage};
-use std::collections::{HashMap, HashSet};
+use kapi_registry::rest::Storage;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::task::JoinHandle;
 
-/// How often the served resources are compared with the watched ones.
-const DISCOVERY_PERIOD: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(5);
 /// Upstream's `DefaultIgnoredResources`: events never own anything and are many.
 const IGNORED: &[(&str, &str)] = &[("", "events"), ("events.k8s.io", "events")];
@@ -101,58 +98,45 @@ impl Collector {
     }
 }
 
-fn watchable(s: &Arc<dyn Storage>) -> bool {
-    let info = s.info();
-    s.as_lister().is_some()
-        && s.as_watcher().is_some()
-        && s.as_graceful_deleter().is_some()
-        && !IGNORED.contains(&(info.group.as_str(), info.resource.as_str()))
-}
+impl InformerSet for Collector {
+    fn wants(&self, s: &Arc<dyn Storage>) -> bool {
+        let info = s.info();
+        s.as_lister().is_some()
+            && s.as_watcher().is_some()
+            && s.as_graceful_deleter().is_some()
+            && !IGNORED.contains(&(info.group.as_str(), info.resource.as_str()))
+    }
 
-fn resource_key(s: &Arc<dyn Storage>) -> String {
-    let info = s.info();
-    format!("{}/{}/{}", info.group, info.version, info.resource)
-}
+    fn started(&self, key: &str) {
+        self.graph().unsynced.insert(key.to_string());
+    }
 
-/// Keeps one informer per served resource, starting and stopping them as groups change.
-async fn keep_informers(c: Arc<Collector>) {
-    let mut running: HashMap<String, JoinHandle<()>> = HashMap::new();
-    let mut last: Option<Arc<Vec<ApiGroupInfo>>> = None;
-    loop {
-        let groups = c.handler.groups();
-        if last.as_ref().is_none_or(|l| !Arc::ptr_eq(l, &groups)) {
-            let wanted: HashMap<String, Arc<dyn Storage>> = served_resources(&groups)
-                .into_iter()
-                .filter(watchable)
-                .map(|s| (resource_key(&s), s))
+    /// A resource no longer served (a deleted CRD) can hold no one back, and its objects leave
+    /// the graph; their dependents are looked at again.
+    fn stopped(&self, key: &str) {
+        let mut wake = Vec::new();
+        {
+            let mut g = self.graph();
+            g.unsynced.remove(key);
+            g.listing.remove(key);
+            let gone: Vec<String> = g
+                .nodes
+                .values()
+                .filter(|n| resource_key(&n.storage) == key)
+                .map(|n| n.uid.clone())
                 .collect();
-            running.retain(|k, task| {
-                let keep = wanted.contains_key(k);
-                if !keep {
-                    task.abort();
-                    tracing::debug!(resource = %k, "garbage collector: stopped watching");
-                }
-                keep
-            });
-            for (key, storage) in wanted {
-                if running.contains_key(&key) {
-                    continue;
-                }
-                c.graph().unsynced.insert(key.clone());
-                let cc = c.clone();
-                let k = key.clone();
-                let s = storage.clone();
-                let task = tokio::spawn(inform(storage, move |ev| cc.observe(&s, &k, ev)));
-                running.insert(key, task);
+            for uid in gone {
+                g.remove(&uid);
+                wake.extend(g.dependent_uids(&uid));
             }
-            {
-                // Resources no longer served cannot hold anyone back.
-                let mut g = c.graph();
-                g.unsynced.retain(|k| running.contains_key(k));
-            }
-            last = Some(groups);
         }
-        tokio::time::sleep(DISCOVERY_PERIOD).await;
+        for uid in wake {
+            self.queue.add(uid);
+        }
+    }
+
+    fn observe(&self, storage: &Arc<dyn Storage>, key: &str, ev: Event) {
+        Collector::observe(self, storage, key, ev)
     }
 }
 
@@ -169,5 +153,5 @@ pub(super) async fn run(handler: ApiServerHandler, queue: Arc<WorkQueue<String>>
             async move { c.reconcile(&uid).await.map_err(|e| e.message) }
         })
     };
-    tokio::join!(keep_informers(c), worker);
+    tokio::join!(keep_informers(c.handler.clone(), c), worker);
 }
