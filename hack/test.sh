@@ -31,6 +31,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (unit, conformance, integration)"
 cargo test --workspace --locked --no-fail-fast
 
+step "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)"
+cargo run --locked -q -p kapi-fuzz -- --seconds "${KAPI_FUZZ_SECONDS:-15}"
+
 step "e2e (kubectl against kapi on etcd and on the embedded store)"
 cargo build --locked -p kapi-apiserver
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh

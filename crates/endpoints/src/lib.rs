@@ -9,7 +9,7 @@
 pub mod discovery;
 pub mod openapi;
 
-mod body;
+pub mod body;
 mod encoded;
 pub mod handlers;
 pub mod installer;

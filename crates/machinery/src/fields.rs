@@ -159,7 +159,8 @@ fn find_unescaped(s: &str, needle: &str) -> Option<usize> {
             i += 2;
             continue;
         }
-        if s[i..].starts_with(needle) {
+        // Bytes, not `s[i..]`: `i` may sit inside a multi-byte character.
+        if bytes[i..].starts_with(needle.as_bytes()) {
             return Some(i);
         }
         i += 1;
@@ -171,6 +172,17 @@ fn find_unescaped(s: &str, needle: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_multi_byte_character_is_a_parse_error_not_a_panic() {
+        // Found by the fuzzer: `%80` in a query decodes to U+FFFD.
+        assert!(FieldSelector::parse("\u{FFFD}").is_err());
+        assert!(FieldSelector::parse("a\\\u{FFFD}=b").is_err());
+        assert_eq!(
+            FieldSelector::parse("\u{e9}=\u{FFFD}").map(|s| s.to_string()),
+            Ok("\u{e9}=\u{FFFD}".to_string())
+        );
+    }
 
     #[test]
     fn parses_and_matches() {

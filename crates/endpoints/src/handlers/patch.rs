@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 /// A parsed patch document.
 #[derive(Clone)]
-enum PatchDoc {
+pub enum PatchDoc {
     Json(json_patch::Patch),
     Merge(Value),
     Strategic(serde_json::Map<String, Value>, PatchSchema),
@@ -38,7 +38,7 @@ enum PatchDoc {
 /// not parse (Go's `encoding/json` errors; JSON and merge patches prefixed `error decoding
 /// patch: `). Strategic merge uses the kind's upstream patch metadata (`schema`, present
 /// whenever negotiation allowed a strategic patch).
-fn parse_patch(
+pub fn parse_patch(
     kind: PatchType,
     schema: Option<PatchSchema>,
     bytes: &[u8],
@@ -72,7 +72,7 @@ fn parse_patch(
 }
 
 /// Applies the patch to the current object's JSON.
-fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
+pub fn apply(doc: &PatchDoc, current: Object) -> Result<Object, ApiError> {
     let mut value = current.into_value();
     match doc {
         PatchDoc::Json(p) => {
