@@ -444,11 +444,7 @@ async fn repair_restores_deleted_and_corrupted_bitmaps() {
             "the ClusterIP {} for Service default/s2 was assigned to multiple services; please recreate",
             ip_of(&s2)
         );
-        assert!(
-            report.findings.iter().any(|f| *f == twice),
-            "{:?}",
-            report.findings
-        );
+        assert!(report.findings.contains(&twice), "{:?}", report.findings);
         // Allocation works again after the repairs.
         let s4 = a.create(node_port_svc("s4")).await.unwrap();
         assert!(![ip_of(&s1), ip_of(&s2), "10.0.0.1".into()].contains(&ip_of(&s4)));

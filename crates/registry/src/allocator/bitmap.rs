@@ -27,7 +27,7 @@ impl Bitmap {
                 *slot = *byte;
             }
         }
-        if max % 8 != 0 {
+        if !max.is_multiple_of(8) {
             if let Some(last) = b.bytes.last_mut() {
                 *last &= (1u8 << (max % 8)) - 1;
             }

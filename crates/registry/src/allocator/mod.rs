@@ -77,14 +77,15 @@ impl IpAllocator {
         let offset = range_offset(size, 16, 256, 16);
         Self {
             net,
-            store: RangeStore::new(
+            store: RangeStore {
                 storage,
-                SERVICE_IPS_KEY,
-                "serviceipallocations",
-                net.trunc().to_string(),
-                max as usize,
+                key: SERVICE_IPS_KEY,
+                resource: "serviceipallocations",
+                spec: net.trunc().to_string(),
+                max: max as usize,
                 offset,
-            ),
+                lock: Default::default(),
+            },
         }
     }
 
@@ -158,14 +159,15 @@ impl PortAllocator {
         let size = (*range.end() as u128 + 1).saturating_sub(*range.start() as u128);
         let spec = format!("{}-{}", range.start(), range.end());
         Self {
-            store: RangeStore::new(
+            store: RangeStore {
                 storage,
-                SERVICE_NODE_PORTS_KEY,
-                "servicenodeportallocations",
+                key: SERVICE_NODE_PORTS_KEY,
+                resource: "servicenodeportallocations",
                 spec,
-                size as usize,
-                range_offset(size, 16, 128, 32),
-            ),
+                max: size as usize,
+                offset: range_offset(size, 16, 128, 32),
+                lock: Default::default(),
+            },
             range,
         }
     }

@@ -29,18 +29,18 @@ pub enum WriteError {
 }
 
 pub struct RangeStore {
-    storage: DynStorage,
-    key: &'static str,
+    pub(super) storage: DynStorage,
+    pub(super) key: &'static str,
     /// Upstream's resource name in its messages (`serviceipallocations`).
-    resource: &'static str,
+    pub(super) resource: &'static str,
     /// The range as the object's `range` spells it (`10.0.0.0/24`, `30000-32767`).
-    spec: String,
-    max: usize,
+    pub(super) spec: String,
+    pub(super) max: usize,
     /// Start of the dynamic band (upstream's `calculateRangeOffset`).
-    offset: usize,
+    pub(super) offset: usize,
     /// Serialises this process's changes, as upstream's `Etcd.lock`: only other processes
     /// make the compare-and-swap retry.
-    lock: tokio::sync::Mutex<()>,
+    pub(super) lock: tokio::sync::Mutex<()>,
 }
 
 fn read(obj: &Object) -> (String, Vec<u8>) {
@@ -58,25 +58,6 @@ fn read(obj: &Object) -> (String, Vec<u8>) {
 }
 
 impl RangeStore {
-    pub fn new(
-        storage: DynStorage,
-        key: &'static str,
-        resource: &'static str,
-        spec: String,
-        max: usize,
-        offset: usize,
-    ) -> Self {
-        Self {
-            storage,
-            key,
-            resource,
-            spec,
-            max,
-            offset,
-            lock: tokio::sync::Mutex::new(()),
-        }
-    }
-
     pub fn spec(&self) -> &str {
         &self.spec
     }
@@ -97,6 +78,20 @@ impl RangeStore {
         Object::from_value(v).unwrap_or_default()
     }
 
+    /// A `guaranteed_update` of the key with a synchronous step (it may run several times).
+    async fn swap(
+        &self,
+        mut step: impl FnMut(Option<Object>) -> kapi_storage::Result<Object> + Send,
+    ) -> kapi_storage::Result<Object> {
+        let attempt: &mut UpdateFn<'_> = &mut |current: Option<Object>| {
+            let ready: BoxFuture<'_, _> = Box::pin(futures::future::ready(step(current)));
+            ready
+        };
+        self.storage
+            .guaranteed_update(self.key, None, true, attempt)
+            .await
+    }
+
     /// Applies `op` to the stored bitmap and writes the result with a compare-and-swap,
     /// retried against the newer bitmap when another process won.
     async fn update<T: Send>(
@@ -105,38 +100,34 @@ impl RangeStore {
     ) -> Result<T, AllocationError> {
         let _serial = self.lock.lock().await;
         let mut outcome: Option<Result<T, AllocationError>> = None;
-        let attempt: &mut UpdateFn<'_> = &mut |current: Option<Object>| {
-            let step = (|| {
-                // Repair creates the object; until then nothing can be handed out.
-                let current =
-                    current.ok_or_else(|| AllocationError::NotReady(self.resource.into()))?;
-                let (range, data) = read(&current);
-                if range != self.spec {
-                    return Err(AllocationError::RangeMismatch);
-                }
-                let mut bitmap = Bitmap::restore(self.max, &data);
-                let value = op(&mut bitmap)?;
-                let mut next = current;
-                next.insert("data", json!(B64.encode(bitmap.snapshot())));
-                Ok((next, value))
-            })();
-            let result = match step {
-                Ok((next, value)) => {
-                    outcome = Some(Ok(value));
-                    Ok(next)
-                }
-                Err(e) => {
-                    let message = e.to_string();
-                    outcome = Some(Err(e));
-                    Err(kapi_storage::Error::Internal(message))
-                }
-            };
-            let ready: BoxFuture<'_, _> = Box::pin(futures::future::ready(result));
-            ready
-        };
         let written = self
-            .storage
-            .guaranteed_update(self.key, None, true, attempt)
+            .swap(|current| {
+                let step = (|| {
+                    // Repair creates the object; until then nothing can be handed out.
+                    let current =
+                        current.ok_or_else(|| AllocationError::NotReady(self.resource.into()))?;
+                    let (range, data) = read(&current);
+                    if range != self.spec {
+                        return Err(AllocationError::RangeMismatch);
+                    }
+                    let mut bitmap = Bitmap::restore(self.max, &data);
+                    let value = op(&mut bitmap)?;
+                    let mut next = current;
+                    next.insert("data", json!(B64.encode(bitmap.snapshot())));
+                    Ok((next, value))
+                })();
+                match step {
+                    Ok((next, value)) => {
+                        outcome = Some(Ok(value));
+                        Ok(next)
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        outcome = Some(Err(e));
+                        Err(kapi_storage::Error::Internal(message))
+                    }
+                }
+            })
             .await;
         match (written, outcome) {
             (Ok(_), Some(Ok(value))) => Ok(value),
@@ -221,26 +212,22 @@ impl RangeStore {
         let _serial = self.lock.lock().await;
         let wanted = self.object(bitmap);
         let mut conflict = false;
-        let attempt: &mut UpdateFn<'_> = &mut |current: Option<Object>| {
-            let current_rv = current
-                .as_ref()
-                .map(|c| c.resource_version().to_string())
-                .unwrap_or_default();
-            let result = if !current_rv.is_empty() && current_rv != resource_version {
-                conflict = true;
-                Err(kapi_storage::Error::Internal(
-                    "the provided resource version does not match".into(),
-                ))
-            } else {
-                conflict = false;
-                Ok(wanted.clone())
-            };
-            let ready: BoxFuture<'_, _> = Box::pin(futures::future::ready(result));
-            ready
-        };
         let written = self
-            .storage
-            .guaranteed_update(self.key, None, true, attempt)
+            .swap(|current| {
+                let current_rv = current
+                    .as_ref()
+                    .map(|c| c.resource_version().to_string())
+                    .unwrap_or_default();
+                if !current_rv.is_empty() && current_rv != resource_version {
+                    conflict = true;
+                    Err(kapi_storage::Error::Internal(
+                        "the provided resource version does not match".into(),
+                    ))
+                } else {
+                    conflict = false;
+                    Ok(wanted.clone())
+                }
+            })
             .await;
         match written {
             Ok(_) => Ok(()),
