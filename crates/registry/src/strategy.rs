@@ -252,13 +252,24 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Allocates what the object needs from shared pools (cluster IPs, node ports) before it
     /// is stored. Paired with [`Strategy::release`] when the write does not happen.
-    fn allocate(&self, _obj: &mut Object, _old: Option<&Object>) -> Result<(), ApiError> {
-        Ok(())
+    /// The pools may live in storage, hence the future.
+    fn allocate<'a>(
+        &'a self,
+        _obj: &'a mut Object,
+        _old: Option<&'a Object>,
+    ) -> futures::future::BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async { Ok(()) })
     }
 
     /// Gives back what `allocate` took for `obj` but `keep` does not hold (`keep` is the object
     /// that stays stored, if any).
-    fn release(&self, _obj: &Object, _keep: Option<&Object>) {}
+    fn release<'a>(
+        &'a self,
+        _obj: &'a Object,
+        _keep: Option<&'a Object>,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
 
     /// An address this resource keeps for a system object (`.1` for the `kubernetes` service).
     fn reserved_ip(&self) -> Option<std::net::IpAddr> {

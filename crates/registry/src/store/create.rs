@@ -68,11 +68,11 @@ impl Store {
             if existing.is_some() {
                 return Err(ApiError::already_exists(&gr, &name));
             }
-            self.strategy.allocate(&mut obj, None)?;
-            self.strategy.release(&obj, None);
+            self.strategy.allocate(&mut obj, None).await?;
+            self.strategy.release(&obj, None).await;
             return Ok(obj);
         }
-        self.strategy.allocate(&mut obj, None)?;
+        self.strategy.allocate(&mut obj, None).await?;
         match self
             .storage
             .create(&key, self.to_stored(obj.clone()), self.strategy.ttl())
@@ -80,7 +80,7 @@ impl Store {
         {
             Ok(stored) => Ok(self.read_stored(stored)),
             Err(e) => {
-                self.strategy.release(&obj, None);
+                self.strategy.release(&obj, None).await;
                 Err(e.into_api_error(&gr, &name, "create"))
             }
         }

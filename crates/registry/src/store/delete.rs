@@ -224,7 +224,7 @@ impl Store {
             }
             Err(e) => return Err(e.into_api_error(&gr, name, "delete")),
         };
-        self.strategy.release(&deleted, None);
+        self.strategy.release(&deleted, None).await;
         Ok(DeleteResult {
             object: self.read_stored(deleted),
             deleted: true,

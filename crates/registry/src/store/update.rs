@@ -232,8 +232,8 @@ impl Store {
             let current = current.map(|o| self.read_stored(o));
             let old = current.clone();
             let (mut obj, created) = self.compute_update(&call, current).await?;
-            self.strategy.allocate(&mut obj, old.as_ref())?;
-            self.strategy.release(&obj, old.as_ref());
+            self.strategy.allocate(&mut obj, old.as_ref()).await?;
+            self.strategy.release(&obj, old.as_ref()).await;
             return Ok(UpdateResult {
                 object: obj,
                 created,
@@ -252,12 +252,12 @@ impl Store {
                     if let Some((prev_new, prev_old)) =
                         state.lock().ok().and_then(|mut s| s.attempt.take())
                     {
-                        self.strategy.release(&prev_new, prev_old.as_ref());
+                        self.strategy.release(&prev_new, prev_old.as_ref()).await;
                     }
                     let current = current.map(|o| self.read_stored(o));
                     let old = current.clone();
                     let (mut obj, is_create) = self.compute_update(call_ref, current).await?;
-                    self.strategy.allocate(&mut obj, old.as_ref())?;
+                    self.strategy.allocate(&mut obj, old.as_ref()).await?;
                     if let Ok(mut s) = state.lock() {
                         s.created = is_create;
                         s.attempt = Some((obj.clone(), old));
@@ -276,13 +276,13 @@ impl Store {
         let stored = match result {
             Ok(stored) => {
                 if let Some((_, Some(old))) = &attempt {
-                    self.strategy.release(old, Some(&stored));
+                    self.strategy.release(old, Some(&stored)).await;
                 }
                 stored
             }
             Err(e) => {
                 if let Some((new, old)) = &attempt {
-                    self.strategy.release(new, old.as_ref());
+                    self.strategy.release(new, old.as_ref()).await;
                 }
                 return Err(e.into_api_error(&gr, call.name, "update"));
             }
@@ -298,7 +298,7 @@ impl Store {
             };
             match self.storage.delete(&key, Some(&pre), &accept).await {
                 Ok(deleted) => {
-                    self.strategy.release(&deleted, None);
+                    self.strategy.release(&deleted, None).await;
                     return Ok(UpdateResult {
                         object: self.read_stored(deleted),
                         created,

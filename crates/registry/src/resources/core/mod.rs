@@ -39,8 +39,9 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
     let services = service::ServiceStrategy::new(
         ctx.config.service_cluster_ip_range,
         ctx.config.service_node_port_range.clone(),
+        ctx.config.storage.clone(),
     );
-    services.load(&ctx.config.storage).await?;
+    services.start_repair().await?;
     push(&mut s, ctx, Arc::new(services));
     let pods = push(&mut s, ctx, Arc::new(pod::PodStrategy));
     s.push(Arc::new(pod_subresources::BindingStorage::new(

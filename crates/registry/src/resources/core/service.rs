@@ -1,12 +1,14 @@
 //! core/v1 services: defaults, port validation, ClusterIP and NodePort allocation.
 
-use crate::allocator::{AllocationError, IpAllocator, PortAllocator};
+use crate::allocator::repair::{Repair, REPAIR_INTERVAL};
+use crate::allocator::{IpAllocator, PortAllocator};
 use crate::resources::{at, default_in, info, str_at, typed};
 use crate::rest::ResourceInfo;
 use crate::strategy::{FieldLabelConversion, NameRule, Strategy};
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Service;
 use kapi_machinery::validation::is_dns1123_label;
-use kapi_machinery::{ApiError, FieldError, GroupVersionKind, ListOptions, Object};
+use kapi_machinery::{ApiError, FieldError, GroupVersionKind, Object};
 use kapi_storage::DynStorage;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -15,6 +17,7 @@ use std::sync::Arc;
 pub struct ServiceStrategy {
     ips: Arc<IpAllocator>,
     ports: Arc<PortAllocator>,
+    repair: Arc<Repair>,
 }
 
 const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
@@ -54,11 +57,16 @@ fn node_ports(obj: &Object) -> Vec<u16> {
 }
 
 impl ServiceStrategy {
-    pub fn new(range: ipnet::IpNet, ports: std::ops::RangeInclusive<u16>) -> Self {
-        Self {
-            ips: Arc::new(IpAllocator::new(range)),
-            ports: Arc::new(PortAllocator::new(ports)),
-        }
+    /// Allocators over `storage`'s `RangeAllocation` objects, shared with every process on it.
+    pub fn new(
+        range: ipnet::IpNet,
+        ports: std::ops::RangeInclusive<u16>,
+        storage: DynStorage,
+    ) -> Self {
+        let ips = Arc::new(IpAllocator::new(range, storage.clone()));
+        let ports = Arc::new(PortAllocator::new(ports, storage.clone()));
+        let repair = Arc::new(Repair::new(storage, ips.clone(), ports.clone()));
+        Self { ips, ports, repair }
     }
 
     /// The address of the `kubernetes` service (`.1` of the range).
@@ -66,30 +74,172 @@ impl ServiceStrategy {
         self.ips.nth(1)
     }
 
-    /// Marks what the stored services hold as used.
-    pub async fn load(&self, storage: &DynStorage) -> Result<(), ApiError> {
-        let gr = kapi_machinery::GroupResource::new("", "services");
-        let listed = storage
-            .list("/services/specs/", &ListOptions::default())
-            .await
-            .map_err(|e| e.into_api_error(&gr, "", "list"))?;
-        for s in listed.items {
-            if let Some(ip) = cluster_ip(&s) {
-                let _ = self.ips.allocate(ip);
+    /// Rebuilds the allocations from the stored services now, then every three minutes
+    /// while this strategy lives (upstream's repair controllers).
+    pub async fn start_repair(&self) -> Result<(), ApiError> {
+        self.repair.run_once().await.map_err(|e| {
+            ApiError::internal(format!(
+                "unable to perform initial IP and Port allocation check: {e}"
+            ))
+        })?;
+        self.repair.spawn(REPAIR_INTERVAL);
+        Ok(())
+    }
+
+    fn invalid(obj: &Object, field: &str, value: Value, message: String) -> ApiError {
+        ApiError::invalid(
+            &GroupVersionKind::new("", "v1", "Service"),
+            obj.name(),
+            &[FieldError::invalid(field, value, message)],
+        )
+    }
+
+    async fn allocate_service(
+        &self,
+        obj: &mut Object,
+        old: Option<&Object>,
+    ) -> Result<(), ApiError> {
+        let t = svc_type(obj).to_string();
+        let old_ip = old.and_then(cluster_ip);
+        let mut taken_ip: Option<IpAddr> = None;
+        if t != "ExternalName" {
+            let requested = str_at(obj, &["spec", "clusterIP"]).to_string();
+            let ip = if requested == "None" {
+                None
+            } else if requested.is_empty() {
+                let ip = self.ips.allocate_next().await.map_err(|e| {
+                    ApiError::internal(format!("failed to allocate a serviceIP: {e}"))
+                })?;
+                taken_ip = Some(ip);
+                Some(ip)
+            } else {
+                let ip: IpAddr = requested.parse().map_err(|_| {
+                    Self::invalid(
+                        obj,
+                        "spec.clusterIPs[0]",
+                        json!(requested),
+                        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into(),
+                    )
+                })?;
+                if old_ip != Some(ip) {
+                    self.ips.allocate(ip).await.map_err(|e| {
+                        Self::invalid(
+                            obj,
+                            "spec.clusterIPs",
+                            json!([requested]),
+                            format!("failed to allocate IP {requested}: {e}"),
+                        )
+                    })?;
+                    taken_ip = Some(ip);
+                }
+                Some(ip)
+            };
+            if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+                let text = ip.map(|i| i.to_string()).unwrap_or_else(|| "None".into());
+                spec.insert("clusterIP".into(), json!(text));
+                spec.insert("clusterIPs".into(), json!([text]));
+                if ip.is_some() || requested == "None" {
+                    let family = if matches!(ip, Some(IpAddr::V6(_)))
+                        || matches!(self.ips.range(), ipnet::IpNet::V6(_))
+                    {
+                        "IPv6"
+                    } else {
+                        "IPv4"
+                    };
+                    default_in(spec, "ipFamilies", json!([family]));
+                    default_in(spec, "ipFamilyPolicy", json!("SingleStack"));
+                }
             }
-            for p in node_ports(&s) {
-                let _ = self.ports.allocate(p);
+        }
+        if uses_node_ports(obj) {
+            let old_ports = old.map(node_ports).unwrap_or_default();
+            let mut taken: Vec<u16> = Vec::new();
+            let mut failed = None;
+            let wanted: Vec<u16> = at(obj, &["spec", "ports"])
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| p.get("nodePort").and_then(Value::as_u64).unwrap_or(0) as u16)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut chosen = wanted.clone();
+            for (i, want) in wanted.iter().copied().enumerate() {
+                if want != 0 && old_ports.contains(&want) {
+                    continue;
+                }
+                let r = if want == 0 {
+                    self.ports.allocate_next().await.map_err(|e| {
+                        ApiError::internal(format!("failed to allocate a nodePort: {e}"))
+                    })
+                } else {
+                    self.ports.allocate(want).await.map(|_| want).map_err(|e| {
+                        Self::invalid(
+                            obj,
+                            &format!("spec.ports[{i}].nodePort"),
+                            json!(want),
+                            e.to_string(),
+                        )
+                    })
+                };
+                match r {
+                    Ok(n) => {
+                        taken.push(n);
+                        chosen[i] = n;
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                // Give back what this call took: the write will not happen.
+                for n in taken {
+                    self.give_back_port(n).await;
+                }
+                if let Some(ip) = taken_ip {
+                    self.give_back_ip(ip).await;
+                }
+                return Err(e);
+            }
+            if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports"))
+            {
+                for (p, n) in ports.iter_mut().zip(chosen) {
+                    if let (Some(p), true) = (p.as_object_mut(), n != 0) {
+                        p.insert("nodePort".into(), json!(n));
+                    }
+                }
             }
         }
         Ok(())
     }
 
-    fn invalid(obj: &Object, field: &str, value: Value, e: AllocationError) -> ApiError {
-        ApiError::invalid(
-            &GroupVersionKind::new("", "v1", "Service"),
-            obj.name(),
-            &[FieldError::invalid(field, value, e.to_string())],
-        )
+    async fn give_back_ip(&self, ip: IpAddr) {
+        if let Err(e) = self.ips.release(ip).await {
+            // Repair frees it later.
+            tracing::warn!("failed to release the service IP {ip}: {e}");
+        }
+    }
+
+    async fn give_back_port(&self, port: u16) {
+        if let Err(e) = self.ports.release(port).await {
+            tracing::warn!("failed to release the node port {port}: {e}");
+        }
+    }
+
+    async fn release_service(&self, obj: &Object, keep: Option<&Object>) {
+        if let Some(ip) = cluster_ip(obj) {
+            if keep.and_then(cluster_ip) != Some(ip) {
+                self.give_back_ip(ip).await;
+            }
+        }
+        let kept = keep.map(node_ports).unwrap_or_default();
+        for p in node_ports(obj) {
+            if !kept.contains(&p) {
+                self.give_back_port(p).await;
+            }
+        }
     }
 }
 
@@ -251,110 +401,16 @@ impl Strategy for ServiceStrategy {
         Some(self.kubernetes_ip())
     }
 
-    fn allocate(&self, obj: &mut Object, old: Option<&Object>) -> Result<(), ApiError> {
-        let t = svc_type(obj).to_string();
-        let old_ip = old.and_then(cluster_ip);
-        let mut taken_ip: Option<IpAddr> = None;
-        if t != "ExternalName" {
-            let requested = str_at(obj, &["spec", "clusterIP"]).to_string();
-            let ip = if requested == "None" {
-                None
-            } else if requested.is_empty() {
-                let ip = self
-                    .ips
-                    .allocate_next()
-                    .map_err(|e| Self::invalid(obj, "spec.clusterIPs", json!([]), e))?;
-                taken_ip = Some(ip);
-                Some(ip)
-            } else {
-                let ip: IpAddr = requested.parse().map_err(|_| {
-                    ApiError::invalid(
-                        &GroupVersionKind::new("", "v1", "Service"),
-                        obj.name(),
-                        &[FieldError::invalid(
-                            "spec.clusterIPs[0]",
-                            requested.as_str(),
-                            "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
-                        )],
-                    )
-                })?;
-                if old_ip != Some(ip) {
-                    self.ips.allocate(ip).map_err(|e| {
-                        Self::invalid(obj, "spec.clusterIPs[0]", json!(requested), e)
-                    })?;
-                    taken_ip = Some(ip);
-                }
-                Some(ip)
-            };
-            if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-                let text = ip.map(|i| i.to_string()).unwrap_or_else(|| "None".into());
-                spec.insert("clusterIP".into(), json!(text));
-                spec.insert("clusterIPs".into(), json!([text]));
-                if ip.is_some() || requested == "None" {
-                    let family = if matches!(ip, Some(IpAddr::V6(_)))
-                        || matches!(self.ips.range(), ipnet::IpNet::V6(_))
-                    {
-                        "IPv6"
-                    } else {
-                        "IPv4"
-                    };
-                    default_in(spec, "ipFamilies", json!([family]));
-                    default_in(spec, "ipFamilyPolicy", json!("SingleStack"));
-                }
-            }
-        }
-        if uses_node_ports(obj) {
-            let old_ports = old.map(node_ports).unwrap_or_default();
-            let mut taken: Vec<u16> = Vec::new();
-            let mut result = Ok(());
-            if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports"))
-            {
-                for (i, p) in ports.iter_mut().enumerate() {
-                    let Some(p) = p.as_object_mut() else { continue };
-                    let want = p.get("nodePort").and_then(Value::as_u64).unwrap_or(0) as u16;
-                    let r = if want == 0 {
-                        self.ports.allocate_next().inspect(|n| {
-                            p.insert("nodePort".into(), json!(n));
-                        })
-                    } else if old_ports.contains(&want) {
-                        continue;
-                    } else {
-                        self.ports.allocate(want).map(|_| want)
-                    };
-                    match r {
-                        Ok(n) => taken.push(n),
-                        Err(e) => {
-                            result = Err((format!("spec.ports[{i}].nodePort"), want, e));
-                            break;
-                        }
-                    }
-                }
-            }
-            if let Err((field, want, e)) = result {
-                for n in taken {
-                    self.ports.release(n);
-                }
-                if let Some(ip) = taken_ip {
-                    self.ips.release(ip);
-                }
-                return Err(Self::invalid(obj, &field, json!(want), e));
-            }
-        }
-        Ok(())
+    fn allocate<'a>(
+        &'a self,
+        obj: &'a mut Object,
+        old: Option<&'a Object>,
+    ) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(self.allocate_service(obj, old))
     }
 
-    fn release(&self, obj: &Object, keep: Option<&Object>) {
-        if let Some(ip) = cluster_ip(obj) {
-            if keep.and_then(cluster_ip) != Some(ip) {
-                self.ips.release(ip);
-            }
-        }
-        let kept = keep.map(node_ports).unwrap_or_default();
-        for p in node_ports(obj) {
-            if !kept.contains(&p) {
-                self.ports.release(p);
-            }
-        }
+    fn release<'a>(&'a self, obj: &'a Object, keep: Option<&'a Object>) -> BoxFuture<'a, ()> {
+        Box::pin(self.release_service(obj, keep))
     }
 }
 
