@@ -92,7 +92,12 @@ pub struct Conn {
     >,
 }
 
-pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Conn {
+/// A TLS connection to the server offering `alpn`, trusting its CA.
+pub async fn connect_tls(
+    server: &RunningServer,
+    identity: Option<&Identity>,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     kapi_server::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls_pemfile::certs(&mut server.ca_pem.as_bytes()) {
@@ -105,12 +110,16 @@ pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Con
             .unwrap(),
         None => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     let tcp = tokio::net::TcpStream::connect(addr(server)).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Conn {
+    let tls = connect_tls(server, identity, b"http/1.1").await;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .unwrap();
@@ -220,7 +229,7 @@ impl Conn {
     }
 }
 
-async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
+pub async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
     let (parts, body) = resp.into_parts();
     let bytes = body
         .collect()

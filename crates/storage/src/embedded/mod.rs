@@ -7,6 +7,7 @@
 
 mod db;
 mod lock;
+pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
