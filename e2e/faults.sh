@@ -11,6 +11,9 @@
 #  4. A full disk under the embedded store (a 24 MiB tmpfs as the data dir, as root): writes
 #     fail with a 5xx Status, reads keep working, nothing acknowledged is lost, and writes
 #     resume once space is freed.
+#  5. Overload: with in-flight limits of 10 reads and 5 writes, 100 readers and 50 writers (10x)
+#     for 15 s: every request is answered (success or 429) within the request timeout, and
+#     kapi's RSS stays under 1 GiB.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/faults.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -184,5 +187,24 @@ PY
 else
   echo "SKIP: [faults-disk] cannot mount a tmpfs: $(cat "$WORK/mount.err")"
 fi
+
+# ---- 5. overload at 10x the in-flight limits ------------------------------------------------
+LABEL=faults-overload
+start_kapi_embedded flood --max-requests-inflight 10 --max-mutating-requests-inflight 5 --request-timeout 20s
+auth_files flood
+OUT="$(python3 "$LOAD" flood --server "https://127.0.0.1:$PORT" --auth "$AUTH" --name flood \
+  --readers 100 --writers 50 --seconds 15 --timeout 30 --pid "$KAPI_PID" 2>&1)"
+echo "      overload: $OUT"
+if json_field "$OUT" 'd["unanswered"] == 0 and sum(d["codes"].values()) > 0' | grep -qx True; then
+  pass "at 10x the in-flight limits every request is answered within the request timeout"
+else fail "requests went unanswered under overload"; fi
+if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429"} and "429" in d["codes"]' | grep -qx True; then
+  pass "the answers are successes or 429 (and some were 429)"
+else fail "answers other than success or 429 under overload"; fi
+if [ "$(json_field "$OUT" 'd["rss_peak_kib"] < 1024 * 1024')" = True ]; then
+  pass "RSS stays bounded (peak $(json_field "$OUT" 'd["rss_peak_kib"] // 1024') MiB < 1 GiB)"
+else fail "RSS grew past 1 GiB"; fi
+expect_ok "kapi is ready after the overload" k get --raw /readyz
+kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
 
 summary

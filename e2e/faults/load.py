@@ -13,6 +13,11 @@
       Lists ConfigMaps and prints how many acknowledged names are missing (and, with --seen,
       how many the watcher missed).
 
+  load.py flood  --server URL --auth DIR --readers R --writers W --seconds S --timeout T --pid P
+      R clients list and W clients create, each with its own connection and as fast as answers
+      come, for S seconds; a request unanswered within T seconds counts as no answer. Samples
+      the RSS of process P. Prints answers by status, the unanswered count and the RSS peak.
+
 DIR holds ca.crt, client.crt and client.key.
 """
 import argparse, http.client, json, os, ssl, sys, threading, time, urllib.parse
@@ -152,9 +157,67 @@ def check(a):
     print(json.dumps(out))
 
 
+def rss_kib(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def flood(a):
+    ctx = context(a.auth)
+    deadline = time.time() + a.seconds
+    lock = threading.Lock()
+    codes, unanswered = {}, [0]
+    peak = [rss_kib(a.pid)]
+    start_rss = peak[0]
+
+    def client(tid, writer):
+        conn, n = None, 0
+        while time.time() < deadline:
+            try:
+                if conn is None:
+                    conn = connect(a.server, ctx, a.timeout)
+                if writer:
+                    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": f"{a.name}-{tid}-{n}"}})
+                    status, _ = request(conn, "POST", PATH, body)
+                    n += 1
+                else:
+                    status, _ = request(conn, "GET", PATH + "?limit=50")
+            except Exception:
+                status = None
+                if conn is not None:
+                    conn.close()
+                conn = None
+            with lock:
+                if status is None:
+                    unanswered[0] += 1
+                else:
+                    codes[status] = codes.get(status, 0) + 1
+
+    def sampler():
+        while time.time() < deadline:
+            peak[0] = max(peak[0], rss_kib(a.pid))
+            time.sleep(0.2)
+
+    threads = [threading.Thread(target=client, args=(i, False)) for i in range(a.readers)]
+    threads += [threading.Thread(target=client, args=(i, True)) for i in range(a.writers)]
+    threads.append(threading.Thread(target=sampler))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps({"codes": {str(k): v for k, v in sorted(codes.items())},
+                      "unanswered": unanswered[0], "rss_start_kib": start_rss, "rss_peak_kib": peak[0]}))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=["write", "watch", "check"])
+    p.add_argument("cmd", choices=["write", "watch", "check", "flood"])
     p.add_argument("--server", required=True)
     p.add_argument("--auth", required=True)
     p.add_argument("--name", default="w")
@@ -163,8 +226,12 @@ def main():
     p.add_argument("--out")
     p.add_argument("--acked")
     p.add_argument("--seen")
+    p.add_argument("--readers", type=int, default=0)
+    p.add_argument("--writers", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=75)
+    p.add_argument("--pid", type=int, default=0)
     a = p.parse_args()
-    {"write": write, "watch": watch, "check": check}[a.cmd](a)
+    {"write": write, "watch": watch, "check": check, "flood": flood}[a.cmd](a)
 
 
 if __name__ == "__main__":
