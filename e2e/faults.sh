@@ -190,7 +190,9 @@ fi
 
 # ---- 5. overload at 10x the in-flight limits ------------------------------------------------
 LABEL=faults-overload
-start_kapi_embedded flood --max-requests-inflight 10 --max-mutating-requests-inflight 5 --request-timeout 20s
+# Anonymous clients (system:masters is exempt from the limits), allowed everything.
+start_kapi_embedded flood --max-requests-inflight 10 --max-mutating-requests-inflight 5 --request-timeout 20s \
+  --authorization-mode AlwaysAllow
 auth_files flood
 OUT="$(python3 "$LOAD" flood --server "https://127.0.0.1:$PORT" --auth "$AUTH" --name flood \
   --readers 100 --writers 50 --seconds 15 --timeout 30 --pid "$KAPI_PID" 2>&1)"

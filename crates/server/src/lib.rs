@@ -115,10 +115,12 @@ pub async fn run(
     Ok(())
 }
 
+/// The opened backend, and the embedded store's handle to close when the server stops (it
+/// releases the data directory's lock).
 async fn open_storage(
     config: &StorageConfig,
     encryption: Option<&std::path::Path>,
-) -> Result<DynStorage, ServerError> {
+) -> Result<(DynStorage, Option<kapi_storage::embedded::EmbeddedStorage>), ServerError> {
     let transformers = match encryption {
         Some(path) => Some(Arc::new(
             kapi_storage::transformer::Transformers::from_file(path)
@@ -138,7 +140,7 @@ async fn open_storage(
             })
             .await
             .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
-            Ok(Arc::new(store))
+            Ok((Arc::new(store.clone()), Some(store)))
         }
         StorageConfig::Etcd(opts) => {
             let cfg = kapi_storage::etcd::EtcdConfig {
@@ -149,8 +151,9 @@ async fn open_storage(
                 transformers,
                 ..Default::default()
             };
-            Ok(Arc::new(
-                kapi_storage::etcd::EtcdStorage::connect(cfg).await?,
+            Ok((
+                Arc::new(kapi_storage::etcd::EtcdStorage::connect(cfg).await?),
+                None,
             ))
         }
     }
@@ -195,14 +198,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .await
         .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
 
-    let storage = storage_metrics::MeteredStorage::wrap(
-        open_storage(
-            &config.storage,
-            config.encryption_provider_config.as_deref(),
-        )
-        .await?,
-        metrics.clone(),
-    );
+    let (backend, embedded) = open_storage(
+        &config.storage,
+        config.encryption_provider_config.as_deref(),
+    )
+    .await?;
+    let storage = storage_metrics::MeteredStorage::wrap(backend, metrics.clone());
 
     let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
@@ -301,6 +302,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             let _ = shutdown_tx.send(true);
         };
         serve::serve(listener, tls_config, chain, shutdown, drain, limits).await;
+        if let Some(store) = embedded {
+            store.close().await;
+        }
     });
 
     let storage_desc = match &config.storage {

@@ -7,8 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use common::{Identity, Reply, TestServer};
-use http_body_util::{BodyExt, Full, StreamBody};
-use hyper::body::Frame;
+use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kapi_server::AuthorizationMode;
 use std::time::Duration;
@@ -60,15 +59,8 @@ impl Client {
         method: &str,
         path: &str,
     ) -> (mpsc::Sender<Bytes>, tokio::task::JoinHandle<Reply>) {
-        let (tx, rx) = mpsc::channel::<Bytes>(4);
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
-        });
-        let req = builder(method, path)
-            .body(StreamBody::new(stream).boxed())
-            .unwrap();
+        let (tx, body) = common::channel_body();
+        let req = builder(method, path).body(body).unwrap();
         let fut = match self {
             Client::H1(s) => futures::future::Either::Left(s.send_request(req)),
             Client::H2(s) => futures::future::Either::Right(s.send_request(req)),

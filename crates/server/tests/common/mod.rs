@@ -209,24 +209,33 @@ impl Conn {
         method: &str,
         path: &str,
     ) -> (mpsc::Sender<Bytes>, tokio::task::JoinHandle<Reply>) {
-        let (tx, rx) = mpsc::channel::<Bytes>(4);
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
-        });
+        let (tx, body) = channel_body();
         let req = http::Request::builder()
             .method(method)
             .uri(path)
             .header("host", "localhost")
             .header("content-type", "application/json")
-            .body(StreamBody::new(stream).boxed())
+            .body(body)
             .unwrap();
         self.sender.ready().await.unwrap();
         let fut = self.sender.send_request(req);
         let handle = tokio::spawn(async move { read(fut.await.unwrap()).await });
         (tx, handle)
     }
+}
+
+/// A request body that arrives in pieces through the returned sender; dropping it ends the body.
+pub fn channel_body() -> (
+    mpsc::Sender<Bytes>,
+    http_body_util::combinators::BoxBody<Bytes, std::io::Error>,
+) {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
+    });
+    (tx, StreamBody::new(stream).boxed())
 }
 
 pub async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {

@@ -69,8 +69,11 @@ pub(crate) struct Inner {
     events: broadcast::Sender<Arc<Change>>,
     config: EmbeddedConfig,
     codec: Codec,
-    /// Held for the store's life: one process writes a data directory.
-    _lock: lock::DirLock,
+    /// Held until [`EmbeddedStorage::close`] or the store's end: one process writes a
+    /// data directory.
+    lock: Mutex<Option<lock::DirLock>>,
+    /// Set by `close`; writes hold it shared while they queue, so none slips in after.
+    closed: std::sync::RwLock<bool>,
 }
 
 /// The embedded, persistent storage. Cheap to clone (a shared handle).
@@ -112,7 +115,8 @@ impl EmbeddedStorage {
             events,
             config,
             codec,
-            _lock: dir_lock,
+            lock: Mutex::new(Some(dir_lock)),
+            closed: std::sync::RwLock::new(false),
         });
         if let (Some(interval), Ok(handle)) = (
             inner.config.compaction_interval,
@@ -121,6 +125,27 @@ impl EmbeddedStorage {
             handle.spawn(compact_periodically(Arc::downgrade(&inner), interval));
         }
         Ok(EmbeddedStorage { inner })
+    }
+
+    /// Refuses further writes, waits for the queued ones to commit and releases the
+    /// directory's lock, so another store (in this process or another) may open it while
+    /// handles to this one linger (a stopped server's background tasks).
+    pub async fn close(&self) {
+        if let Ok(mut closed) = self.inner.closed.write() {
+            *closed = true;
+        }
+        // Commands run in order: once this one is answered, every earlier write is done.
+        let (tx, rx) = oneshot::channel();
+        let cmd = WriteCmd {
+            op: WriteOp::Progress,
+            reply: tx,
+        };
+        if self.inner.writer.send(cmd).is_ok() {
+            let _ = rx.await;
+        }
+        if let Ok(mut lock) = self.inner.lock.lock() {
+            lock.take();
+        }
     }
 
     /// The directory's database file.
@@ -212,10 +237,19 @@ impl Inner {
 
 async fn write(inner: &Inner, op: WriteOp) -> Result<WriteOutcome> {
     let (tx, rx) = oneshot::channel();
-    inner
-        .writer
-        .send(WriteCmd { op, reply: tx })
-        .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?;
+    {
+        let closed = inner
+            .closed
+            .read()
+            .map_err(|_| Error::Internal("close flag poisoned".into()))?;
+        if *closed {
+            return Err(Error::Unavailable("the embedded storage is closed".into()));
+        }
+        inner
+            .writer
+            .send(WriteCmd { op, reply: tx })
+            .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?;
+    }
     rx.await
         .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?
 }
