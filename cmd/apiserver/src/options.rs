@@ -411,6 +411,37 @@ mod tests {
     }
 
     #[test]
+    fn encryption_and_http2_flags() {
+        let c = parse(&[]).validate().unwrap();
+        assert_eq!(c.encryption_provider_config, None);
+        assert_eq!(c.limits.http2_max_streams, 100);
+        let file = std::env::temp_dir().join(format!("kapi-enc-{}.yaml", std::process::id()));
+        std::fs::write(&file, "kind: EncryptionConfiguration\n").unwrap();
+        let f = file.to_str().unwrap();
+        let c = parse(&[
+            "--encryption-provider-config",
+            f,
+            "--http2-max-streams-per-connection",
+            "42",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(
+            c.encryption_provider_config.as_deref(),
+            Some(file.as_path())
+        );
+        assert_eq!(c.limits.http2_max_streams, 42);
+        std::fs::remove_file(&file).unwrap();
+        let errs = parse(&["--encryption-provider-config", "/nonexistent.yaml"])
+            .validate()
+            .unwrap_err();
+        assert!(
+            errs[0].contains("/nonexistent.yaml does not exist"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
     fn reports_every_error_at_once() {
         let errs = parse(&[
             "--request-timeout",
