@@ -254,7 +254,11 @@ impl Drop for ActiveRequest {
 
 /// The size of a request line and headers as upstream's `MaxHeaderBytes` counts them.
 fn header_bytes<B>(req: &http::Request<B>) -> usize {
-    let line = req.method().as_str().len() + req.uri().to_string().len() + 12;
+    let uri = req.uri();
+    let line = req.method().as_str().len()
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(0, |p| p.as_str().len())
+        + 12;
     req.headers()
         .iter()
         .map(|(n, v)| n.as_str().len() + v.len() + 4)
