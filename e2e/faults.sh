@@ -13,7 +13,8 @@
 #     resume once space is freed.
 #  5. Overload: with in-flight limits of 10 reads and 5 writes, 100 readers and 50 writers (10x)
 #     for 15 s: every request is answered (success or 429) within the request timeout, and
-#     kapi's RSS stays under 1 GiB.
+#     kapi's RSS stays under 1 GiB. (A request on a kept-alive connection the server closed
+#     as it went out is counted as retried and sent again on a new one, as Go's client does.)
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/faults.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -124,12 +125,15 @@ LABEL=faults-lock
 start_kapi_embedded one
 k create configmap before-second --from-literal=a=b >/dev/null
 SECOND_LOG="$WORK/second.log"
+files_state() { stat -c '%n %Y %s' "$WORK/kapi-one/admin.kubeconfig" "$WORK/kapi-one/pki/"*; }
+BEFORE="$(files_state)"
 timeout 30 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/kapi-one" >/dev/null 2>"$SECOND_LOG"
 RC=$?
 OUT="$(cat "$SECOND_LOG")"
 if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ]; then pass "a second kapi on the same --data-dir exits at once (status $RC)"; else fail "the second kapi did not exit with an error (status $RC)"; fi
 if grep -Fq "the data directory $WORK/kapi-one/store is in use by another kapi process (pid $KAPI_PID)" "$SECOND_LOG"; then
   pass "its error names the directory and the holder"; else fail "its error names the directory and the holder"; fi
+expect_eq "the second left the first's kubeconfig and certificates alone" "$BEFORE" files_state
 expect_eq "the first keeps serving, its data untouched" "before-second" k get configmap before-second -o 'jsonpath={.metadata.name}'
 kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
 
@@ -200,7 +204,7 @@ echo "      overload: $OUT"
 if json_field "$OUT" 'd["unanswered"] == 0 and sum(d["codes"].values()) > 0' | grep -qx True; then
   pass "at 10x the in-flight limits every request is answered within the request timeout"
 else fail "requests went unanswered under overload"; fi
-if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429"} and "429" in d["codes"]' | grep -qx True; then
+if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429", "retried"} and "429" in d["codes"]' | grep -qx True; then
   pass "the answers are successes or 429 (and some were 429)"
 else fail "answers other than success or 429 under overload"; fi
 if [ "$(json_field "$OUT" 'd["rss_peak_kib"] < 1024 * 1024')" = True ]; then

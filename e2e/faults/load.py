@@ -173,16 +173,17 @@ def flood(a):
     ctx = context(a.auth, anonymous=True)
     deadline = time.time() + a.seconds
     lock = threading.Lock()
-    codes, unanswered = {}, [0]
+    codes, unanswered, failures = {}, [0], []  # list.append is atomic
     peak = [rss_kib(a.pid)]
     start_rss = peak[0]
 
     def client(tid, writer):
-        conn, n = None, 0
+        conn, n, reused = None, 0, False
         while time.time() < deadline:
             try:
                 if conn is None:
-                    conn = connect(a.server, ctx, a.timeout)
+                    conn, reused = connect(a.server, ctx, a.timeout), False
+                    conn.connect()
                 if writer:
                     body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
                                        "metadata": {"name": f"{a.name}-{tid}-{n}"}})
@@ -190,11 +191,16 @@ def flood(a):
                     n += 1
                 else:
                     status, _ = request(conn, "GET", PATH + "?limit=50")
-            except Exception:
-                status = None
+            except Exception as e:
+                # A kept-alive connection the server closed as the request went out (the race
+                # every HTTP/1.1 client has) is retried on a new one, as Go's transport does;
+                # anything else is a request without an answer.
+                status = "retried" if reused else None
+                failures.append(f"{'reused' if reused else 'new'} connection: {type(e).__name__}: {e}")
                 if conn is not None:
                     conn.close()
                 conn = None
+            reused = conn is not None
             with lock:
                 if status is None:
                     unanswered[0] += 1
@@ -214,7 +220,8 @@ def flood(a):
     for t in threads:
         t.join()
     print(json.dumps({"codes": {str(k): v for k, v in sorted(codes.items())},
-                      "unanswered": unanswered[0], "rss_start_kib": start_rss, "rss_peak_kib": peak[0]}))
+                      "unanswered": unanswered[0], "failures": failures[:5],
+                      "rss_start_kib": start_rss, "rss_peak_kib": peak[0]}))
 
 
 def main():

@@ -193,16 +193,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     if under_data_dir {
         pki::private_dir(&config.data_dir)?;
     }
-    let pki_config = config.clone();
-    let pki = tokio::task::spawn_blocking(move || pki::load_or_create(&pki_config))
-        .await
-        .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
-
+    // The storage first: a second kapi on an embedded store stops at its lock before touching
+    // the certificates or the kubeconfig.
     let (backend, embedded) = open_storage(
         &config.storage,
         config.encryption_provider_config.as_deref(),
     )
     .await?;
+
+    let pki_config = config.clone();
+    let pki = tokio::task::spawn_blocking(move || pki::load_or_create(&pki_config))
+        .await
+        .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
     let storage = storage_metrics::MeteredStorage::wrap(backend, metrics.clone());
 
     let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
