@@ -135,6 +135,16 @@ pub struct Options {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
 
+    /// Encryption at rest: a file with an EncryptionConfiguration (apiserver.config.k8s.io/v1)
+    /// naming the resources to encrypt and the providers (aescbc, aesgcm, secretbox, identity);
+    /// the first provider encrypts, all decrypt.
+    #[arg(long, value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
+
+    /// The most concurrent HTTP/2 streams per connection (0: kube-apiserver's default, 100).
+    #[arg(long, default_value_t = 0)]
+    pub http2_max_streams_per_connection: u32,
+
     /// Where kapi keeps its embedded store and certificates.
     #[arg(long, default_value = "./kapi-data")]
     pub data_dir: PathBuf,
@@ -296,6 +306,19 @@ impl Options {
             Err(e) => errors.push(format!("--controllers: {e}")),
         }
         config.audit = self.audit.options(&mut errors);
+        if let Some(p) = &self.encryption_provider_config {
+            // Its content is checked when the storage opens (every problem at once).
+            if !p.is_file() {
+                errors.push(format!(
+                    "--encryption-provider-config: {} does not exist",
+                    p.display()
+                ));
+            }
+            config.encryption_provider_config = Some(p.clone());
+        }
+        if self.http2_max_streams_per_connection > 0 {
+            config.limits.http2_max_streams = self.http2_max_streams_per_connection;
+        }
 
         let servers: Vec<String> = self
             .etcd_servers
@@ -385,6 +408,37 @@ mod tests {
         assert_eq!(e.servers.len(), 2);
         assert_eq!(e.prefix, "/registry");
         assert_eq!(e.compaction_interval, None);
+    }
+
+    #[test]
+    fn encryption_and_http2_flags() {
+        let c = parse(&[]).validate().unwrap();
+        assert_eq!(c.encryption_provider_config, None);
+        assert_eq!(c.limits.http2_max_streams, 100);
+        let file = std::env::temp_dir().join(format!("kapi-enc-{}.yaml", std::process::id()));
+        std::fs::write(&file, "kind: EncryptionConfiguration\n").unwrap();
+        let f = file.to_str().unwrap();
+        let c = parse(&[
+            "--encryption-provider-config",
+            f,
+            "--http2-max-streams-per-connection",
+            "42",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(
+            c.encryption_provider_config.as_deref(),
+            Some(file.as_path())
+        );
+        assert_eq!(c.limits.http2_max_streams, 42);
+        std::fs::remove_file(&file).unwrap();
+        let errs = parse(&["--encryption-provider-config", "/nonexistent.yaml"])
+            .validate()
+            .unwrap_err();
+        assert!(
+            errs[0].contains("/nonexistent.yaml does not exist"),
+            "{errs:?}"
+        );
     }
 
     #[test]

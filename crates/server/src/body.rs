@@ -73,8 +73,11 @@ pub fn text_ok(body: impl Into<Bytes>) -> HttpResponse {
     resp
 }
 
-/// Converts hyper's incoming body into the body type the handlers take.
-pub fn request_body(body: hyper::body::Incoming) -> RequestBody {
+/// Converts hyper's incoming body (or a wrapper of it) into the body type the handlers take.
+pub fn request_body<B>(body: B) -> RequestBody
+where
+    B: http_body::Body<Data = Bytes, Error = hyper::Error> + Send + 'static,
+{
     body.map_err(|e| Box::new(e) as kapi_endpoints::BoxError)
         .boxed_unsync()
 }

@@ -98,6 +98,10 @@ pub struct ServerConfig {
     pub audit: crate::audit::AuditOptions,
     /// `--controllers`: which in-process controllers run (all by default).
     pub controllers: crate::controllers::Selection,
+    /// `--encryption-provider-config`: an `EncryptionConfiguration` for encryption at rest.
+    pub encryption_provider_config: Option<PathBuf>,
+    /// Connection bounds (`--http2-max-streams-per-connection` and upstream's fixed ones).
+    pub limits: crate::serve::Limits,
 }
 
 impl ServerConfig {
@@ -138,6 +142,8 @@ impl ServerConfig {
             shutdown_timeout: Duration::from_secs(60),
             audit: Default::default(),
             controllers: Default::default(),
+            encryption_provider_config: None,
+            limits: Default::default(),
             data_dir,
         }
     }

@@ -26,7 +26,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod pki;
 pub mod rbac;
-mod serve;
+pub mod serve;
 pub use serve::RemoteAddr;
 pub mod storage_metrics;
 pub mod tls;
@@ -115,16 +115,32 @@ pub async fn run(
     Ok(())
 }
 
-async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError> {
+/// The opened backend, and the embedded store's handle to close when the server stops (it
+/// releases the data directory's lock).
+async fn open_storage(
+    config: &StorageConfig,
+    encryption: Option<&std::path::Path>,
+) -> Result<(DynStorage, Option<kapi_storage::embedded::EmbeddedStorage>), ServerError> {
+    let transformers = match encryption {
+        Some(path) => Some(Arc::new(
+            kapi_storage::transformer::Transformers::from_file(path)
+                .map_err(|e| ServerError::Config(format!("--encryption-provider-config: {e}")))?,
+        )),
+        None => None,
+    };
     match config {
         StorageConfig::Embedded { dir } => {
             let dir = dir.clone();
+            let cfg = kapi_storage::embedded::EmbeddedConfig {
+                transformers,
+                ..Default::default()
+            };
             let store = tokio::task::spawn_blocking(move || {
-                kapi_storage::embedded::EmbeddedStorage::open(&dir)
+                kapi_storage::embedded::EmbeddedStorage::open_with(&dir, cfg)
             })
             .await
             .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
-            Ok(Arc::new(store))
+            Ok((Arc::new(store.clone()), Some(store)))
         }
         StorageConfig::Etcd(opts) => {
             let cfg = kapi_storage::etcd::EtcdConfig {
@@ -132,10 +148,12 @@ async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError>
                 prefix: opts.prefix.clone(),
                 request_timeout: opts.request_timeout,
                 compaction_interval: opts.compaction_interval,
+                transformers,
                 ..Default::default()
             };
-            Ok(Arc::new(
-                kapi_storage::etcd::EtcdStorage::connect(cfg).await?,
+            Ok((
+                Arc::new(kapi_storage::etcd::EtcdStorage::connect(cfg).await?),
+                None,
             ))
         }
     }
@@ -168,15 +186,26 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     let metrics = Metrics::new()?;
 
+    // The data directory holds the store, keys and the admin kubeconfig: 0700, as etcd's.
+    let under_data_dir = matches!(&config.storage, StorageConfig::Embedded { dir } if dir.starts_with(&config.data_dir))
+        || config.cert_dir.starts_with(&config.data_dir)
+        || config.kubeconfig_path.starts_with(&config.data_dir);
+    if under_data_dir {
+        pki::private_dir(&config.data_dir)?;
+    }
+    // The storage first: a second kapi on an embedded store stops at its lock before touching
+    // the certificates or the kubeconfig.
+    let (backend, embedded) = open_storage(
+        &config.storage,
+        config.encryption_provider_config.as_deref(),
+    )
+    .await?;
+
     let pki_config = config.clone();
     let pki = tokio::task::spawn_blocking(move || pki::load_or_create(&pki_config))
         .await
         .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
-
-    let storage = storage_metrics::MeteredStorage::wrap(
-        open_storage(&config.storage).await?,
-        metrics.clone(),
-    );
+    let storage = storage_metrics::MeteredStorage::wrap(backend, metrics.clone());
 
     let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
@@ -263,6 +292,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let drain = config.shutdown_timeout;
+    let limits = config.limits.clone();
     let task = tokio::spawn(async move {
         // The controllers live (and stop) with the server.
         let _controllers = controllers;
@@ -273,7 +303,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             shutting_down.store(true, Ordering::Relaxed);
             let _ = shutdown_tx.send(true);
         };
-        serve::serve(listener, tls_config, chain, shutdown, drain).await;
+        serve::serve(listener, tls_config, chain, shutdown, drain, limits).await;
+        if let Some(store) = embedded {
+            store.close().await;
+        }
     });
 
     let storage_desc = match &config.storage {

@@ -77,10 +77,12 @@ pub fn serving_names(cfg: &ServerConfig) -> Vec<String> {
 /// Loads (or makes) every certificate the server needs.
 pub fn load_or_create(cfg: &ServerConfig) -> Result<Pki, ServerError> {
     let dir = &cfg.cert_dir;
-    std::fs::create_dir_all(dir).map_err(|source| ServerError::Write {
-        path: dir.clone(),
-        source,
-    })?;
+    private_dir(dir)?;
+    // Keys written by an older kapi (or by hand) with looser modes.
+    for key in [CA_KEY, SERVING_KEY, ADMIN_KEY] {
+        kapi_storage::embedded::tighten(&dir.join(key), 0o600)
+            .map_err(|e| ServerError::Config(e.to_string()))?;
+    }
     let now = OffsetDateTime::now_utc();
 
     let (issuer, ca_pem, ca_subject, fresh_ca) = load_or_create_ca(dir, now)?;
@@ -343,6 +345,12 @@ pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, ServerError> {
             path: path.to_path_buf(),
             reason: "no private key found".into(),
         })
+}
+
+/// Creates `dir` (and its parents) 0700, or tightens an existing one with a log line: it
+/// holds private keys or the store.
+pub fn private_dir(dir: &Path) -> Result<(), ServerError> {
+    kapi_storage::embedded::private_dir(dir).map_err(|e| ServerError::Config(e.to_string()))
 }
 
 /// Writes a file with the given mode, replacing it atomically.

@@ -18,6 +18,7 @@ mod events;
 mod interface;
 mod list;
 pub mod testing;
+pub mod transformer;
 
 pub use error::{
     check_preconditions, continue_expired, too_large_resource_version, too_old_message, Error,

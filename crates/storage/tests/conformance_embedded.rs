@@ -14,6 +14,7 @@ fn open(dir: &Path) -> DynStorage {
     let config = EmbeddedConfig {
         bookmark_interval: Duration::from_millis(300),
         compaction_interval: None,
+        ..Default::default()
     };
     Arc::new(EmbeddedStorage::open_with(dir, config).unwrap())
 }

@@ -92,7 +92,12 @@ pub struct Conn {
     >,
 }
 
-pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Conn {
+/// A TLS connection to the server offering `alpn`, trusting its CA.
+pub async fn connect_tls(
+    server: &RunningServer,
+    identity: Option<&Identity>,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     kapi_server::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls_pemfile::certs(&mut server.ca_pem.as_bytes()) {
@@ -105,12 +110,16 @@ pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Con
             .unwrap(),
         None => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     let tcp = tokio::net::TcpStream::connect(addr(server)).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Conn {
+    let tls = connect_tls(server, identity, b"http/1.1").await;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .unwrap();
@@ -200,18 +209,13 @@ impl Conn {
         method: &str,
         path: &str,
     ) -> (mpsc::Sender<Bytes>, tokio::task::JoinHandle<Reply>) {
-        let (tx, rx) = mpsc::channel::<Bytes>(4);
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
-        });
+        let (tx, body) = channel_body();
         let req = http::Request::builder()
             .method(method)
             .uri(path)
             .header("host", "localhost")
             .header("content-type", "application/json")
-            .body(StreamBody::new(stream).boxed())
+            .body(body)
             .unwrap();
         self.sender.ready().await.unwrap();
         let fut = self.sender.send_request(req);
@@ -220,7 +224,21 @@ impl Conn {
     }
 }
 
-async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
+/// A request body that arrives in pieces through the returned sender; dropping it ends the body.
+pub fn channel_body() -> (
+    mpsc::Sender<Bytes>,
+    http_body_util::combinators::BoxBody<Bytes, std::io::Error>,
+) {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::io::Error>(Frame::data(b)), rx))
+    });
+    (tx, StreamBody::new(stream).boxed())
+}
+
+pub async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
     let (parts, body) = resp.into_parts();
     let bytes = body
         .collect()

@@ -6,16 +6,19 @@
 //! committed changes and replay older history from the log ([`watch`]).
 
 mod db;
+mod lock;
+pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
 use crate::error::{too_large_resource_version, Error, Result};
-use crate::events::{decode_stored, encode_for_storage, with_revision, Change};
+use crate::events::{with_revision, Change};
 use crate::interface::{
     GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn, WatchOptions,
     WatchStream,
 };
 use crate::list::{RangeReader, RawKv, RawPage};
+use crate::transformer::{Codec, Transformers};
 use async_trait::async_trait;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use rusqlite::Connection;
@@ -37,6 +40,8 @@ pub struct EmbeddedConfig {
     /// Compact history this often, keeping one interval's worth (kube-apiserver's
     /// `--etcd-compaction-interval`, default 5m). `None` = never compact by itself.
     pub compaction_interval: Option<Duration>,
+    /// Encryption at rest (`--encryption-provider-config`); `None` stores values as they are.
+    pub transformers: Option<Arc<Transformers>>,
 }
 
 impl Default for EmbeddedConfig {
@@ -44,6 +49,7 @@ impl Default for EmbeddedConfig {
         Self {
             bookmark_interval: Duration::from_secs(60),
             compaction_interval: Some(Duration::from_secs(300)),
+            transformers: None,
         }
     }
 }
@@ -62,6 +68,12 @@ pub(crate) struct Inner {
     revs: Arc<Revisions>,
     events: broadcast::Sender<Arc<Change>>,
     config: EmbeddedConfig,
+    codec: Codec,
+    /// Held until [`EmbeddedStorage::close`] or the store's end: one process writes a
+    /// data directory.
+    lock: Mutex<Option<lock::DirLock>>,
+    /// Set by `close`; writes hold it shared while they queue, so none slips in after.
+    closed: std::sync::RwLock<bool>,
 }
 
 /// The embedded, persistent storage. Cheap to clone (a shared handle).
@@ -80,13 +92,15 @@ impl EmbeddedStorage {
 
     /// [`EmbeddedStorage::open`] with explicit settings.
     pub fn open_with(dir: &Path, config: EmbeddedConfig) -> Result<EmbeddedStorage> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Unavailable(format!("creating {}: {e}", dir.display())))?;
+        lock::private_dir(dir)?;
+        let dir_lock = lock::DirLock::acquire(dir)?;
+        lock::private_files(dir, DB_FILE)?;
         let path = dir.join(DB_FILE);
         let conn = db::open(&path, true)?;
+        let codec = Codec::new(config.transformers.clone(), "");
         let revs = Arc::new(Revisions::default());
         let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let writer = Writer::new(conn, revs.clone(), events.clone())?;
+        let writer = Writer::new(conn, revs.clone(), events.clone(), codec.clone())?;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("kapi-embedded-writer".into())
@@ -100,6 +114,9 @@ impl EmbeddedStorage {
             revs,
             events,
             config,
+            codec,
+            lock: Mutex::new(Some(dir_lock)),
+            closed: std::sync::RwLock::new(false),
         });
         if let (Some(interval), Ok(handle)) = (
             inner.config.compaction_interval,
@@ -108,6 +125,27 @@ impl EmbeddedStorage {
             handle.spawn(compact_periodically(Arc::downgrade(&inner), interval));
         }
         Ok(EmbeddedStorage { inner })
+    }
+
+    /// Refuses further writes, waits for the queued ones to commit and releases the
+    /// directory's lock, so another store (in this process or another) may open it while
+    /// handles to this one linger (a stopped server's background tasks).
+    pub async fn close(&self) {
+        if let Ok(mut closed) = self.inner.closed.write() {
+            *closed = true;
+        }
+        // Commands run in order: once this one is answered, every earlier write is done.
+        let (tx, rx) = oneshot::channel();
+        let cmd = WriteCmd {
+            op: WriteOp::Progress,
+            reply: tx,
+        };
+        if self.inner.writer.send(cmd).is_ok() {
+            let _ = rx.await;
+        }
+        if let Ok(mut lock) = self.inner.lock.lock() {
+            lock.take();
+        }
     }
 
     /// The directory's database file.
@@ -177,12 +215,18 @@ impl Inner {
         key: &str,
     ) -> Result<(Option<(Object, Revision, Vec<u8>)>, Revision)> {
         let key = key.to_string();
+        let codec = self.codec.clone();
         self.read(move |conn| {
             let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
             let (current, _) = db::revisions(&tx)?;
             let row = db::latest_row(&tx, &key, current)?.filter(|r| !r.deleted);
             let found = match row {
-                Some(r) => Some((decode_stored(&key, &r.value, r.id)?, r.id, r.value)),
+                Some(r) => {
+                    // The plain bytes: an update compares them with its new value.
+                    let plain = codec.plain(&key, &r.value)?.into_owned();
+                    let obj = crate::events::decode_stored(&key, &plain, r.id)?;
+                    Some((obj, r.id, plain))
+                }
                 None => None,
             };
             Ok((found, current))
@@ -193,10 +237,19 @@ impl Inner {
 
 async fn write(inner: &Inner, op: WriteOp) -> Result<WriteOutcome> {
     let (tx, rx) = oneshot::channel();
-    inner
-        .writer
-        .send(WriteCmd { op, reply: tx })
-        .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?;
+    {
+        let closed = inner
+            .closed
+            .read()
+            .map_err(|_| Error::Internal("close flag poisoned".into()))?;
+        if *closed {
+            return Err(Error::Unavailable("the embedded storage is closed".into()));
+        }
+        inner
+            .writer
+            .send(WriteCmd { op, reply: tx })
+            .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?;
+    }
     rx.await
         .map_err(|_| Error::Unavailable("the embedded storage writer has stopped".into()))?
 }
@@ -229,6 +282,7 @@ impl RangeReader for EmbeddedStorage {
         with_count: bool,
     ) -> Result<RawPage> {
         let (start, end) = (start.to_string(), end.to_string());
+        let codec = self.inner.codec.clone();
         self.inner
             .read(move |conn| {
                 let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
@@ -254,12 +308,15 @@ impl RangeReader for EmbeddedStorage {
                 };
                 let kvs = rows
                     .into_iter()
-                    .map(|(key, mod_revision, value)| RawKv {
-                        key,
-                        mod_revision,
-                        value,
+                    .map(|(key, mod_revision, value)| {
+                        let value = codec.plain(&key, &value)?.into_owned();
+                        Ok(RawKv {
+                            key,
+                            mod_revision,
+                            value,
+                        })
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 Ok(RawPage {
                     kvs,
                     more,
@@ -275,7 +332,7 @@ impl RangeReader for EmbeddedStorage {
 impl Storage for EmbeddedStorage {
     async fn create(&self, key: &str, obj: Object, ttl: Option<Duration>) -> Result<Object> {
         let object = strip_revision(obj);
-        let value = encode_for_storage(&object);
+        let value = self.inner.codec.encode(key, &object)?;
         let revision = written(
             write(
                 &self.inner,
@@ -321,7 +378,7 @@ impl Storage for EmbeddedStorage {
                     return Err(Error::NotFound { key: key.into() });
                 }
                 let object = strip_revision(try_update(None).await?);
-                let value = encode_for_storage(&object);
+                let value = self.inner.codec.encode(key, &object)?;
                 match write(
                     &self.inner,
                     WriteOp::Create {
@@ -340,11 +397,12 @@ impl Storage for EmbeddedStorage {
             };
             crate::error::check_preconditions(preconditions, key, &cur)?;
             let object = strip_revision(try_update(Some(cur.clone())).await?);
-            let value = encode_for_storage(&object);
+            let value = crate::events::encode_for_storage(&object);
             if value == stored {
                 // Nothing changed: no write, no event (upstream's short cut).
                 return Ok(cur);
             }
+            let value = self.inner.codec.seal(key, value)?;
             let op = WriteOp::Update {
                 key: key.into(),
                 expected: rev,

@@ -5,9 +5,7 @@
 
 use super::{db, Inner};
 use crate::error::{Error, Result};
-use crate::events::{
-    bookmark, decode_stored, key_matches, prefix_end, to_event, Change, ChangeKind,
-};
+use crate::events::{bookmark, key_matches, prefix_end, to_event, Change, ChangeKind};
 use crate::interface::{Revision, WatchOptions, WatchStream};
 use futures::StreamExt;
 use std::sync::atomic::Ordering;
@@ -144,14 +142,14 @@ impl Watch {
                 .await?;
             let complete = rows.len() < REPLAY_CHUNK;
             for row in rows {
-                let object = Arc::new(decode_stored(&row.name, &row.value, row.id)?);
+                let object = Arc::new(self.inner.codec.decode(&row.name, &row.value, row.id)?);
                 let (kind, prev) = if row.created {
                     (ChangeKind::Added, None)
                 } else if row.deleted {
                     (ChangeKind::Deleted, Some(object.clone()))
                 } else {
                     let prev = match &row.prev_value {
-                        Some(v) => Some(Arc::new(decode_stored(&row.name, v, row.id)?)),
+                        Some(v) => Some(Arc::new(self.inner.codec.decode(&row.name, v, row.id)?)),
                         None => None,
                     };
                     (ChangeKind::Modified, prev)

@@ -5,7 +5,7 @@
 
 use super::db::{self, sql_err, Row};
 use crate::error::{Error, Result};
-use crate::events::{decode_stored, with_revision, Change, ChangeKind};
+use crate::events::{with_revision, Change, ChangeKind};
 use crate::interface::Revision;
 use kapi_machinery::Object;
 use rusqlite::{params, Connection};
@@ -70,6 +70,7 @@ pub(crate) struct Writer {
     conn: Connection,
     revs: Arc<Revisions>,
     events: broadcast::Sender<Arc<Change>>,
+    codec: crate::transformer::Codec,
     current: Revision,
     compacted: Revision,
     last_ttl_check: Instant,
@@ -90,6 +91,7 @@ impl Writer {
         conn: Connection,
         revs: Arc<Revisions>,
         events: broadcast::Sender<Arc<Change>>,
+        codec: crate::transformer::Codec,
     ) -> Result<Self> {
         let (current, compacted) = db::revisions(&conn)?;
         revs.current.store(current, Ordering::SeqCst);
@@ -98,6 +100,7 @@ impl Writer {
             conn,
             revs,
             events,
+            codec,
             current,
             compacted,
             last_ttl_check: Instant::now(),
@@ -208,7 +211,7 @@ impl Writer {
         }
         let mut batch = Vec::new();
         for (key, id, value) in due {
-            let prev = Arc::new(decode_stored(&key, &value, id)?);
+            let prev = Arc::new(self.codec.decode(&key, &value, id)?);
             // Nobody waits for an expiry's answer.
             let (tx, _) = oneshot::channel();
             batch.push(WriteCmd {

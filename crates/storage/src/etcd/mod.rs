@@ -8,12 +8,13 @@
 mod watch;
 
 use crate::error::{too_large_resource_version, Error, Result};
-use crate::events::{decode_stored, encode_for_storage, prefix_end, with_revision};
+use crate::events::{prefix_end, with_revision};
 use crate::interface::{
     GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn, WatchOptions,
     WatchStream,
 };
 use crate::list::{RangeReader, RawKv, RawPage};
+use crate::transformer::{Codec, Transformers};
 use async_trait::async_trait;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
@@ -42,6 +43,8 @@ pub struct EtcdConfig {
     pub dial_timeout: Duration,
     /// How often watches with `bookmarks` set get a BOOKMARK (upstream: about a minute).
     pub bookmark_interval: Duration,
+    /// Encryption at rest (`--encryption-provider-config`); `None` stores values as they are.
+    pub transformers: Option<Arc<Transformers>>,
 }
 
 impl Default for EtcdConfig {
@@ -53,6 +56,7 @@ impl Default for EtcdConfig {
             compaction_interval: Some(Duration::from_secs(300)),
             dial_timeout: Duration::from_secs(2),
             bookmark_interval: Duration::from_secs(60),
+            transformers: None,
         }
     }
 }
@@ -66,6 +70,7 @@ pub struct EtcdStorage {
     progress: broadcast::Sender<()>,
     /// Whether this etcd's progress notifications can be trusted (learned from its version).
     progress_reliable: Arc<tokio::sync::OnceCell<bool>>,
+    pub(crate) codec: Codec,
 }
 
 /// Whether an etcd version sends progress notifications only once every earlier event is sent.
@@ -152,7 +157,9 @@ impl EtcdStorage {
         .map_err(|_| Error::Timeout("connecting to etcd".into()))?
         .map_err(plain)?;
         let (progress, _) = broadcast::channel(16);
+        let codec = Codec::new(config.transformers.clone(), &config.prefix);
         let s = EtcdStorage {
+            codec,
             client,
             config,
             progress,
@@ -365,7 +372,7 @@ fn strip_revision(mut obj: Object) -> Object {
 
 fn decode_kv(s: &EtcdStorage, kv: &KeyValue) -> Result<Object> {
     let key = String::from_utf8_lossy(kv.key());
-    decode_stored(s.strip(&key), kv.value(), kv.mod_revision())
+    s.codec.decode(s.strip(&key), kv.value(), kv.mod_revision())
 }
 
 #[async_trait]
@@ -407,13 +414,14 @@ impl RangeReader for EtcdStorage {
                 let mod_revision = kv.mod_revision();
                 let (k, value) = kv.into_key_value();
                 let key = String::from_utf8_lossy(&k);
-                RawKv {
-                    key: self.strip(&key).to_string(),
+                let key = self.strip(&key).to_string();
+                Ok(RawKv {
+                    value: self.codec.plain(&key, &value)?.into_owned(),
+                    key,
                     mod_revision,
-                    value,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(RawPage {
             kvs,
             more,
@@ -438,7 +446,7 @@ impl Storage for EtcdStorage {
             None => 0,
         };
         match self
-            .put_if(key, 0, encode_for_storage(&object), lease, false)
+            .put_if(key, 0, self.codec.encode(key, &object)?, lease, false)
             .await?
         {
             Ok(revision) => Ok(with_revision(object, revision)),
@@ -477,7 +485,7 @@ impl Storage for EtcdStorage {
                 }
                 let object = strip_revision(try_update(None).await?);
                 match self
-                    .put_if(key, 0, encode_for_storage(&object), 0, true)
+                    .put_if(key, 0, self.codec.encode(key, &object)?, 0, true)
                     .await?
                 {
                     Ok(revision) => return Ok(with_revision(object, revision)),
@@ -490,11 +498,12 @@ impl Storage for EtcdStorage {
             let cur = decode_kv(self, &kv)?;
             crate::error::check_preconditions(preconditions, &self.full(key), &cur)?;
             let object = strip_revision(try_update(Some(cur.clone())).await?);
-            let value = encode_for_storage(&object);
-            if value == kv.value() {
+            let value = crate::events::encode_for_storage(&object);
+            if value == *self.codec.plain(key, kv.value())? {
                 // Nothing changed: no write, no event (upstream's short cut).
                 return Ok(cur);
             }
+            let value = self.codec.seal(key, value)?;
             match self
                 .put_if(key, kv.mod_revision(), value, kv.lease(), true)
                 .await?

@@ -5,7 +5,7 @@
 
 use super::EtcdStorage;
 use crate::error::{Error, Result};
-use crate::events::{bookmark, decode_stored, to_event, Change, ChangeKind};
+use crate::events::{bookmark, to_event, Change, ChangeKind};
 use crate::interface::{Revision, WatchOptions, WatchStream};
 use etcd_client::{EventType as EtcdEventType, WatchResponse};
 use futures::StreamExt;
@@ -197,12 +197,12 @@ impl Watch {
             let full = String::from_utf8_lossy(kv.key());
             let key = self.storage.strip(&full).to_string();
             let prev = match ev.prev_kv() {
-                Some(p) => Some(Arc::new(decode_stored(&key, p.value(), rev)?)),
+                Some(p) => Some(Arc::new(self.storage.codec.decode(&key, p.value(), rev)?)),
                 None => None,
             };
             let change = match ev.event_type() {
                 EtcdEventType::Put => {
-                    let object = Arc::new(decode_stored(&key, kv.value(), rev)?);
+                    let object = Arc::new(self.storage.codec.decode(&key, kv.value(), rev)?);
                     let kind = if kv.create_revision() == rev {
                         ChangeKind::Added
                     } else {

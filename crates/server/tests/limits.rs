@@ -1,0 +1,228 @@
+//! The server's own refusals reach the client as a Status over HTTP/2 as over HTTP/1.1 (a body
+//! over the limit, headers over the limit, 429, 504 while the body is still arriving), and
+//! connections are bounded (a client that never finishes its headers is disconnected).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use bytes::Bytes;
+use common::{Identity, Reply, TestServer};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kapi_server::AuthorizationMode;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// One connection speaking HTTP/1.1 or HTTP/2 (by ALPN).
+enum Client {
+    H1(hyper::client::conn::http1::SendRequest<Body>),
+    H2(hyper::client::conn::http2::SendRequest<Body>),
+}
+
+impl Client {
+    async fn new(t: &TestServer, id: Option<&Identity>, h2: bool) -> Client {
+        let alpn: &[u8] = if h2 { b"h2" } else { b"http/1.1" };
+        let io = TokioIo::new(common::connect_tls(&t.server, id, alpn).await);
+        if h2 {
+            let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            Client::H2(send)
+        } else {
+            let (send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            tokio::spawn(conn);
+            Client::H1(send)
+        }
+    }
+
+    async fn request(&mut self, req: http::Request<Body>) -> Reply {
+        let resp = match self {
+            Client::H1(s) => {
+                s.ready().await.unwrap();
+                s.send_request(req).await
+            }
+            Client::H2(s) => {
+                s.ready().await.unwrap();
+                s.send_request(req).await
+            }
+        };
+        common::read(resp.expect("a response, not a reset stream")).await
+    }
+
+    /// Sends a request whose body arrives through the returned sender.
+    fn streaming(
+        &mut self,
+        method: &str,
+        path: &str,
+    ) -> (mpsc::Sender<Bytes>, tokio::task::JoinHandle<Reply>) {
+        let (tx, body) = common::channel_body();
+        let req = builder(method, path).body(body).unwrap();
+        let fut = match self {
+            Client::H1(s) => futures::future::Either::Left(s.send_request(req)),
+            Client::H2(s) => futures::future::Either::Right(s.send_request(req)),
+        };
+        let handle = tokio::spawn(async move { common::read(fut.await.unwrap()).await });
+        (tx, handle)
+    }
+}
+
+fn builder(method: &str, path: &str) -> http::request::Builder {
+    http::Request::builder()
+        .method(method)
+        .uri(format!("https://localhost{path}"))
+        .header("content-type", "application/json")
+}
+
+fn body(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).map_err(|never| match never {}).boxed()
+}
+
+fn assert_status(r: &Reply, code: u16, reason: &str, message: &str) {
+    assert_eq!(r.status, code, "{}", r.body);
+    let s = r.json();
+    assert_eq!(s["kind"], "Status", "{}", r.body);
+    assert_eq!(s["code"], code);
+    assert_eq!(s["reason"].as_str().unwrap_or_default(), reason);
+    assert_eq!(s["message"], message);
+}
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_statuses_over_http2_and_http1() {
+    let t = common::start_with(|c| {
+        c.max_mutating_requests_inflight = 1;
+        c.authorization_modes = vec![AuthorizationMode::AlwaysAllow];
+        c.request_timeout = Duration::from_secs(3);
+    })
+    .await;
+    let admin = common::admin_identity(&t);
+    let big = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{"a":"{}"}}}}"#,
+        "x".repeat(4 << 20)
+    );
+    for h2 in [true, false] {
+        let mut c = Client::new(&t, Some(&admin), h2).await;
+        // A body over 3 MiB: upstream's 413, read or discarded before answering.
+        let r = c
+            .request(builder("POST", CM).body(body(big.clone())).unwrap())
+            .await;
+        assert_status(
+            &r,
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        );
+
+        // Headers over upstream's MaxHeaderBytes (1 MiB): a 431 Status, not a bare status line.
+        let mut c = Client::new(&t, Some(&admin), h2).await;
+        let r = c
+            .request(
+                builder("GET", CM)
+                    .header("x-large", "a".repeat(1100 * 1024))
+                    .body(body(""))
+                    .unwrap(),
+            )
+            .await;
+        assert_status(
+            &r,
+            431,
+            "",
+            "Request Header Fields Too Large: the request line and headers exceed 1048576 bytes",
+        );
+        // The connection still serves (HTTP/2 multiplexes: one refusal is one stream).
+        if h2 {
+            let r = c.request(builder("GET", CM).body(body("")).unwrap()).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+        }
+    }
+
+    // 429 with Retry-After over both protocols: a create whose body is still arriving holds the
+    // only mutating slot.
+    let mut slow = Client::new(&t, Some(&admin), false).await;
+    let (hold, held) = slow.streaming("POST", CM);
+    hold.send(Bytes::from_static(br#"{"apiVersion":"v1","#))
+        .await
+        .unwrap();
+    common::wait_for_metric(
+        &t.server,
+        &admin,
+        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
+    )
+    .await;
+    for h2 in [true, false] {
+        let mut c = Client::new(&t, None, h2).await;
+        let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#;
+        let r = c.request(builder("POST", CM).body(body(cm)).unwrap()).await;
+        assert_eq!(r.status, 429);
+        assert_eq!(r.headers["retry-after"], "1");
+        assert_eq!(r.body, "Too many requests, please try again later.\n");
+    }
+    drop(hold);
+    let _ = held.await;
+
+    // 504 while the body is still arriving over HTTP/2: the answer comes, the stream is not
+    // reset. (The create's own deadline ends it, in upstream's words for a write.)
+    let mut c = Client::new(&t, Some(&admin), true).await;
+    let (tx, reply) = c.streaming("POST", CM);
+    tx.send(Bytes::from_static(br#"{"apiVersion":"v1","#))
+        .await
+        .unwrap();
+    let r = reply.await.unwrap();
+    assert_status(
+        &r,
+        504,
+        "Timeout",
+        "Timeout: request did not complete within requested timeout - context deadline exceeded",
+    );
+    drop(tx);
+    t.server.shutdown().await;
+}
+
+/// Reads until the server closes the connection; true if it did within `limit`.
+async fn closed_within<S: tokio::io::AsyncRead + Unpin>(s: &mut S, limit: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_their_headers_are_closed() {
+    let t = common::start_with(|c| {
+        c.limits.read_header_timeout = Duration::from_secs(1);
+        c.limits.idle_timeout = Duration::from_secs(2);
+    })
+    .await;
+    // Bounded waits far above the configured timeouts: the assertion is that they close.
+    let limit = Duration::from_secs(30);
+    // Silent after the handshake, on either protocol.
+    for alpn in [&b"h2"[..], b"http/1.1"] {
+        let mut tls = common::connect_tls(&t.server, None, alpn).await;
+        assert!(closed_within(&mut tls, limit).await, "silent {alpn:?}");
+    }
+    // Half a request head.
+    let mut tls = common::connect_tls(&t.server, None, b"http/1.1").await;
+    tls.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    assert!(closed_within(&mut tls, limit).await, "half a head");
+    // Idle after a request.
+    let mut tls = common::connect_tls(&t.server, None, b"http/1.1").await;
+    tls.write_all(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(closed_within(&mut tls, limit).await, "idle keep-alive");
+    t.server.shutdown().await;
+}

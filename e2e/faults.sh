@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Fault tests, bounded (a few minutes), loopback only, free ports:
+#  1. kill -9 of kapi under 12 concurrent writers, twice, on etcd and on the embedded store:
+#     every acknowledged (201) create is there after the restarts.
+#  2. etcd killed (-9) and restarted under 8 writers and a watcher: clients see only success,
+#     409 (a retried create that had landed), 429 or 5xx/no answer (never a wrong answer), no
+#     acknowledged write is lost, resourceVersions only grow within each watch, and a watcher
+#     that re-lists when its watch ends has seen every acknowledged object.
+#  3. A second kapi on the same --data-dir (embedded store) exits at once naming the directory;
+#     the first keeps serving.
+#  4. A full disk under the embedded store (a 24 MiB tmpfs as the data dir, as root): writes
+#     fail with a 5xx Status, reads keep working, nothing acknowledged is lost, and writes
+#     resume once space is freed.
+#  5. Overload: with in-flight limits of 10 reads and 5 writes, 100 readers and 50 writers (10x)
+#     for 15 s: every request is answered (success or 429) within the request timeout, and
+#     kapi's RSS stays under 1 GiB. (A request on a kept-alive connection the server closed
+#     as it went out is counted as retried and sent again on a new one, as Go's client does.)
+#
+#   KAPI_BIN=path/to/kapi-apiserver e2e/faults.sh   (default: builds the debug binary)
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=e2e/lib.sh
+. "$ROOT/e2e/lib.sh"
+
+e2e_init faults
+LOAD="$ROOT/e2e/faults/load.py"
+MOUNTED=""
+faults_cleanup() {
+  [ -n "$KAPI_PID" ] && kill -9 "$KAPI_PID" 2>/dev/null && wait "$KAPI_PID" 2>/dev/null
+  KAPI_PID=""
+  [ -n "$MOUNTED" ] && umount "$MOUNTED" 2>/dev/null
+  e2e_cleanup
+}
+trap faults_cleanup EXIT INT TERM
+
+# auth_files NAME: the admin client certificate, key and CA of kapi NAME, for load.py.
+auth_files() {
+  local dir="$WORK/kapi-$1" out="$WORK/auth-$1"
+  mkdir -p "$out"
+  cp "$dir/pki/ca.crt" "$out/ca.crt"
+  grep client-certificate-data "$dir/admin.kubeconfig" | awk '{print $2}' | base64 -d >"$out/client.crt"
+  grep client-key-data "$dir/admin.kubeconfig" | awk '{print $2}' | base64 -d >"$out/client.key"
+  AUTH="$out"
+}
+
+# json_field JSON EXPR: a field of a JSON summary (python expression on d).
+json_field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
+
+# etcd on fixed (free) ports so it can be restarted at the same address.
+ETCD_PORT=$(free_port); ETCD_PEER=$(free_port); ETCD_PID=""
+start_etcd() {
+  etcd --name faults --data-dir "$WORK/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
+    --initial-cluster "faults=http://127.0.0.1:$ETCD_PEER" >>"$WORK/etcd.log" 2>&1 &
+  ETCD_PID=$!
+  PIDS+=("$ETCD_PID")
+  wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" || { echo "faults: etcd did not start"; exit 1; }
+}
+start_etcd
+
+# ---- 1. kill -9 of kapi under concurrent writers -------------------------------------------
+kill9_under_load() {
+  local backend=$1 name="k9-$1"
+  export E2E_KAPI_PORT; E2E_KAPI_PORT=$(free_port)
+  start_backend() {
+    if [ "$backend" = etcd ]; then start_kapi_on_etcd "$name"; else start_kapi_embedded "$name"; fi
+  }
+  start_backend
+  auth_files "$name"
+  python3 "$LOAD" write --server "https://127.0.0.1:$PORT" --auth "$AUTH" --name "$name" \
+    --threads 12 --seconds 14 --out "$WORK/$name.acked" >"$WORK/$name.write.json" &
+  local writer=$!
+  for _ in 1 2; do
+    sleep 3
+    kill -9 "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+    start_backend
+  done
+  wait "$writer"
+  OUT="$(cat "$WORK/$name.write.json")"
+  local acked; acked=$(json_field "$OUT" 'd["acked"]')
+  if [ "${acked:-0}" -gt 0 ]; then pass "$backend: writers were acknowledged across two kill -9 ($acked creates)"; else fail "$backend: no acknowledged writes"; fi
+  run_cmd python3 "$LOAD" check --server "https://127.0.0.1:$PORT" --auth "$AUTH" --acked "$WORK/$name.acked"
+  if [ "$(json_field "$OUT" 'd["lost_count"]')" = 0 ]; then pass "$backend: no acknowledged write lost after kill -9"; else fail "$backend: acknowledged writes lost"; fi
+  kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+  unset E2E_KAPI_PORT
+}
+LABEL=faults-kill9
+kill9_under_load embedded
+kill9_under_load etcd
+
+# ---- 2. etcd killed and restarted under load -----------------------------------------------
+LABEL=faults-etcd
+start_kapi_on_etcd ek --request-timeout 10s
+auth_files ek
+python3 "$LOAD" watch --server "https://127.0.0.1:$PORT" --auth "$AUTH" --seconds 24 \
+  --out "$WORK/ek.seen" >"$WORK/ek.watch.json" &
+WATCHER=$!
+sleep 1
+python3 "$LOAD" write --server "https://127.0.0.1:$PORT" --auth "$AUTH" --name ek \
+  --threads 8 --seconds 16 --out "$WORK/ek.acked" >"$WORK/ek.write.json" &
+WRITER=$!
+sleep 4
+kill -9 "$ETCD_PID"; wait "$ETCD_PID" 2>/dev/null
+sleep 4
+start_etcd
+wait "$WRITER"
+wait "$WATCHER"
+OUT="$(cat "$WORK/ek.write.json")"
+echo "      writers: $OUT"
+if json_field "$OUT" 'all(int(c) in (0, 201, 409, 429, 500, 503, 504) for c in d["codes"])' | grep -qx True; then
+  pass "writers saw only success, 409, 429, 5xx or no answer while etcd was down"
+else fail "a wrong answer while etcd was down"; fi
+OUT="$(cat "$WORK/ek.watch.json")"
+echo "      watcher: $OUT"
+if [ "$(json_field "$OUT" 'len(d["violations"])')" = 0 ]; then pass "resourceVersions only grow within each watch"; else fail "a watch went back in time"; fi
+run_cmd python3 "$LOAD" check --server "https://127.0.0.1:$PORT" --auth "$AUTH" --acked "$WORK/ek.acked" --seen "$WORK/ek.seen"
+if [ "$(json_field "$OUT" 'd["lost_count"]')" = 0 ]; then pass "no acknowledged write lost across the etcd restart"; else fail "acknowledged writes lost"; fi
+if [ "$(json_field "$OUT" 'd["watch_missed"]')" = 0 ]; then pass "the watcher (re-listing when its watch ended) saw every acknowledged write"; else fail "the watcher missed acknowledged writes"; fi
+kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+
+# ---- 3. a second kapi on the same data directory --------------------------------------------
+LABEL=faults-lock
+start_kapi_embedded one
+k create configmap before-second --from-literal=a=b >/dev/null
+SECOND_LOG="$WORK/second.log"
+files_state() { stat -c '%n %Y %s' "$WORK/kapi-one/admin.kubeconfig" "$WORK/kapi-one/pki/"*; }
+BEFORE="$(files_state)"
+timeout 30 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/kapi-one" >/dev/null 2>"$SECOND_LOG"
+RC=$?
+OUT="$(cat "$SECOND_LOG")"
+if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ]; then pass "a second kapi on the same --data-dir exits at once (status $RC)"; else fail "the second kapi did not exit with an error (status $RC)"; fi
+if grep -Fq "the data directory $WORK/kapi-one/store is in use by another kapi process (pid $KAPI_PID)" "$SECOND_LOG"; then
+  pass "its error names the directory and the holder"; else fail "its error names the directory and the holder"; fi
+expect_eq "the second left the first's kubeconfig and certificates alone" "$BEFORE" files_state
+expect_eq "the first keeps serving, its data untouched" "before-second" k get configmap before-second -o 'jsonpath={.metadata.name}'
+kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+
+# ---- 4. a full disk under the embedded store ------------------------------------------------
+LABEL=faults-disk
+DISK="$WORK/kapi-disk"
+mkdir -p "$DISK"
+if mount -t tmpfs -o size=24m tmpfs "$DISK" 2>"$WORK/mount.err"; then
+  MOUNTED="$DISK"
+  start_kapi_embedded disk
+  auth_files disk
+  for i in $(seq 1 20); do k create configmap "kept-$i" --from-literal=a=b >/dev/null || fail "create kept-$i"; done
+  # Fill the file system, then write 900 KiB objects until one is refused.
+  dd if=/dev/zero of="$DISK/filler" bs=1M status=none 2>/dev/null
+  OUT="$(python3 - "$PORT" "$AUTH" <<'PY' 2>&1
+import json, ssl, sys, http.client, os
+port, auth = sys.argv[1:3]
+ctx = ssl.create_default_context(cafile=os.path.join(auth, "ca.crt"))
+ctx.load_cert_chain(os.path.join(auth, "client.crt"), os.path.join(auth, "client.key"))
+codes, status, acked = [], None, []
+for i in range(40):
+    c = http.client.HTTPSConnection("127.0.0.1", int(port), context=ctx, timeout=30)
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"fill-{i}"},
+                       "data": {"a": "x" * 900 * 1024}})
+    c.request("POST", "/api/v1/namespaces/default/configmaps", body=body,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse(); b = r.read()
+    codes.append(r.status)
+    if r.status == 201:
+        acked.append(f"fill-{i}")
+    if r.status >= 500:
+        status = json.loads(b)
+        break
+print(json.dumps({"codes": codes, "status": status, "acked": acked}))
+PY
+)"
+  echo "      writes on a full disk: $(json_field "$OUT" 'd["codes"]') $(json_field "$OUT" 'd["status"] and d["status"]["message"]')"
+  if json_field "$OUT" 'd["status"] is not None and d["status"]["kind"] == "Status" and d["status"]["code"] >= 500 and all(c == 201 for c in d["codes"][:-1])' | grep -qx True; then
+    pass "a write on a full disk fails with a 5xx Status"
+  else fail "a write on a full disk fails with a 5xx Status"; fi
+  FILLED="$(json_field "$OUT" '" ".join(d["acked"])')"
+  count_kept() { k get configmaps -o name | grep -c '/kept-'; }
+  expect_eq "reads keep working on a full disk" 20 count_kept
+  rm -f "$DISK/filler"
+  expect_ok "writes resume once space is freed" k create configmap after-space --from-literal=a=b
+  kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+  start_kapi_embedded disk
+  WANT="after-space"; for i in $(seq 1 20); do WANT="$WANT kept-$i"; done; WANT="$WANT $FILLED"
+  MISSING=""
+  for n in $WANT; do k get configmap "$n" -o name >/dev/null 2>&1 || MISSING="$MISSING $n"; done
+  OUT="missing:$MISSING"
+  if [ -z "$MISSING" ]; then pass "nothing acknowledged was lost to the full disk (after a restart)"; else fail "acknowledged objects lost to the full disk"; fi
+  kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+  umount "$DISK" && MOUNTED=""
+else
+  echo "SKIP: [faults-disk] cannot mount a tmpfs: $(cat "$WORK/mount.err")"
+fi
+
+# ---- 5. overload at 10x the in-flight limits ------------------------------------------------
+LABEL=faults-overload
+# Anonymous clients (system:masters is exempt from the limits), allowed everything.
+start_kapi_embedded flood --max-requests-inflight 10 --max-mutating-requests-inflight 5 --request-timeout 20s \
+  --authorization-mode AlwaysAllow
+auth_files flood
+OUT="$(python3 "$LOAD" flood --server "https://127.0.0.1:$PORT" --auth "$AUTH" --name flood \
+  --readers 100 --writers 50 --seconds 15 --timeout 30 --pid "$KAPI_PID" 2>&1)"
+echo "      overload: $OUT"
+if json_field "$OUT" 'd["unanswered"] == 0 and sum(d["codes"].values()) > 0' | grep -qx True; then
+  pass "at 10x the in-flight limits every request is answered within the request timeout"
+else fail "requests went unanswered under overload"; fi
+if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429", "retried"} and "429" in d["codes"]' | grep -qx True; then
+  pass "the answers are successes or 429 (and some were 429)"
+else fail "answers other than success or 429 under overload"; fi
+if [ "$(json_field "$OUT" 'd["rss_peak_kib"] < 1024 * 1024')" = True ]; then
+  pass "RSS stays bounded (peak $(json_field "$OUT" 'd["rss_peak_kib"] // 1024') MiB < 1 GiB)"
+else fail "RSS grew past 1 GiB"; fi
+expect_ok "kapi is ready after the overload" k get --raw /readyz
+kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
+
+summary
