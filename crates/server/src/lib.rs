@@ -13,16 +13,21 @@
 mod admission;
 mod api;
 pub mod apiextensions;
+pub mod apiserver_identity;
 pub mod audit;
 pub mod authapi;
 pub mod body;
 pub mod config;
 pub mod controllers;
 pub mod duration;
+pub mod endpoint_reconciler;
 mod error;
 pub mod filters;
+pub mod ha;
 pub mod health;
 pub mod kubeconfig;
+pub mod leaderelection;
+pub mod leaselock;
 pub mod metrics;
 pub mod pki;
 pub mod rbac;
@@ -32,7 +37,9 @@ pub mod storage_metrics;
 pub mod tls;
 pub mod version;
 
-pub use config::{AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
+pub use config::{
+    AuthorizationMode, EndpointReconcilerType, EtcdOptions, ServerConfig, StorageConfig,
+};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::ServerError;
 
@@ -115,7 +122,15 @@ pub async fn run(
     Ok(())
 }
 
-async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError> {
+fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, ServerError> {
+    std::fs::read(path).map_err(|e| ServerError::Config(format!("{flag} {}: {e}", path.display())))
+}
+
+/// The storage, and the etcd client itself when the storage is etcd (for the master leases,
+/// which need a TTL on every write).
+async fn open_storage(
+    config: &StorageConfig,
+) -> Result<(DynStorage, Option<kapi_storage::etcd::EtcdStorage>), ServerError> {
     match config {
         StorageConfig::Embedded { dir } => {
             let dir = dir.clone();
@@ -124,19 +139,38 @@ async fn open_storage(config: &StorageConfig) -> Result<DynStorage, ServerError>
             })
             .await
             .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
-            Ok(Arc::new(store))
+            Ok((Arc::new(store), None))
         }
         StorageConfig::Etcd(opts) => {
+            let tls = if opts.ca_file.is_some() || opts.cert_file.is_some() {
+                let cert_and_key = match (&opts.cert_file, &opts.key_file) {
+                    (Some(c), Some(k)) => Some((
+                        read_file("--etcd-certfile", c)?,
+                        read_file("--etcd-keyfile", k)?,
+                    )),
+                    _ => None,
+                };
+                Some(kapi_storage::etcd::EtcdTls {
+                    ca: opts
+                        .ca_file
+                        .as_deref()
+                        .map(|p| read_file("--etcd-cafile", p))
+                        .transpose()?,
+                    cert_and_key,
+                })
+            } else {
+                None
+            };
             let cfg = kapi_storage::etcd::EtcdConfig {
                 endpoints: opts.servers.clone(),
                 prefix: opts.prefix.clone(),
                 request_timeout: opts.request_timeout,
                 compaction_interval: opts.compaction_interval,
+                tls,
                 ..Default::default()
             };
-            Ok(Arc::new(
-                kapi_storage::etcd::EtcdStorage::connect(cfg).await?,
-            ))
+            let etcd = kapi_storage::etcd::EtcdStorage::connect(cfg).await?;
+            Ok((Arc::new(etcd.clone()), Some(etcd)))
         }
     }
 }
@@ -173,10 +207,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .await
         .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
 
-    let storage = storage_metrics::MeteredStorage::wrap(
-        open_storage(&config.storage).await?,
-        metrics.clone(),
-    );
+    let (raw_storage, etcd) = open_storage(&config.storage).await?;
+    let storage = storage_metrics::MeteredStorage::wrap(raw_storage, metrics.clone());
 
     let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
@@ -209,17 +241,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => None,
     };
-    // What kube-controller-manager would do for an API server alone, per `--controllers`.
-    let controllers = controllers::start(
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // What kube-controller-manager would do for an API server alone, per `--controllers`;
+    // once per cluster (under its Lease) when replicas may share the storage.
+    let controllers = controllers::start_elected(
         &handler,
         storage.clone(),
         pki.ca_pem.clone(),
         &config.controllers,
         metrics.registry(),
+        &config.leader_election,
+        etcd.is_some(),
+        shutdown_rx.clone(),
     )?;
-
-    let shutting_down = Arc::new(AtomicBool::new(false));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     authorization.start(shutdown_rx.clone()).await?;
     let health = health::Health::new(storage.clone(), shutting_down.clone());
     let api = api::ApiService::new(handler.clone(), health, metrics.clone());
@@ -235,7 +270,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             authorizer: authorization.authorizer.clone(),
             max_requests_inflight: config.max_requests_inflight,
             max_mutating_requests_inflight: config.max_mutating_requests_inflight,
-            shutdown: shutdown_rx,
+            shutdown: shutdown_rx.clone(),
             auditor: audit::Auditor::from_options(&config.audit)?,
         },
     );
@@ -261,11 +296,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let kubeconfig_path = config.kubeconfig_path.clone();
     kubeconfig::write(&kubeconfig_path, &pki, addr)?;
 
+    let replica = ha::start(&config, &handler, etcd, addr, shutdown_rx.clone());
+
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let drain = config.shutdown_timeout;
     let task = tokio::spawn(async move {
         // The controllers live (and stop) with the server.
-        let _controllers = controllers;
         let _crd_controllers = crd_controllers;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
@@ -274,6 +310,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             let _ = shutdown_tx.send(true);
         };
         serve::serve(listener, tls_config, chain, shutdown, drain).await;
+        // Hand over: the Lease released, this replica out of the endpoints.
+        controllers.stopped().await;
+        replica.stopped().await;
     });
 
     let storage_desc = match &config.storage {

@@ -8,12 +8,14 @@
 //!
 //! [`framework`] holds what they share: informers and a work queue with retries.
 
+mod elected;
 pub mod framework;
 mod garbagecollector;
 mod namespace;
 mod namespaced;
 mod ops;
 
+pub use elected::{start_elected, RunningControllers, LEASE_NAME, LEASE_NAMESPACE};
 pub use namespaced::{RESYNC_PERIOD, ROOT_CA_DESCRIPTION};
 
 use crate::ServerError;
@@ -30,6 +32,14 @@ pub const NAMESPACE: &str = "namespace";
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 pub const SERVICE_ACCOUNT: &str = "serviceaccount";
 pub const ROOT_CA_CERT_PUBLISHER: &str = "root-ca-cert-publisher";
+
+/// Every controller kapi runs.
+pub const ALL: [&str; 4] = [
+    SERVICE_ACCOUNT,
+    ROOT_CA_CERT_PUBLISHER,
+    NAMESPACE,
+    GARBAGE_COLLECTOR,
+];
 
 fn canonical(name: &str) -> &str {
     match name {
@@ -123,12 +133,11 @@ pub fn start(
     storage: DynStorage,
     ca_pem: String,
     selection: &Selection,
-    registry: &prometheus::Registry,
+    metrics: &ControllerMetrics,
 ) -> Result<Controllers, ServerError> {
     let groups = handler.groups();
     let missing = |r: &str| ServerError::Config(format!("controllers: {r} are not served"));
-    let metrics = ControllerMetrics::new(registry)
-        .map_err(|e| ServerError::Config(format!("controller metrics: {e}")))?;
+    let metrics = metrics.clone();
     let mut tasks = Vec::new();
     let accounts = if selection.enabled(SERVICE_ACCOUNT) {
         Some(find(&groups, "serviceaccounts", "").ok_or_else(|| missing("serviceaccounts"))?)
@@ -168,7 +177,7 @@ pub fn start(
         )));
     }
     tracing::info!(
-        controllers = ?[SERVICE_ACCOUNT, ROOT_CA_CERT_PUBLISHER, NAMESPACE, GARBAGE_COLLECTOR]
+        controllers = ?ALL
             .iter()
             .filter(|n| selection.enabled(n))
             .collect::<Vec<_>>(),

@@ -5,6 +5,7 @@
 //! `mod_revision`. Every request is bounded by the request timeout, so a dead etcd is a prompt
 //! `Timeout`/`Unavailable`; the gRPC channel reconnects by itself when etcd is back.
 
+mod ttl;
 mod watch;
 
 use crate::error::{too_large_resource_version, Error, Result};
