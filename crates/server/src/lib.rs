@@ -86,10 +86,9 @@ impl RunningServer {
         &self.handler
     }
 
-    /// `https://127.0.0.1:<port>` (or the bound address when it is not loopback/unspecified).
+    /// `https://<bound address>:<port>` (`127.0.0.1` when it listens on all addresses).
     pub fn url(&self) -> String {
-        let ip = self.addr.ip();
-        if ip.is_unspecified() || ip.is_loopback() {
+        if self.addr.ip().is_unspecified() {
             format!("https://127.0.0.1:{}", self.addr.port())
         } else {
             format!("https://{}", self.addr)

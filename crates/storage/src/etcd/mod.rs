@@ -5,6 +5,7 @@
 //! `mod_revision`. Every request is bounded by the request timeout, so a dead etcd is a prompt
 //! `Timeout`/`Unavailable`; the gRPC channel reconnects by itself when etcd is back.
 
+mod members;
 mod ttl;
 mod watch;
 
@@ -166,9 +167,9 @@ impl EtcdStorage {
     /// Connects to etcd. The channel is lazy: this succeeds while etcd is down, and requests
     /// fail (and later recover) by themselves.
     ///
-    /// With several endpoints the client balances over one connection per member (tower's
-    /// power-of-two-choices over the members whose connection is ready): a dead member's
-    /// connection is not ready, so requests go to the others and no request waits for it.
+    /// With several endpoints the client balances over one connection per member; a member
+    /// that stops accepting connections leaves the balanced set ([`members`]), so requests go
+    /// to the others instead of failing or waiting for it.
     pub async fn connect(config: EtcdConfig) -> Result<EtcdStorage> {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(config.dial_timeout)
@@ -203,6 +204,15 @@ impl EtcdStorage {
             tokio::runtime::Handle::try_current(),
         ) {
             handle.spawn(compact_periodically(s.clone(), interval));
+        }
+        if let (true, Ok(handle)) = (
+            s.config.endpoints.len() > 1,
+            tokio::runtime::Handle::try_current(),
+        ) {
+            handle.spawn(members::track_members(
+                s.client.clone(),
+                s.config.endpoints.clone(),
+            ));
         }
         Ok(s)
     }
