@@ -58,3 +58,6 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/controllers.sh
 
 step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh
+
+step "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" timeout 600 e2e/ha.sh
