@@ -181,3 +181,131 @@ async fn controllers_lead_once_and_move_when_the_leader_stops() {
     .await;
     b.server.shutdown().await;
 }
+
+/// A CA, and a certificate for 127.0.0.1 (server and client use) signed by it, as PEM files.
+fn etcd_pki(dir: &std::path::Path) -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+        KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    leaf.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    let write = |name: &str, pem: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, pem).unwrap();
+        p.display().to_string()
+    };
+    (
+        write("ca.crt", ca_cert.pem()),
+        write("etcd.crt", cert.pem()),
+        write("etcd.key", key.serialize_pem()),
+    )
+}
+
+/// etcd serving TLS and requiring client certificates: kapi reaches it with `--etcd-cafile`,
+/// `--etcd-certfile` and `--etcd-keyfile`; without a client certificate it cannot start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn talks_to_etcd_over_tls_with_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = etcd_pki(dir.path());
+    let port = |_| {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (client_port, peer_port) = (port(0), port(1));
+    let url = format!("https://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    let mut etcd = std::process::Command::new("etcd")
+        .args(["--name", "tls", "--data-dir"])
+        .arg(dir.path().join("etcd"))
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
+        .args(["--initial-cluster", &format!("tls={peer}")])
+        .args([
+            "--cert-file",
+            &cert,
+            "--key-file",
+            &key,
+            "--trusted-ca-file",
+            &ca,
+        ])
+        .arg("--client-cert-auth")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("etcd is installed (hack/install-etcd.sh)");
+    eventually("etcd to listen", || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", client_port))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+
+    let tls = |with_client_cert: bool| {
+        let (url, ca, cert, key) = (url.clone(), ca.clone(), cert.clone(), key.clone());
+        move |c: &mut kapi_server::ServerConfig| {
+            c.storage = StorageConfig::Etcd(EtcdOptions {
+                servers: vec![url],
+                prefix: "/registry".into(),
+                request_timeout: Duration::from_secs(5),
+                ca_file: Some(ca.into()),
+                cert_file: with_client_cert.then(|| cert.into()),
+                key_file: with_client_cert.then(|| key.into()),
+                ..Default::default()
+            });
+        }
+    };
+    let t = common::start_with(tls(true)).await;
+    let client = common::kube_client(&t.server).await;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+    cm.metadata.name = Some("over-tls".into());
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    assert!(cms.get_opt("over-tls").await.unwrap().is_some());
+    let ready = client
+        .request_text(http::Request::get("/readyz").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ready, "ok");
+    t.server.shutdown().await;
+
+    // Without a client certificate etcd refuses the handshake: kapi cannot start on it.
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut config = kapi_server::ServerConfig::for_test(dir2.path());
+    tls(false)(&mut config);
+    match kapi_server::start(config).await {
+        Ok(_) => panic!("kapi started on etcd without the client certificate it requires"),
+        Err(e) => assert!(e.to_string().contains("could not be completed"), "{e}"),
+    }
+    let _ = etcd.kill();
+    let _ = etcd.wait();
+}
