@@ -32,7 +32,7 @@ const NAMESPACE: &str = "default";
 
 /// Where the master leases are kept.
 pub enum MasterLeases {
-    Etcd(EtcdStorage),
+    Etcd(Box<EtcdStorage>),
     /// One replica: only this one.
     Single,
 }

@@ -63,7 +63,7 @@ pub fn start(
     }
     if config.endpoint_reconciler_type == EndpointReconcilerType::Lease {
         let leases = match etcd {
-            Some(etcd) => MasterLeases::Etcd(etcd),
+            Some(etcd) => MasterLeases::Etcd(Box::new(etcd)),
             None => MasterLeases::Single,
         };
         match EndpointReconciler::new(&groups, leases, advertise, addr.port()) {
