@@ -10,10 +10,11 @@
 //! On the embedded store there is a single replica: the endpoints list its address alone.
 //! Upstream keys leases by IP, so replicas must differ by IP and share one port.
 
+use crate::controllers::ops;
+use crate::rbac::find_storage;
 use kapi_machinery::{ApiError, GetOptions, Object};
 use kapi_registry::rest::{
-    validate_nothing, validate_update_nothing, ApiGroupInfo, Context, FieldValidation, Storage,
-    UpdatedObjectFn, WriteOptions,
+    validate_nothing, ApiGroupInfo, Context, FieldValidation, Storage, WriteOptions,
 };
 use kapi_storage::etcd::EtcdStorage;
 use serde_json::{json, Value};
@@ -78,16 +79,6 @@ impl MasterLeases {
     }
 }
 
-fn find(groups: &[ApiGroupInfo], group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
-    groups
-        .iter()
-        .filter(|g| g.group == group)
-        .flat_map(|g| g.versions.iter())
-        .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
-        .cloned()
-}
-
 /// The reconciler of one replica.
 pub struct EndpointReconciler {
     leases: MasterLeases,
@@ -109,8 +100,8 @@ impl EndpointReconciler {
             leases,
             ip,
             port,
-            endpoints: find(groups, "", "endpoints")?,
-            slices: find(groups, "discovery.k8s.io", "endpointslices")?,
+            endpoints: find_storage(groups, "", "endpoints")?,
+            slices: find_storage(groups, "discovery.k8s.io", "endpointslices")?,
             ctx: Context {
                 namespace: NAMESPACE.into(),
                 user: kapi_machinery::UserInfo {
@@ -180,7 +171,7 @@ impl EndpointReconciler {
     }
 
     /// Makes `kubernetes`'s labels and the other fields of `want` as given; writes only when
-    /// they differ (a Conflict or AlreadyExists from another replica is retried).
+    /// they differ (a create racing another replica's is retried as an update).
     async fn sync(
         &self,
         storage: &dyn Storage,
@@ -188,61 +179,26 @@ impl EndpointReconciler {
         api_version: &str,
         want: Value,
     ) -> Result<(), ApiError> {
-        let (Some(getter), Some(creater), Some(updater)) = (
-            storage.as_getter(),
-            storage.as_creater(),
-            storage.as_updater(),
-        ) else {
+        let (Some(getter), Some(creater)) = (storage.as_getter(), storage.as_creater()) else {
             return Err(ApiError::internal(format!("{kind} cannot be reconciled")));
         };
-        let apply = |obj: &mut Object| -> bool {
-            let mut changed = false;
-            for (k, v) in want.as_object().into_iter().flatten() {
-                if k == "labels" {
-                    if obj.metadata().and_then(|m| m.get("labels")) != Some(v) {
-                        obj.metadata_mut().insert("labels".into(), v.clone());
-                        changed = true;
-                    }
-                } else if obj.get(k) != Some(v) {
-                    obj.insert(k.clone(), v.clone());
-                    changed = true;
-                }
-            }
-            changed
-        };
-        for _ in 0..5 {
+        for _ in 0..3 {
             match getter.get(&self.ctx, SERVICE, &GetOptions::default()).await {
                 Ok(mut current) => {
-                    if !apply(&mut current) {
+                    if !apply(&want, &mut current) {
                         return Ok(());
                     }
                     tracing::info!(kind, addresses = ?want, "resetting the endpoints of the kubernetes service");
-                    let new_object: UpdatedObjectFn = Arc::new(move |_| {
-                        let obj = current.clone();
-                        Box::pin(async move { Ok(obj) })
-                    });
-                    match updater
-                        .update(
-                            &self.ctx,
-                            SERVICE,
-                            new_object,
-                            validate_nothing(),
-                            validate_update_nothing(),
-                            false,
-                            &WriteOptions::default(),
-                        )
-                        .await
-                    {
-                        Err(e) if e.is_conflict() => continue,
-                        other => return other.map(|_| ()),
-                    }
+                    let want = want.clone();
+                    return ops::update(storage, &self.ctx, SERVICE, move |obj| apply(&want, obj))
+                        .await;
                 }
                 Err(e) if e.is_not_found() => {
                     let mut obj = Object::from_value(json!({
                         "apiVersion": api_version, "kind": kind,
                         "metadata": {"name": SERVICE, "namespace": NAMESPACE},
                     }))?;
-                    apply(&mut obj);
+                    apply(&want, &mut obj);
                     let (obj, _) = storage.decode(obj, FieldValidation::Strict)?;
                     match creater
                         .create(&self.ctx, obj, validate_nothing(), &WriteOptions::default())
@@ -259,6 +215,23 @@ impl EndpointReconciler {
             "{kind} kubernetes kept changing while being reconciled"
         )))
     }
+}
+
+/// Sets the labels and top-level fields of `want` on `obj`; whether anything changed.
+fn apply(want: &Value, obj: &mut Object) -> bool {
+    let mut changed = false;
+    for (k, v) in want.as_object().into_iter().flatten() {
+        if k == "labels" {
+            if obj.metadata().and_then(|m| m.get("labels")) != Some(v) {
+                obj.metadata_mut().insert("labels".into(), v.clone());
+                changed = true;
+            }
+        } else if obj.get(k) != Some(v) {
+            obj.insert(k.clone(), v.clone());
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// kube-apiserver's default advertise address: the bind address, or when that is unspecified

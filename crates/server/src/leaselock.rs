@@ -74,13 +74,7 @@ pub fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// The served `coordination.k8s.io` leases storage.
 pub fn leases_storage(groups: &[ApiGroupInfo]) -> Option<Arc<dyn Storage>> {
-    groups
-        .iter()
-        .filter(|g| g.group == "coordination.k8s.io")
-        .flat_map(|g| g.versions.iter())
-        .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == "leases" && s.info().subresource.is_empty())
-        .cloned()
+    crate::rbac::find_storage(groups, "coordination.k8s.io", "leases")
 }
 
 /// One Lease, and the object as last read or written (its resourceVersion guards updates).

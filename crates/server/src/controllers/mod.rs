@@ -13,7 +13,7 @@ pub mod framework;
 mod garbagecollector;
 mod namespace;
 mod namespaced;
-mod ops;
+pub(crate) mod ops;
 
 pub use elected::{start_elected, RunningControllers, LEASE_NAME, LEASE_NAMESPACE};
 pub use namespaced::{RESYNC_PERIOD, ROOT_CA_DESCRIPTION};
