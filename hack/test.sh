@@ -68,3 +68,6 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/security.sh
 
 step "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/faults.sh
+
+step "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" timeout 600 e2e/ha.sh

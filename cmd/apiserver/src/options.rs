@@ -3,7 +3,10 @@
 //! [`ServerConfig`].
 
 use clap::Parser;
-use kapi_server::{parse_go_duration, AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
+use kapi_server::{
+    parse_go_duration, AuthorizationMode, EndpointReconcilerType, EtcdOptions, ServerConfig,
+    StorageConfig,
+};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -131,6 +134,45 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// Run the controllers under a Lease (kube-system/kube-controller-manager), so that of
+    /// several kapi replicas on one etcd only one runs them. (The embedded store has one
+    /// replica: no Lease.)
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// How long a non-leader waits after the leader's last renewal before taking over.
+    #[arg(long, default_value = "15s")]
+    pub leader_elect_lease_duration: String,
+
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(long, default_value = "10s")]
+    pub leader_elect_renew_deadline: String,
+
+    /// How long candidates wait between attempts to acquire or renew.
+    #[arg(long, default_value = "2s")]
+    pub leader_elect_retry_period: String,
+
+    /// The address this replica is reached at by the cluster (the kubernetes service's
+    /// endpoints). Default: --bind-address, or the host's first non-loopback address.
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+
+    /// How the kubernetes service's endpoints are kept: lease (every live replica) or none.
+    #[arg(long, default_value = "lease")]
+    pub endpoint_reconciler_type: String,
+
+    /// The CA bundle etcd's serving certificates are verified against (https etcd servers).
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// The client certificate kapi presents to etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// The private key of --etcd-certfile.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+
     /// Serve LIST and WATCH from an in-memory cache per resource.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
@@ -165,6 +207,68 @@ fn parse_port_range(s: &str) -> Option<std::ops::RangeInclusive<u16>> {
 }
 
 impl Options {
+    /// The leader-election, advertise, endpoint-reconciler and etcd TLS flags.
+    fn apply_ha(&self, config: &mut ServerConfig, errors: &mut Vec<String>) {
+        let mut election = kapi_server::leaderelection::LeaderElectionConfig {
+            enabled: self.leader_elect,
+            ..Default::default()
+        };
+        for (flag, value, field) in [
+            (
+                "--leader-elect-lease-duration",
+                &self.leader_elect_lease_duration,
+                &mut election.lease_duration,
+            ),
+            (
+                "--leader-elect-renew-deadline",
+                &self.leader_elect_renew_deadline,
+                &mut election.renew_deadline,
+            ),
+            (
+                "--leader-elect-retry-period",
+                &self.leader_elect_retry_period,
+                &mut election.retry_period,
+            ),
+        ] {
+            match parse_go_duration(value) {
+                Ok(d) => *field = d,
+                Err(e) => errors.push(format!("{flag}: {e}")),
+            }
+        }
+        if let Err(e) = election.validate() {
+            errors.push(format!("--leader-elect-*: {e}"));
+        }
+        config.leader_election = election;
+        if let Some(ip) = self.advertise_address {
+            if ip.is_unspecified() || ip.is_multicast() {
+                errors.push(format!("--advertise-address {ip}: not a unicast address"));
+            }
+        }
+        config.advertise_address = self.advertise_address;
+        config.endpoint_reconciler_type = match self.endpoint_reconciler_type.as_str() {
+            "lease" => EndpointReconcilerType::Lease,
+            "none" => EndpointReconcilerType::None,
+            other => {
+                errors.push(format!(
+                    "--endpoint-reconciler-type {other:?}: want lease or none"
+                ));
+                EndpointReconcilerType::Lease
+            }
+        };
+        for (flag, path) in [
+            ("--etcd-cafile", &self.etcd_cafile),
+            ("--etcd-certfile", &self.etcd_certfile),
+            ("--etcd-keyfile", &self.etcd_keyfile),
+        ] {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                errors.push(format!("{flag}: {} does not exist", p.display()));
+            }
+        }
+        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+            errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
+        }
+    }
+
     /// Checks every flag and applies them to a server configuration; all problems at once.
     pub fn validate(&self) -> Result<ServerConfig, Vec<String>> {
         let mut errors = Vec::new();
@@ -319,6 +423,7 @@ impl Options {
         if self.http2_max_streams_per_connection > 0 {
             config.limits.http2_max_streams = self.http2_max_streams_per_connection;
         }
+        self.apply_ha(&mut config, &mut errors);
 
         let servers: Vec<String> = self
             .etcd_servers
@@ -354,6 +459,9 @@ impl Options {
                 compaction_interval,
                 // Bound on each etcd call, apart from the HTTP request timeout.
                 request_timeout: Duration::from_secs(10),
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
             });
         }
         if errors.is_empty() {
@@ -439,6 +547,33 @@ mod tests {
             errs[0].contains("/nonexistent.yaml does not exist"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn leader_election_flags_are_kube_controller_managers() {
+        let c = parse(&[]).validate().unwrap();
+        assert_eq!(c.leader_election, Default::default());
+        assert_eq!(c.endpoint_reconciler_type, EndpointReconcilerType::Lease);
+        let c = parse(&[
+            "--leader-elect=false",
+            "--leader-elect-lease-duration=4s",
+            "--leader-elect-renew-deadline=3s",
+            "--leader-elect-retry-period=1s",
+            "--endpoint-reconciler-type=none",
+        ])
+        .validate()
+        .unwrap();
+        assert!(!c.leader_election.enabled);
+        assert_eq!(c.leader_election.lease_duration, Duration::from_secs(4));
+        assert_eq!(c.endpoint_reconciler_type, EndpointReconcilerType::None);
+        let errs = parse(&[
+            "--leader-elect-lease-duration=2s",
+            "--endpoint-reconciler-type=master-count",
+            "--etcd-certfile=/nonexistent.crt",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(errs.len(), 4, "{errs:?}");
     }
 
     #[test]

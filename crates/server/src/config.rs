@@ -16,14 +16,28 @@ pub enum StorageConfig {
     Etcd(EtcdOptions),
 }
 
-/// The etcd flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`).
-#[derive(Clone, Debug)]
+/// The etcd flags (`--etcd-servers`, `--etcd-prefix`, `--etcd-compaction-interval`, TLS).
+#[derive(Clone, Debug, Default)]
 pub struct EtcdOptions {
     pub servers: Vec<String>,
     pub prefix: String,
     /// `None` disables compaction by kapi (`--etcd-compaction-interval=0`).
     pub compaction_interval: Option<Duration>,
     pub request_timeout: Duration,
+    /// `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`.
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
+/// `--endpoint-reconciler-type`: how the `kubernetes` Service's endpoints are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointReconcilerType {
+    /// Every replica keeps a master lease (a key with a TTL) and the endpoints list the live
+    /// ones (upstream's default).
+    Lease,
+    /// The endpoints are left alone.
+    None,
 }
 
 /// How requests are authorized (`--authorization-mode`), in order.
@@ -102,6 +116,13 @@ pub struct ServerConfig {
     pub encryption_provider_config: Option<PathBuf>,
     /// Connection bounds (`--http2-max-streams-per-connection` and upstream's fixed ones).
     pub limits: crate::serve::Limits,
+    /// `--leader-elect*`: the controllers run under kube-controller-manager's Lease.
+    pub leader_election: crate::leaderelection::LeaderElectionConfig,
+    /// `--advertise-address`: the address other members of the cluster reach this replica
+    /// at (the `kubernetes` endpoints); `None`: the bind address, or the first non-loopback
+    /// address of the host when binding every interface.
+    pub advertise_address: Option<IpAddr>,
+    pub endpoint_reconciler_type: EndpointReconcilerType,
 }
 
 impl ServerConfig {
@@ -144,6 +165,9 @@ impl ServerConfig {
             controllers: Default::default(),
             encryption_provider_config: None,
             limits: Default::default(),
+            leader_election: Default::default(),
+            advertise_address: None,
+            endpoint_reconciler_type: EndpointReconcilerType::Lease,
             data_dir,
         }
     }

@@ -13,14 +13,11 @@ fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
 }
 
-/// The kubeconfig text for a server at `addr` (loopback when it listens on all addresses).
+/// The kubeconfig text for a server at `addr` (loopback when it listens on all addresses; a
+/// server bound to another loopback address, such as 127.0.0.2, is reached there).
 pub fn render(pki: &Pki, addr: SocketAddr) -> String {
-    let host = if addr.ip().is_unspecified() || addr.ip().is_loopback() {
-        if addr.is_ipv6() && !addr.ip().is_unspecified() {
-            "[::1]".to_string()
-        } else {
-            "127.0.0.1".to_string()
-        }
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
     } else if addr.is_ipv6() {
         format!("[{}]", addr.ip())
     } else {

@@ -13,16 +13,21 @@
 mod admission;
 mod api;
 pub mod apiextensions;
+pub mod apiserver_identity;
 pub mod audit;
 pub mod authapi;
 pub mod body;
 pub mod config;
 pub mod controllers;
 pub mod duration;
+pub mod endpoint_reconciler;
 mod error;
 pub mod filters;
+pub mod ha;
 pub mod health;
 pub mod kubeconfig;
+pub mod leaderelection;
+pub mod leaselock;
 pub mod metrics;
 pub mod pki;
 pub mod rbac;
@@ -32,7 +37,9 @@ pub mod storage_metrics;
 pub mod tls;
 pub mod version;
 
-pub use config::{AuthorizationMode, EtcdOptions, ServerConfig, StorageConfig};
+pub use config::{
+    AuthorizationMode, EndpointReconcilerType, EtcdOptions, ServerConfig, StorageConfig,
+};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::ServerError;
 
@@ -79,10 +86,9 @@ impl RunningServer {
         &self.handler
     }
 
-    /// `https://127.0.0.1:<port>` (or the bound address when it is not loopback/unspecified).
+    /// `https://<bound address>:<port>` (`127.0.0.1` when it listens on all addresses).
     pub fn url(&self) -> String {
-        let ip = self.addr.ip();
-        if ip.is_unspecified() || ip.is_loopback() {
+        if self.addr.ip().is_unspecified() {
             format!("https://127.0.0.1:{}", self.addr.port())
         } else {
             format!("https://{}", self.addr)
@@ -115,12 +121,24 @@ pub async fn run(
     Ok(())
 }
 
-/// The opened backend, and the embedded store's handle to close when the server stops (it
-/// releases the data directory's lock).
+fn read_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, ServerError> {
+    std::fs::read(path).map_err(|e| ServerError::Config(format!("{flag} {}: {e}", path.display())))
+}
+
+/// The opened backend, the embedded store's handle to close when the server stops (it
+/// releases the data directory's lock), and the etcd client itself when the storage is etcd
+/// (for the master leases, which need a TTL on every write).
 async fn open_storage(
     config: &StorageConfig,
     encryption: Option<&std::path::Path>,
-) -> Result<(DynStorage, Option<kapi_storage::embedded::EmbeddedStorage>), ServerError> {
+) -> Result<
+    (
+        DynStorage,
+        Option<kapi_storage::embedded::EmbeddedStorage>,
+        Option<kapi_storage::etcd::EtcdStorage>,
+    ),
+    ServerError,
+> {
     let transformers = match encryption {
         Some(path) => Some(Arc::new(
             kapi_storage::transformer::Transformers::from_file(path)
@@ -140,21 +158,39 @@ async fn open_storage(
             })
             .await
             .map_err(|e| ServerError::Config(format!("opening the embedded store: {e}")))??;
-            Ok((Arc::new(store.clone()), Some(store)))
+            Ok((Arc::new(store.clone()), Some(store), None))
         }
         StorageConfig::Etcd(opts) => {
+            let tls = if opts.ca_file.is_some() || opts.cert_file.is_some() {
+                let cert_and_key = match (&opts.cert_file, &opts.key_file) {
+                    (Some(c), Some(k)) => Some((
+                        read_file("--etcd-certfile", c)?,
+                        read_file("--etcd-keyfile", k)?,
+                    )),
+                    _ => None,
+                };
+                Some(kapi_storage::etcd::EtcdTls {
+                    ca: opts
+                        .ca_file
+                        .as_deref()
+                        .map(|p| read_file("--etcd-cafile", p))
+                        .transpose()?,
+                    cert_and_key,
+                })
+            } else {
+                None
+            };
             let cfg = kapi_storage::etcd::EtcdConfig {
                 endpoints: opts.servers.clone(),
                 prefix: opts.prefix.clone(),
                 request_timeout: opts.request_timeout,
                 compaction_interval: opts.compaction_interval,
                 transformers,
+                tls,
                 ..Default::default()
             };
-            Ok((
-                Arc::new(kapi_storage::etcd::EtcdStorage::connect(cfg).await?),
-                None,
-            ))
+            let etcd = kapi_storage::etcd::EtcdStorage::connect(cfg).await?;
+            Ok((Arc::new(etcd.clone()), None, Some(etcd)))
         }
     }
 }
@@ -195,7 +231,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     // The storage first: a second kapi on an embedded store stops at its lock before touching
     // the certificates or the kubeconfig.
-    let (backend, embedded) = open_storage(
+    let (backend, embedded, etcd) = open_storage(
         &config.storage,
         config.encryption_provider_config.as_deref(),
     )
@@ -238,17 +274,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => None,
     };
-    // What kube-controller-manager would do for an API server alone, per `--controllers`.
-    let controllers = controllers::start(
+    let shutting_down = Arc::new(AtomicBool::new(false));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // What kube-controller-manager would do for an API server alone, per `--controllers`;
+    // once per cluster (under its Lease) when replicas may share the storage.
+    let controllers = controllers::start_elected(
         &handler,
         storage.clone(),
         pki.ca_pem.clone(),
         &config.controllers,
         metrics.registry(),
+        &config.leader_election,
+        etcd.is_some(),
+        shutdown_rx.clone(),
     )?;
-
-    let shutting_down = Arc::new(AtomicBool::new(false));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     authorization.start(shutdown_rx.clone()).await?;
     let health = health::Health::new(storage.clone(), shutting_down.clone());
     let api = api::ApiService::new(handler.clone(), health, metrics.clone());
@@ -264,7 +303,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             authorizer: authorization.authorizer.clone(),
             max_requests_inflight: config.max_requests_inflight,
             max_mutating_requests_inflight: config.max_mutating_requests_inflight,
-            shutdown: shutdown_rx,
+            shutdown: shutdown_rx.clone(),
             auditor: audit::Auditor::from_options(&config.audit)?,
         },
     );
@@ -290,12 +329,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let kubeconfig_path = config.kubeconfig_path.clone();
     kubeconfig::write(&kubeconfig_path, &pki, addr)?;
 
+    let replica = ha::start(&config, &handler, etcd, addr, shutdown_rx.clone());
+
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let drain = config.shutdown_timeout;
     let limits = config.limits.clone();
     let task = tokio::spawn(async move {
         // The controllers live (and stop) with the server.
-        let _controllers = controllers;
         let _crd_controllers = crd_controllers;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
@@ -304,6 +344,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             let _ = shutdown_tx.send(true);
         };
         serve::serve(listener, tls_config, chain, shutdown, drain, limits).await;
+        // Hand over: the Lease released, this replica out of the endpoints.
+        controllers.stopped().await;
+        replica.stopped().await;
         if let Some(store) = embedded {
             store.close().await;
         }

@@ -82,6 +82,7 @@ async fn serves_from_etcd_and_readyz_follows_it() {
             prefix: "/registry".into(),
             compaction_interval: None,
             request_timeout: Duration::from_secs(5),
+            ..Default::default()
         })
     })
     .await;

@@ -9,14 +9,16 @@
 //!
 //! [`framework`] holds what they share: informers and a work queue with retries.
 
+mod elected;
 pub mod framework;
 mod garbagecollector;
 mod namespace;
 mod namespaced;
-mod ops;
+pub(crate) mod ops;
 mod resourcequota;
 mod ttlafterfinished;
 
+pub use elected::{start_elected, RunningControllers, LEASE_NAME, LEASE_NAMESPACE};
 pub use namespaced::{RESYNC_PERIOD, ROOT_CA_DESCRIPTION};
 
 use crate::ServerError;
@@ -35,6 +37,16 @@ pub const SERVICE_ACCOUNT: &str = "serviceaccount";
 pub const ROOT_CA_CERT_PUBLISHER: &str = "root-ca-cert-publisher";
 pub const RESOURCE_QUOTA: &str = "resourcequota";
 pub const TTL_AFTER_FINISHED: &str = "ttl-after-finished";
+
+/// Every controller kapi runs.
+pub const ALL: [&str; 6] = [
+    SERVICE_ACCOUNT,
+    ROOT_CA_CERT_PUBLISHER,
+    NAMESPACE,
+    GARBAGE_COLLECTOR,
+    RESOURCE_QUOTA,
+    TTL_AFTER_FINISHED,
+];
 
 fn canonical(name: &str) -> &str {
     match name {
@@ -130,12 +142,11 @@ pub fn start(
     storage: DynStorage,
     ca_pem: String,
     selection: &Selection,
-    registry: &prometheus::Registry,
+    metrics: &ControllerMetrics,
 ) -> Result<Controllers, ServerError> {
     let groups = handler.groups();
     let missing = |r: &str| ServerError::Config(format!("controllers: {r} are not served"));
-    let metrics = ControllerMetrics::new(registry)
-        .map_err(|e| ServerError::Config(format!("controller metrics: {e}")))?;
+    let metrics = metrics.clone();
     let mut tasks = Vec::new();
     let accounts = if selection.enabled(SERVICE_ACCOUNT) {
         Some(find(&groups, "serviceaccounts", "").ok_or_else(|| missing("serviceaccounts"))?)
@@ -193,7 +204,7 @@ pub fn start(
         )));
     }
     tracing::info!(
-        controllers = ?[SERVICE_ACCOUNT, ROOT_CA_CERT_PUBLISHER, NAMESPACE, GARBAGE_COLLECTOR, RESOURCE_QUOTA, TTL_AFTER_FINISHED]
+        controllers = ?ALL
             .iter()
             .filter(|n| selection.enabled(n))
             .collect::<Vec<_>>(),

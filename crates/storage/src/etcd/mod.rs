@@ -5,6 +5,8 @@
 //! `mod_revision`. Every request is bounded by the request timeout, so a dead etcd is a prompt
 //! `Timeout`/`Unavailable`; the gRPC channel reconnects by itself when etcd is back.
 
+mod members;
+mod ttl;
 mod watch;
 
 use crate::error::{too_large_resource_version, Error, Result};
@@ -45,6 +47,30 @@ pub struct EtcdConfig {
     pub bookmark_interval: Duration,
     /// Encryption at rest (`--encryption-provider-config`); `None` stores values as they are.
     pub transformers: Option<Arc<Transformers>>,
+    /// TLS to etcd (`--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`), for `https://`
+    /// endpoints.
+    pub tls: Option<EtcdTls>,
+}
+
+/// PEM contents of the etcd TLS files: the CA that signed etcd's serving certificates and,
+/// for client-certificate authentication, kapi's certificate and key.
+#[derive(Clone, Debug, Default)]
+pub struct EtcdTls {
+    pub ca: Option<Vec<u8>>,
+    pub cert_and_key: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl EtcdTls {
+    fn options(&self) -> etcd_client::TlsOptions {
+        let mut tls = etcd_client::TlsOptions::new();
+        if let Some(ca) = &self.ca {
+            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &self.cert_and_key {
+            tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        tls
+    }
 }
 
 impl Default for EtcdConfig {
@@ -57,6 +83,7 @@ impl Default for EtcdConfig {
             dial_timeout: Duration::from_secs(2),
             bookmark_interval: Duration::from_secs(60),
             transformers: None,
+            tls: None,
         }
     }
 }
@@ -144,11 +171,18 @@ fn plain(e: etcd_client::Error) -> Error {
 impl EtcdStorage {
     /// Connects to etcd. The channel is lazy: this succeeds while etcd is down, and requests
     /// fail (and later recover) by themselves.
+    ///
+    /// With several endpoints the client balances over one connection per member; a member
+    /// that stops accepting connections leaves the balanced set ([`members`]), so requests go
+    /// to the others instead of failing or waiting for it.
     pub async fn connect(config: EtcdConfig) -> Result<EtcdStorage> {
-        let opts = ConnectOptions::new()
+        let mut opts = ConnectOptions::new()
             .with_connect_timeout(config.dial_timeout)
             .with_keep_alive(Duration::from_secs(10), config.request_timeout)
             .with_keep_alive_while_idle(true);
+        if let Some(tls) = &config.tls {
+            opts = opts.with_tls(tls.options());
+        }
         let client = tokio::time::timeout(
             config.dial_timeout + config.request_timeout,
             Client::connect(&config.endpoints, Some(opts)),
@@ -177,6 +211,15 @@ impl EtcdStorage {
             tokio::runtime::Handle::try_current(),
         ) {
             handle.spawn(compact_periodically(s.clone(), interval));
+        }
+        if let (true, Ok(handle)) = (
+            s.config.endpoints.len() > 1,
+            tokio::runtime::Handle::try_current(),
+        ) {
+            handle.spawn(members::track_members(
+                s.client.clone(),
+                s.config.endpoints.clone(),
+            ));
         }
         Ok(s)
     }
@@ -341,22 +384,51 @@ fn first_kv(ops: &[TxnOpResponse]) -> Option<KeyValue> {
     })
 }
 
+/// The key kube-apiserver's compactors agree through (outside every prefix, as upstream).
+const COMPACT_REV_KEY: &str = "compact_rev_key";
+
+/// kube-apiserver's compactor: every interval, each apiserver tries to bump the version of
+/// [`COMPACT_REV_KEY`] from the version it saw last, storing the current revision in it. Only
+/// the one that wins the compare-and-swap compacts, to the revision the previous winner
+/// stored; the others learn the new version and try again next interval. Several replicas
+/// thus compact once per interval between them, never to a revision newer than one interval
+/// ago.
 async fn compact_periodically(s: EtcdStorage, interval: Duration) {
-    let mut previous: Option<Revision> = None;
+    let (mut seen_version, mut stored_rev) = (0i64, 0i64);
     loop {
         tokio::time::sleep(interval).await;
-        // Like kube-apiserver's compactor: compact to what was current one interval ago.
-        if let Some(rev) = previous {
-            if let Err(e) = s.compact(rev).await {
-                tracing::warn!(error = %e, "etcd compaction failed");
-            }
+        match s.compact_round(seen_version, stored_rev).await {
+            Ok((version, rev)) => (seen_version, stored_rev) = (version, rev),
+            Err(e) => tracing::warn!(error = %e, "etcd compaction failed"),
         }
-        match s.current_revision().await {
-            Ok(r) => previous = Some(r),
-            Err(e) => {
-                tracing::warn!(error = %e, "etcd: reading the revision for compaction failed")
-            }
+    }
+}
+
+impl EtcdStorage {
+    /// One round of [`compact_periodically`]: the version of the compact key and the
+    /// revision stored for the next round.
+    async fn compact_round(&self, seen_version: i64, previous: Revision) -> Result<(i64, i64)> {
+        let txn = Txn::new()
+            .when([Compare::version(
+                COMPACT_REV_KEY,
+                CompareOp::Equal,
+                seen_version,
+            )])
+            .and_then([TxnOp::put(COMPACT_REV_KEY, previous.to_string(), None)])
+            .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
+        let mut kv = self.kv();
+        let resp = self.call_plain("txn", kv.txn(txn)).await?;
+        let current = resp.header().map_or(0, |h| h.revision());
+        if !resp.succeeded() {
+            // Another apiserver compacted this round; follow its version.
+            let version = first_kv(&resp.op_responses()).map_or(0, |kv| kv.version());
+            return Ok((version, current));
         }
+        if previous > 0 {
+            self.compact(previous).await?;
+            tracing::debug!(revision = previous, "etcd: compacted");
+        }
+        Ok((seen_version + 1, current))
     }
 }
 
