@@ -125,6 +125,10 @@ pub struct Options {
     #[command(flatten)]
     pub audit: crate::audit_options::AuditFlags,
 
+    /// kube-apiserver flags kapi accepts and ignores (envtest passes them).
+    #[command(flatten)]
+    pub compat: crate::compat_options::CompatFlags,
+
     /// In-process controllers to run, comma separated, with kube-controller-manager's names:
     /// '*' runs all, 'foo' runs foo, '-foo' leaves foo off. '-*' or an empty list runs none
     /// (to point the real kube-controller-manager at kapi).
@@ -296,6 +300,7 @@ impl Options {
             Err(e) => errors.push(format!("--controllers: {e}")),
         }
         config.audit = self.audit.options(&mut errors);
+        self.compat.apply(&mut config, &mut errors);
 
         let servers: Vec<String> = self
             .etcd_servers
