@@ -103,9 +103,9 @@ if "$ASSETS/kube-apiserver" --help 2>&1 | grep -Eq '^\s*--insecure-port\b'; then
 else
   pass "--help does not list --insecure-port (not passed, as for kube-apiserver >= 1.24)"
 fi
-# kapi keeps its own data beside envtest's: run in the cert dir's parent, as envtest leaves the
-# working directory alone.
-(cd "$WORK" && exec "$ASSETS/kube-apiserver" "${ARGS[@]}") >"$WORK/kapi.out" 2>"$WORK/kapi.log" &
+# envtest starts it in the Go test's working directory: nothing may land there.
+mkdir -p "$WORK/cwd"
+(cd "$WORK/cwd" && exec "$ASSETS/kube-apiserver" "${ARGS[@]}") >"$WORK/kapi.out" 2>"$WORK/kapi.log" &
 KAPI_PID=$!
 HEALTHZ="https://127.0.0.1:$PORT/healthz"
 healthz_ok() { [ "$(curl -sk -o /dev/null -w '%{http_code}' "$HEALTHZ")" = 200 ]; }
@@ -210,6 +210,9 @@ fi
 
 expect_out "delete the Guestbook" "deleted" k delete guestbook first
 expect_out "delete the CRD" "deleted" k delete crd guestbooks.webapp.example.com
+
+expect_eq "nothing written to the working directory" "" ls -A "$WORK/cwd"
+expect_ok "kapi's admin kubeconfig is in --cert-dir" test -s "$CERTS/admin.kubeconfig"
 
 # --- 6. envtest's Stop: SIGTERM, then the process is waited for ------------------------------
 kill -TERM "$KAPI_PID"

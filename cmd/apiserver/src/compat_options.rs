@@ -11,7 +11,7 @@
 //! `--tls-private-key-file` would give it.
 
 use clap::Args;
-use kapi_server::ServerConfig;
+use kapi_server::{ServerConfig, StorageConfig};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -83,6 +83,14 @@ impl CompatFlags {
                 );
                 config.tls_cert_file = Some(cert);
                 config.tls_private_key_file = Some(key);
+                // Started as envtest's kube-apiserver (on etcd, in the test's working
+                // directory): write nothing outside --cert-dir, as kube-apiserver would not.
+                let default_kubeconfig = config.data_dir.join("admin.kubeconfig");
+                if matches!(config.storage, StorageConfig::Etcd(_))
+                    && config.kubeconfig_path == default_kubeconfig
+                {
+                    config.kubeconfig_path = config.cert_dir.join("admin.kubeconfig");
+                }
             }
         }
     }

@@ -300,7 +300,6 @@ impl Options {
             Err(e) => errors.push(format!("--controllers: {e}")),
         }
         config.audit = self.audit.options(&mut errors);
-        self.compat.apply(&mut config, &mut errors);
 
         let servers: Vec<String> = self
             .etcd_servers
@@ -338,6 +337,8 @@ impl Options {
                 request_timeout: Duration::from_secs(10),
             });
         }
+        // Last: it looks at the storage and the certificate flags.
+        self.compat.apply(&mut config, &mut errors);
         if errors.is_empty() {
             Ok(config)
         } else {

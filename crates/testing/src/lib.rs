@@ -1,7 +1,7 @@
 //! `kapi-testing`: kapi as the control plane of a Rust test. [`TestServer::start`] runs a real
 //! kapi server inside the test's process — the same start-up, TLS, client-certificate
 //! authentication, authorization, admission and storage as the `kapi-apiserver` binary — on a
-//! free loopback port with its data in a temporary directory, and hands back a ready
+//! free loopback port with its data in a temporary directory (on `/dev/shm` where there is one), and hands back a ready
 //! [`kube::Client`] and the admin kubeconfig. Dropping the [`TestServer`] stops the server and
 //! removes its data.
 //!
@@ -47,17 +47,18 @@ pub enum Error {
 #[derive(Clone, Debug, Default)]
 pub enum Storage {
     /// The embedded store in a temporary directory on disk (the binary's default backend).
-    #[default]
     TempDir,
     /// The embedded store in a temporary directory on a memory file system (`/dev/shm`, where
-    /// fsync costs nothing); a plain temporary directory where there is none.
+    /// fsync costs nothing); a plain temporary directory where there is none. The default:
+    /// the fsyncs of the objects written at start-up are half of a start on disk.
+    #[default]
     Memory,
     /// An etcd cluster (give each server its own `prefix` to share one etcd).
     Etcd(EtcdOptions),
 }
 
 /// Options of a [`TestServer`]; [`TestServer::builder`] makes one with the defaults: embedded
-/// store in a temporary directory, RBAC, the default admission plugins, the built-in
+/// store in a temporary directory on `/dev/shm`, RBAC, the default admission plugins, the built-in
 /// controllers running, no CRDs.
 #[must_use]
 pub struct Builder {
@@ -68,8 +69,11 @@ pub struct Builder {
     crds: Vec<CustomResourceDefinition>,
     controllers: bool,
     crd_timeout: Duration,
-    tweaks: Vec<Box<dyn FnOnce(&mut ServerConfig) + Send>>,
+    tweaks: Vec<Tweak>,
 }
+
+/// A change to the server's configuration, from [`Builder::configure`].
+type Tweak = Box<dyn FnOnce(&mut ServerConfig) + Send>;
 
 impl Builder {
     pub fn storage(mut self, storage: Storage) -> Self {

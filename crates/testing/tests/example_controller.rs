@@ -117,7 +117,7 @@ where
     )
     .await
     .unwrap_or_else(|_| panic!("{name} did not reach the awaited state"))
-    .unwrap();
+    .expect("watching the object");
 }
 
 #[tokio::test]
