@@ -99,7 +99,7 @@ async fn parallel_servers_do_not_interfere() {
 }
 
 #[tokio::test]
-async fn dropping_a_server_frees_its_port_and_data() {
+async fn a_stopped_server_frees_its_port_and_data() {
     let t = TestServer::start().await.unwrap();
     let addr = t.server.addr;
     let dir = t.dir.path().to_owned();
