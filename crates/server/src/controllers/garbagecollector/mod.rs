@@ -114,9 +114,22 @@ fn resource_key(s: &Arc<dyn Storage>) -> String {
     format!("{}/{}/{}", info.group, info.version, info.resource)
 }
 
+/// The running informers, stopped with the collector: a dropped `JoinHandle` leaves its task
+/// running, and an informer holds the handler (so the whole server) after shutdown.
+struct Informers(HashMap<String, JoinHandle<()>>);
+
+impl Drop for Informers {
+    fn drop(&mut self) {
+        for task in self.0.values() {
+            task.abort();
+        }
+    }
+}
+
 /// Keeps one informer per served resource, starting and stopping them as groups change.
 async fn keep_informers(c: Arc<Collector>) {
-    let mut running: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut informers = Informers(HashMap::new());
+    let running = &mut informers.0;
     let mut last: Option<Arc<Vec<ApiGroupInfo>>> = None;
     loop {
         let groups = c.handler.groups();
