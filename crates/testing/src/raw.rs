@@ -136,14 +136,12 @@ impl Conn {
         let body = Full::new(Bytes::from(body.unwrap_or_default().to_string()))
             .map_err(|never| match never {})
             .boxed();
-        let mut req = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", "localhost")
-            .header("content-type", "application/json");
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
+        let req = request(
+            method,
+            path,
+            &[("content-type", "application/json")],
+            headers,
+        );
         self.round_trip(req.body(body).expect("a request")).await
     }
 
@@ -160,15 +158,11 @@ impl Conn {
         let body = Full::new(Bytes::from(body))
             .map_err(|never| match never {})
             .boxed();
-        let mut req = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", "localhost")
-            .header("accept", "application/json")
-            .header("content-type", content_type);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
+        let fixed = [
+            ("accept", "application/json"),
+            ("content-type", content_type),
+        ];
+        let req = request(method, path, &fixed, headers);
         self.round_trip(req.body(body).expect("a request")).await
     }
 
@@ -205,6 +199,23 @@ impl Conn {
         self.sender.ready().await.expect("the connection is open");
         read(self.sender.send_request(req).await.expect("a response")).await
     }
+}
+
+/// A request to `path` with `host: localhost`, then `fixed` and `headers`.
+fn request(
+    method: &str,
+    path: &str,
+    fixed: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> http::request::Builder {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost");
+    for (k, v) in fixed.iter().chain(headers) {
+        req = req.header(*k, *v);
+    }
+    req
 }
 
 async fn read(resp: http::Response<hyper::body::Incoming>) -> Reply {
