@@ -3,7 +3,7 @@
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
 # server tests with the kube crate, the check that the generated protobuf table is current),
 # then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
-# admission, rbac, auth, audit, validate) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
+# admission, rbac, auth, audit, validate, envtest) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
 # then security (file modes, encryption at rest, refusals over HTTP/2) and faults (kill -9, etcd restarts, full disk).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
@@ -59,6 +59,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/validate.sh
 
 step "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/controllers.sh
+
+step "e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/envtest.sh
 
 step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh

@@ -2,6 +2,7 @@
 //! drain in-flight requests and exit 0.
 
 mod audit_options;
+mod compat_options;
 mod options;
 
 use clap::Parser;

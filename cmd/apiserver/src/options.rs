@@ -128,6 +128,10 @@ pub struct Options {
     #[command(flatten)]
     pub audit: crate::audit_options::AuditFlags,
 
+    /// kube-apiserver flags kapi accepts and ignores (envtest passes them).
+    #[command(flatten)]
+    pub compat: crate::compat_options::CompatFlags,
+
     /// In-process controllers to run, comma separated, with kube-controller-manager's names:
     /// '*' runs all, 'foo' runs foo, '-foo' leaves foo off. '-*' or an empty list runs none
     /// (to point the real kube-controller-manager at kapi).
@@ -464,6 +468,8 @@ impl Options {
                 key_file: self.etcd_keyfile.clone(),
             });
         }
+        // Last: it looks at the storage and the certificate flags.
+        self.compat.apply(&mut config, &mut errors);
         if errors.is_empty() {
             Ok(config)
         } else {

@@ -335,7 +335,7 @@ async fn a_restarted_server_serves_its_custom_resources_at_once() {
     tabs.create(&PostParams::default(), &cron("kept", "busybox"))
         .await
         .unwrap();
-    let common::TestServer { server, dir } = t;
+    let common::TestServer { server, dir, .. } = t;
     server.shutdown().await;
 
     let config = kapi_server::ServerConfig::for_test(dir.path());

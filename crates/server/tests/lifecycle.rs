@@ -167,7 +167,9 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
     })
     .await;
 
-    let common::TestServer { server, dir: _dir } = t;
+    let common::TestServer {
+        server, dir: _dir, ..
+    } = t;
     let stopping = tokio::spawn(server.shutdown());
 
     // New connections are refused once the listener is closed.

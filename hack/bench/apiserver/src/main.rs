@@ -8,9 +8,14 @@
 //!
 //! With `--admission`, it then times creates with no dynamic admission, through one no-op
 //! validating webhook and through one CEL policy, and prints the ratios.
+//!
+//! With `--startup`, it measures start-up instead (see [`startup`]): time to the first request
+//! for kapi-testing's in-process `TestServer`, the binary, and the binary on a fresh etcd, and
+//! what 100 in-process start/stop cycles leave behind.
 
 mod admission;
 mod crd;
+mod startup;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -39,6 +44,15 @@ struct Args {
     /// Also time creates through a no-op validating webhook and through a CEL policy.
     #[arg(long)]
     admission: bool,
+    /// Measure start-up (in-process TestServer, binary, binary on a fresh etcd) instead.
+    #[arg(long)]
+    startup: bool,
+    /// `--startup`: starts timed per flavour (the median is printed).
+    #[arg(long, default_value_t = 20)]
+    starts: usize,
+    /// `--startup`: in-process servers started and stopped for the leak count.
+    #[arg(long, default_value_t = 100)]
+    cycles: usize,
 }
 
 struct Server {
@@ -179,6 +193,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if args.startup {
+        return startup::run(&args.server, args.starts, args.cycles).await;
+    }
     let (server, ready) = start(&args).await?;
     let pid = server.child.id();
     tokio::time::sleep(Duration::from_millis(500)).await;
