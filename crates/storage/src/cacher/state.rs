@@ -6,6 +6,7 @@ use crate::interface::{Event, Revision};
 use crate::Result;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -63,6 +64,12 @@ pub(super) struct State {
     pub window: VecDeque<Arc<Change>>,
     /// The window holds every change after this revision.
     pub window_start: Revision,
+    /// The store is the state at every revision from here up to `revision`: the last change
+    /// applied (or the revision of the list it was loaded from). A page at such a revision is
+    /// served from memory.
+    pub unchanged_since: Revision,
+    /// The backend's history is compacted up to here, as far as the cache was told.
+    pub compacted_to: Revision,
     pub watchers: HashMap<u64, Slot>,
     pub next_id: u64,
 }
@@ -75,6 +82,7 @@ impl State {
         self.revision = revision;
         self.window.clear();
         self.window_start = revision;
+        self.unchanged_since = revision;
         self.watchers.clear();
         self.ready = true;
     }
@@ -120,6 +128,7 @@ impl State {
             }
         };
         self.revision = rev;
+        self.unchanged_since = rev;
         let change = Arc::new(change);
         self.window.push_back(change.clone());
         while self.window.len() > capacity {
@@ -169,18 +178,60 @@ impl State {
             self.window.pop_front();
         }
         self.window_start = self.window_start.max(revision);
+        self.compacted_to = self.compacted_to.max(revision);
     }
 
-    /// The objects under `prefix` matching `pred`, in key order.
-    pub fn list(&self, prefix: &str, pred: &SelectionPredicate) -> Vec<Object> {
-        let everything = pred.is_everything();
-        self.store
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, o)| everything || pred.matches(o))
-            .map(|(_, o)| (**o).clone())
-            .collect()
+    /// Whether the store holds the state at `revision` exactly (a page of an earlier list can
+    /// be served from memory). Below a compaction the backend answers, with its 410.
+    pub fn holds(&self, revision: Revision) -> bool {
+        self.ready
+            && revision >= self.unchanged_since
+            && revision <= self.revision
+            && revision >= self.compacted_to
     }
+
+    /// One page of the objects in `[start, end)` matching `pred`, in key order: at most
+    /// `limit` items (all without one), read from the sorted store by seeking to `start`, as
+    /// upstream's storage pages (the page stops at `limit` matches; `more` only when a key
+    /// follows).
+    pub fn page(
+        &self,
+        start: &str,
+        end: &str,
+        limit: Option<usize>,
+        pred: &SelectionPredicate,
+    ) -> Page<'_> {
+        let everything = pred.is_everything();
+        let mut page = Page::default();
+        let mut keys = self
+            .store
+            .range::<str, _>((Bound::Included(start), Bound::Excluded(end)));
+        for (k, o) in keys.by_ref() {
+            if limit.is_some_and(|l| page.items.len() >= l) {
+                page.more = true;
+                // Upstream's `count - limit`: the keys left from this one on.
+                page.remaining = everything.then(|| 1 + keys.count() as i64);
+                break;
+            }
+            if everything || pred.matches(o) {
+                page.items.push((**o).clone());
+            }
+            page.last_key = Some(k.as_str());
+        }
+        page
+    }
+}
+
+/// A page read from the cache.
+#[derive(Default)]
+pub(super) struct Page<'a> {
+    pub items: Vec<Object>,
+    /// The last key looked at (the next page starts after it).
+    pub last_key: Option<&'a str>,
+    /// Whether keys follow the page.
+    pub more: bool,
+    /// How many keys follow, when there is no selector.
+    pub remaining: Option<i64>,
 }
 
 #[cfg(test)]
