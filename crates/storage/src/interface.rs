@@ -31,6 +31,10 @@ pub struct ListResult {
     pub continue_token: Option<String>,
     /// How many items remain after this page, where known.
     pub remaining_item_count: Option<i64>,
+    /// Each item's JSON in a list's form (without `apiVersion`/`kind`, see
+    /// [`encode_list_item`](crate::encode_list_item)), in order, when the storage keeps objects
+    /// encoded (the watch cache): a JSON list response is then written by concatenating them.
+    pub encoded: Option<Vec<bytes::Bytes>>,
 }
 
 /// Options for [`Storage::watch`].

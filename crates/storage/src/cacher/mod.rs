@@ -299,11 +299,18 @@ impl Cacher {
             )?),
             None => None,
         };
+        let remaining_item_count = page.remaining.filter(|_| continue_token.is_some());
+        let cached = page.items;
+        drop(st);
+        // Copy and encode outside the lock: watch fan-out does not wait for a large list.
+        let encoded = cached.iter().map(state::Cached::json).collect();
+        let items = cached.into_iter().map(|c| (*c.object).clone()).collect();
         Ok(Some(ListResult {
-            items: page.items,
+            items,
             revision,
-            remaining_item_count: page.remaining.filter(|_| continue_token.is_some()),
+            remaining_item_count,
             continue_token,
+            encoded: Some(encoded),
         }))
     }
 }
@@ -323,8 +330,9 @@ impl Storage for Cacher {
             // if the revision really is in the future.
             return self.shared.backend.get(key, opts).await;
         }
-        match self.shared.lock().store.get(key) {
-            Some(o) => Ok(Some((**o).clone())),
+        let found = self.shared.lock().store.get(key).cloned();
+        match found {
+            Some(c) => Ok(Some((*c.object).clone())),
             None if opts.ignore_not_found => Ok(None),
             None => Err(Error::NotFound { key: key.into() }),
         }

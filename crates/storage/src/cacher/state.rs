@@ -1,13 +1,16 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use crate::events::{bookmark, key_matches, to_event, with_revision, Change, ChangeKind};
+use crate::events::{
+    bookmark, encode_list_item, key_matches, to_event, with_revision, Change, ChangeKind,
+};
 use crate::interface::{Event, Revision};
 use crate::Result;
+use bytes::Bytes;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -54,13 +57,37 @@ pub(super) fn next_bookmark_time(
     (due >= now).then_some(due)
 }
 
+/// One object of the cache with its list-item JSON, encoded on the first list that needs it
+/// and shared by every later one (upstream's watch cache re-encodes on every list).
+#[derive(Clone)]
+pub(super) struct Cached {
+    pub object: Arc<Object>,
+    json: Arc<OnceLock<Bytes>>,
+}
+
+impl Cached {
+    fn new(object: Arc<Object>) -> Cached {
+        Cached {
+            object,
+            json: Arc::default(),
+        }
+    }
+
+    /// The list-item JSON, encoding it once.
+    pub fn json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| encode_list_item(&self.object))
+            .clone()
+    }
+}
+
 #[derive(Default)]
 pub(super) struct State {
     /// Set once the first list has been loaded.
     pub ready: bool,
     /// Every change up to here is applied.
     pub revision: Revision,
-    pub store: BTreeMap<String, Arc<Object>>,
+    pub store: BTreeMap<String, Cached>,
     pub window: VecDeque<Arc<Change>>,
     /// The window holds every change after this revision.
     pub window_start: Revision,
@@ -78,7 +105,10 @@ impl State {
     /// Replaces the contents with a fresh list; every watcher is closed (upstream terminates
     /// all watchers when the cache relists) and must start again.
     pub fn replace(&mut self, items: Vec<(String, Object)>, revision: Revision) {
-        self.store = items.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
+        self.store = items
+            .into_iter()
+            .map(|(k, o)| (k, Cached::new(Arc::new(o))))
+            .collect();
         self.revision = revision;
         self.window.clear();
         self.window_start = revision;
@@ -99,7 +129,10 @@ impl State {
                 return;
             }
             EventType::Added | EventType::Modified => {
-                let prev = self.store.insert(key.clone(), event.object.clone());
+                let prev = self
+                    .store
+                    .insert(key.clone(), Cached::new(event.object.clone()))
+                    .map(|c| c.object);
                 let kind = if prev.is_some() {
                     ChangeKind::Modified
                 } else {
@@ -213,8 +246,8 @@ impl State {
                 page.remaining = everything.then(|| 1 + keys.count() as i64);
                 break;
             }
-            if everything || pred.matches(o) {
-                page.items.push((**o).clone());
+            if everything || pred.matches(&o.object) {
+                page.items.push(o.clone());
             }
             page.last_key = Some(k.as_str());
         }
@@ -225,7 +258,8 @@ impl State {
 /// A page read from the cache.
 #[derive(Default)]
 pub(super) struct Page<'a> {
-    pub items: Vec<Object>,
+    /// Shared handles: the objects are copied (and encoded) after the lock is released.
+    pub items: Vec<Cached>,
     /// The last key looked at (the next page starts after it).
     pub last_key: Option<&'a str>,
     /// Whether keys follow the page.
