@@ -1,7 +1,8 @@
-//! A JSON list written from its items' pre-encoded bytes (the watch cache keeps each object's
-//! list-item JSON): the envelope is encoded, the items are concatenated as they are, and the
-//! body streams out in chunks — no item is decoded, re-encoded or copied into one big value.
-//! The bytes equal what [`crate::transform::list_value`] would encode.
+//! A list written from its items' pre-encoded bytes (the watch cache keeps each object's
+//! list-item JSON, and its protobuf message once a protobuf list has made it): the envelope is
+//! encoded, the items are concatenated as they are — no item is re-encoded, and no one big
+//! value is built. JSON streams out in chunks. The bytes equal what the general path
+//! ([`crate::transform::list_value`], then the encoder) writes.
 
 use crate::transform::{api_version, ListPayload};
 use crate::{BoxError, ResponseBody};
@@ -9,14 +10,15 @@ use bytes::{Bytes, BytesMut};
 use futures::stream;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use kapi_registry::rest::ResourceInfo;
-use serde_json::{json, Map};
+use kapi_machinery::ApiError;
+use kapi_registry::rest::{EncodedItem, ResourceInfo};
+use serde_json::{json, Map, Value};
 
 /// Items are gathered into chunks of about this size (fewer, larger writes).
 const CHUNK: usize = 64 * 1024;
 
-/// The list's body from `encoded` (one entry per item, in order).
-pub fn body(info: &ResourceInfo, list: &ListPayload, encoded: Vec<Bytes>) -> ResponseBody {
+/// The list without its items.
+fn envelope(info: &ResourceInfo, list: &ListPayload) -> Value {
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), json!(list.resource_version));
     if let Some(c) = list.continue_token.as_ref().filter(|c| !c.is_empty()) {
@@ -25,9 +27,29 @@ pub fn body(info: &ResourceInfo, list: &ListPayload, encoded: Vec<Bytes>) -> Res
     if let Some(n) = list.remaining_item_count {
         meta.insert("remainingItemCount".into(), json!(n));
     }
-    let envelope =
-        json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta});
-    let mut head = envelope.to_string();
+    json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta})
+}
+
+/// The protobuf list: each item's message is encoded once and kept beside the object.
+pub fn protobuf(
+    info: &ResourceInfo,
+    list: ListPayload,
+    encoded: &[EncodedItem],
+) -> Result<ResponseBody, ApiError> {
+    let envelope = envelope(info, &list);
+    let items = list
+        .items
+        .into_iter()
+        .zip(encoded)
+        .map(|(o, e)| (o.into_value(), &*e.protobuf))
+        .collect();
+    let bytes = crate::protobuf::encode_list(&envelope, items).map_err(ApiError::internal)?;
+    Ok(crate::responses::full_body(bytes))
+}
+
+/// The JSON list's body from `encoded` (one entry per item, in order).
+pub fn json(info: &ResourceInfo, list: &ListPayload, encoded: &[EncodedItem]) -> ResponseBody {
+    let mut head = envelope(info, list).to_string();
     // `{...}` → `{...,"items":[`: the items close the object.
     head.pop();
     head.push_str(r#","items":["#);
@@ -38,7 +60,7 @@ pub fn body(info: &ResourceInfo, list: &ListPayload, encoded: Vec<Bytes>) -> Res
         if i > 0 {
             buf.extend_from_slice(b",");
         }
-        buf.extend_from_slice(item);
+        buf.extend_from_slice(&item.json);
         if buf.len() >= CHUNK {
             chunks.push(buf.split().freeze());
         }

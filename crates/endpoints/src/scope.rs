@@ -128,17 +128,28 @@ impl RequestScope {
             _ => Default::default(),
         };
         let payload = match payload {
-            // A plain JSON list whose items storage kept encoded is written from those bytes.
-            // (An audited request logs the response object, so it takes the general path.)
+            // A plain JSON or protobuf list whose items storage kept encoded is written from
+            // those bytes. (An audited request logs the response object, so it takes the
+            // general path.)
             Payload::List(mut list)
                 if list.encoded.is_some()
                     && media.transform.is_none()
-                    && media.encoding == negotiation::Encoding::Json
                     && !(self.pretty || media.pretty)
                     && self.audit.is_none() =>
             {
                 let encoded = list.encoded.take().unwrap_or_default();
-                let body = crate::encoded_list::body(&self.resource, &list, encoded);
+                let body = match media.encoding {
+                    negotiation::Encoding::Json => {
+                        crate::encoded_list::json(&self.resource, &list, &encoded)
+                    }
+                    negotiation::Encoding::Protobuf => {
+                        crate::encoded_list::protobuf(&self.resource, list, &encoded)?
+                    }
+                    negotiation::Encoding::Yaml => {
+                        let value = transform::list_value(&self.resource, list);
+                        responses::full_body(encode(&value, media.encoding, false)?)
+                    }
+                };
                 return Ok((media.encoding.content_type(), body));
             }
             other => other,

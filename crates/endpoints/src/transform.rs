@@ -23,8 +23,8 @@ pub struct ListPayload {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining_item_count: Option<i64>,
-    /// The items' list-item JSON, when storage kept them encoded (see `encoded_list`).
-    pub encoded: Option<Vec<bytes::Bytes>>,
+    /// The items' encodings, when storage kept them (see `encoded_list`).
+    pub encoded: Option<Vec<kapi_registry::rest::EncodedItem>>,
 }
 
 /// `includeObject` of `TableOptions`.

@@ -303,7 +303,7 @@ impl Cacher {
         let cached = page.items;
         drop(st);
         // Copy and encode outside the lock: watch fan-out does not wait for a large list.
-        let encoded = cached.iter().map(state::Cached::json).collect();
+        let encoded = cached.iter().map(state::Cached::encoded).collect();
         let items = cached.into_iter().map(|c| (*c.object).clone()).collect();
         Ok(Some(ListResult {
             items,

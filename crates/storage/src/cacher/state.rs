@@ -4,7 +4,7 @@
 use crate::events::{
     bookmark, encode_list_item, key_matches, to_event, with_revision, Change, ChangeKind,
 };
-use crate::interface::{Event, Revision};
+use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
 use bytes::Bytes;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
@@ -63,6 +63,7 @@ pub(super) fn next_bookmark_time(
 pub(super) struct Cached {
     pub object: Arc<Object>,
     json: Arc<OnceLock<Bytes>>,
+    protobuf: Arc<OnceLock<Bytes>>,
 }
 
 impl Cached {
@@ -70,14 +71,19 @@ impl Cached {
         Cached {
             object,
             json: Arc::default(),
+            protobuf: Arc::default(),
         }
     }
 
-    /// The list-item JSON, encoding it once.
-    pub fn json(&self) -> Bytes {
-        self.json
-            .get_or_init(|| encode_list_item(&self.object))
-            .clone()
+    /// The encodings, the JSON made now if no list has needed it yet.
+    pub fn encoded(&self) -> EncodedItem {
+        EncodedItem {
+            json: self
+                .json
+                .get_or_init(|| encode_list_item(&self.object))
+                .clone(),
+            protobuf: self.protobuf.clone(),
+        }
     }
 }
 
