@@ -4,7 +4,7 @@
 //! value is built. JSON streams out in chunks. The bytes equal what the general path
 //! ([`crate::transform::list_value`], then the encoder) writes.
 
-use crate::transform::{api_version, ListPayload};
+use crate::transform::{api_version, list_meta_of, ListPayload};
 use crate::{BoxError, ResponseBody};
 use bytes::{Bytes, BytesMut};
 use futures::stream;
@@ -12,21 +12,14 @@ use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use kapi_machinery::ApiError;
 use kapi_registry::rest::{EncodedItem, ResourceInfo};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// Items are gathered into chunks of about this size (fewer, larger writes).
 const CHUNK: usize = 64 * 1024;
 
 /// The list without its items.
 fn envelope(info: &ResourceInfo, list: &ListPayload) -> Value {
-    let mut meta = Map::new();
-    meta.insert("resourceVersion".into(), json!(list.resource_version));
-    if let Some(c) = list.continue_token.as_ref().filter(|c| !c.is_empty()) {
-        meta.insert("continue".into(), json!(c));
-    }
-    if let Some(n) = list.remaining_item_count {
-        meta.insert("remainingItemCount".into(), json!(n));
-    }
+    let meta = list_meta_of(list);
     json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta})
 }
 
