@@ -11,6 +11,7 @@ pub mod openapi;
 
 pub mod body;
 mod encoded;
+mod encoded_list;
 pub mod handlers;
 pub mod installer;
 pub mod negotiation;

@@ -23,7 +23,16 @@ pub fn bytes_response(
     content_type: &str,
     bytes: impl Into<Bytes>,
 ) -> Response<ResponseBody> {
-    let mut resp = Response::new(full_body(bytes));
+    body_response(status, content_type, full_body(bytes))
+}
+
+/// A response with a (possibly streaming) body and content type.
+pub fn body_response(
+    status: StatusCode,
+    content_type: &str,
+    body: ResponseBody,
+) -> Response<ResponseBody> {
+    let mut resp = Response::new(body);
     *resp.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(content_type) {
         resp.headers_mut().insert(CONTENT_TYPE, v);

@@ -3,7 +3,7 @@
 //! admission chain, and how to answer (negotiated encoding, transforms, errors).
 
 use crate::negotiation::{self};
-use crate::responses::{self, add_warnings, bytes_response, encode, error_response};
+use crate::responses::{self, add_warnings, body_response, encode, error_response};
 use crate::transform::{self, DefaultTableConvertor, Payload};
 use crate::{HandlerConfig, ResponseBody};
 use http::header::ACCEPT;
@@ -102,7 +102,7 @@ impl RequestScope {
         warnings: &[String],
     ) -> Response<ResponseBody> {
         let mut resp = match self.encode_payload(payload) {
-            Ok((content_type, bytes)) => bytes_response(status, content_type, bytes),
+            Ok((content_type, body)) => body_response(status, content_type, body),
             Err(e) => self.error(&e),
         };
         let mut all = self.warnings.snapshot();
@@ -111,7 +111,7 @@ impl RequestScope {
         resp
     }
 
-    fn encode_payload(&self, payload: Payload) -> Result<(&'static str, Vec<u8>), ApiError> {
+    fn encode_payload(&self, payload: Payload) -> Result<(&'static str, ResponseBody), ApiError> {
         let protobuf = crate::protobuf::serves(self);
         let media = match (self.storage.as_table_convertor(), self.accept()) {
             // No table convertor: Table is not on offer (upstream's AllowsMediaTypeTransform).
@@ -127,6 +127,33 @@ impl RequestScope {
             Some(negotiation::Transform::Table(_)) => transform::table_options(&self.query)?,
             _ => Default::default(),
         };
+        let payload = match payload {
+            // A plain JSON or protobuf list whose items storage kept encoded is written from
+            // those bytes. (An audited request logs the response object, so it takes the
+            // general path.)
+            Payload::List(mut list)
+                if list.encoded.is_some()
+                    && media.transform.is_none()
+                    && !(self.pretty || media.pretty)
+                    && self.audit.is_none() =>
+            {
+                let encoded = list.encoded.take().unwrap_or_default();
+                let body = match media.encoding {
+                    negotiation::Encoding::Json => {
+                        crate::encoded_list::json(&self.resource, &list, &encoded)
+                    }
+                    negotiation::Encoding::Protobuf => {
+                        crate::encoded_list::protobuf(&self.resource, list, &encoded)?
+                    }
+                    negotiation::Encoding::Yaml => {
+                        let value = transform::list_value(&self.resource, list);
+                        responses::full_body(encode(&value, media.encoding, false)?)
+                    }
+                };
+                return Ok((media.encoding.content_type(), body));
+            }
+            other => other,
+        };
         let value = transform::transform(
             payload,
             media.transform,
@@ -138,7 +165,7 @@ impl RequestScope {
             audit.log_response_object(&value);
         }
         let bytes = encode(&value, media.encoding, self.pretty || media.pretty)?;
-        Ok((media.encoding.content_type(), bytes))
+        Ok((media.encoding.content_type(), responses::full_body(bytes)))
     }
 
     /// Admission attributes for an operation on this request's object.

@@ -23,6 +23,8 @@ pub struct ListPayload {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining_item_count: Option<i64>,
+    /// The items' encodings, when storage kept them (see `encoded_list`).
+    pub encoded: Option<Vec<kapi_registry::rest::EncodedItem>>,
 }
 
 /// `includeObject` of `TableOptions`.
@@ -83,14 +85,7 @@ fn not_acceptable(message: String) -> ApiError {
 
 /// The wire form of a list, with items stripped of `apiVersion`/`kind` as typed lists are.
 pub fn list_value(info: &ResourceInfo, list: ListPayload) -> Value {
-    let mut meta = Map::new();
-    meta.insert("resourceVersion".into(), json!(list.resource_version));
-    if let Some(c) = list.continue_token.filter(|c| !c.is_empty()) {
-        meta.insert("continue".into(), json!(c));
-    }
-    if let Some(n) = list.remaining_item_count {
-        meta.insert("remainingItemCount".into(), json!(n));
-    }
+    let meta = list_meta_of(&list);
     let items: Vec<Value> = list
         .items
         .into_iter()
@@ -170,7 +165,7 @@ pub fn table(
     json!({"kind": "Table", "apiVersion": v.api_version(), "metadata": list_meta, "columnDefinitions": columns, "rows": rows})
 }
 
-fn list_meta_of(list: &ListPayload) -> Map<String, Value> {
+pub(crate) fn list_meta_of(list: &ListPayload) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), json!(list.resource_version));
     if let Some(c) = list.continue_token.as_ref().filter(|c| !c.is_empty()) {

@@ -46,6 +46,8 @@ pub struct WriteResult {
     pub warnings: Vec<String>,
 }
 
+pub use kapi_storage::EncodedItem;
+
 /// A list as the registry returns it (items already carry their resourceVersion).
 #[derive(Clone, Debug, Default)]
 pub struct ObjectList {
@@ -53,6 +55,9 @@ pub struct ObjectList {
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining_item_count: Option<i64>,
+    /// The items' JSON as list items, in order, when storage kept them encoded and the
+    /// stored form is the served one: the list response is written from these bytes.
+    pub encoded: Option<Vec<EncodedItem>>,
 }
 
 /// Validating admission for a create, run by the Store after the strategy's validation and

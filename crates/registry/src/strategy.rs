@@ -144,9 +144,16 @@ pub trait Strategy: Send + Sync + 'static {
         obj
     }
 
-    /// Converts a stored object into this resource's version.
+    /// Converts a stored object into this resource's version. A strategy that overrides it
+    /// also answers true to [`Strategy::converts_from_storage`].
     fn convert_from_storage(&self, obj: Object) -> Object {
         obj
+    }
+
+    /// Whether [`Strategy::convert_from_storage`] changes objects. When it does not, a list's
+    /// items are written from the watch cache's encoded bytes as they are.
+    fn converts_from_storage(&self) -> bool {
+        false
     }
 
     /// The Table columns of the kind when they are not a built-in printer's (custom resources'

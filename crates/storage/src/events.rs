@@ -123,6 +123,15 @@ pub(crate) fn encode_for_storage(obj: &Object) -> Vec<u8> {
     }
 }
 
+/// An object's JSON as an item of a list: typed lists' items carry no `apiVersion`/`kind`.
+/// The endpoints' list writer removes them the same way, so both forms are byte-identical.
+pub fn encode_list_item(obj: &Object) -> bytes::Bytes {
+    let mut o = obj.clone();
+    o.remove("apiVersion");
+    o.remove("kind");
+    bytes::Bytes::from(o.to_vec())
+}
+
 /// Decodes stored bytes and stamps the revision.
 pub(crate) fn decode_stored(key: &str, bytes: &[u8], revision: Revision) -> crate::Result<Object> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| crate::Error::Corrupt {

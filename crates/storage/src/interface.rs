@@ -31,6 +31,20 @@ pub struct ListResult {
     pub continue_token: Option<String>,
     /// How many items remain after this page, where known.
     pub remaining_item_count: Option<i64>,
+    /// Each item's encodings, in order, when the storage keeps objects encoded (the watch
+    /// cache): a list response is then written by concatenating them.
+    pub encoded: Option<Vec<EncodedItem>>,
+}
+
+/// One list item's encodings, shared with the watch cache that keeps them.
+#[derive(Clone, Debug)]
+pub struct EncodedItem {
+    /// The JSON of the item in a list's form (without `apiVersion`/`kind`, see
+    /// [`encode_list_item`](crate::encode_list_item)).
+    pub json: bytes::Bytes,
+    /// The item's protobuf message, filled by the first protobuf list that needs it (the
+    /// storage knows no protobuf schema) and reused by every later one.
+    pub protobuf: Arc<std::sync::OnceLock<bytes::Bytes>>,
 }
 
 /// Options for [`Storage::watch`].

@@ -24,4 +24,5 @@ pub use error::{
     check_preconditions, continue_expired, too_large_resource_version, too_old_message, Error,
     Result, CONTINUE_EXPIRED_MESSAGE,
 };
+pub use events::encode_list_item;
 pub use interface::*;

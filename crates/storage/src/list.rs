@@ -185,5 +185,6 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
         revision,
         remaining_item_count: remaining.filter(|_| continue_token.is_some()),
         continue_token,
+        encoded: None,
     })
 }

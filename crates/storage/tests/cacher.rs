@@ -164,6 +164,8 @@ async fn watchers_share_one_copy_and_window_is_bounded() {
 async fn a_bookmark_comes_before_the_timeout() {
     let tmp = tempfile::tempdir().unwrap();
     let (_, cache) = setup(tmp.path(), CacherConfig::default());
+    // Loaded before the first write, so its window holds that write.
+    eventually("the cache to load", || async { cache.revision() > 0 }).await;
     let first = cache
         .create(&key("ns", "a"), pod("ns", "a", &[]), None)
         .await

@@ -101,6 +101,7 @@ pub async fn delete_collection(
         resource_version: list.resource_version,
         continue_token: list.continue_token,
         remaining_item_count: list.remaining_item_count,
+        encoded: list.encoded,
     };
     Ok(scope.respond(StatusCode::OK, Payload::List(payload), &[]))
 }

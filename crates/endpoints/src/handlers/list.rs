@@ -17,6 +17,7 @@ pub async fn list(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiErr
         resource_version: list.resource_version,
         continue_token: list.continue_token,
         remaining_item_count: list.remaining_item_count,
+        encoded: list.encoded,
     };
     Ok(scope.respond(StatusCode::OK, Payload::List(payload), &[]))
 }

@@ -103,6 +103,51 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtoError> {
     let m = schema::message_for(api_version, kind)
         .ok_or_else(|| ProtoError::NoSchema(format!("{api_version}, Kind={kind}")))?;
     let raw = transcode::encode_message(m, value)?;
+    envelope_bytes(api_version, kind, raw)
+}
+
+/// Encodes a list from its envelope (`kind`, `apiVersion`, `metadata`; no `items`) and its
+/// items' messages, encoding an item with `encode_item` only where `cached` has none yet: the
+/// same bytes as [`encode`] of the whole list, since `items` is a list message's last field.
+pub fn encode_list(
+    envelope: &Value,
+    items: Vec<(Value, &std::sync::OnceLock<bytes::Bytes>)>,
+) -> Result<Vec<u8>, ProtoError> {
+    let api_version = envelope
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let kind = envelope.get("kind").and_then(Value::as_str).unwrap_or("");
+    let m = schema::message_for(api_version, kind)
+        .ok_or_else(|| ProtoError::NoSchema(format!("{api_version}, Kind={kind}")))?;
+    let field = m
+        .fields
+        .iter()
+        .find(|f| f.json == "items")
+        .filter(|f| m.fields.iter().all(|o| o.number <= f.number))
+        .ok_or_else(|| ProtoError::NoSchema(format!("{}: no trailing items field", m.name)))?;
+    let schema::Kind::Message(item_name) = field.kind else {
+        return Err(ProtoError::NoSchema(format!("{}.items", m.name)));
+    };
+    let item_def =
+        schema::message(item_name).ok_or_else(|| ProtoError::NoSchema(item_name.to_string()))?;
+    let mut raw = transcode::encode_message(m, envelope)?;
+    for (value, cached) in items {
+        let bytes = match cached.get() {
+            Some(b) => b.clone(),
+            None => {
+                let b = bytes::Bytes::from(transcode::encode_message(item_def, &value)?);
+                // A racing list may have filled it meanwhile: both encodings are equal.
+                let _ = cached.set(b.clone());
+                b
+            }
+        };
+        wire::put_len(&mut raw, field.number, &bytes);
+    }
+    envelope_bytes(api_version, kind, raw)
+}
+
+fn envelope_bytes(api_version: &str, kind: &str, raw: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
     let unknown = Unknown {
         type_meta: Some(TypeMeta {
             api_version: Some(api_version.to_string()),

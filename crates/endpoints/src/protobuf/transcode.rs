@@ -90,18 +90,24 @@ pub fn encode_message(m: &MessageDef, v: &Value) -> Result<Vec<u8>, ProtoError> 
         },
         Special::None => {
             let obj = v.as_object().ok_or_else(|| mismatch(m, v))?;
-            let mut fields: Vec<&schema::FieldDef> = m.fields.iter().collect();
-            fields.sort_by_key(|f| f.number);
-            for f in fields {
+            // The generated table lists fields in number order; sort (and allocate) only when
+            // it does not, since this runs for every message of every object written.
+            let mut encode_one = |f: &schema::FieldDef| -> Result<(), ProtoError> {
                 if f.inline {
                     // Go writes an embedded struct even when empty; its fields come from `v`.
-                    encode_field(&mut out, f, v)?;
-                    continue;
+                    return encode_field(&mut out, f, v);
                 }
                 match obj.get(f.json) {
-                    None | Some(Value::Null) => {}
-                    Some(val) => encode_labeled(&mut out, f, val)?,
+                    None | Some(Value::Null) => Ok(()),
+                    Some(val) => encode_labeled(&mut out, f, val),
                 }
+            };
+            if m.fields.is_sorted_by_key(|f| f.number) {
+                m.fields.iter().try_for_each(&mut encode_one)?;
+            } else {
+                let mut fields: Vec<&schema::FieldDef> = m.fields.iter().collect();
+                fields.sort_by_key(|f| f.number);
+                fields.into_iter().try_for_each(encode_one)?;
             }
         }
     }

@@ -279,6 +279,10 @@ impl Strategy for CustomResourceStrategy {
 
     /// Stored objects are read in this version with the schema's defaults, as upstream
     /// defaults on read from storage.
+    fn converts_from_storage(&self) -> bool {
+        true
+    }
+
     fn convert_from_storage(&self, obj: Object) -> Object {
         let mut obj = obj;
         let kind = obj.kind().to_string();

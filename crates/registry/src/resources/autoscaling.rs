@@ -269,6 +269,10 @@ impl Strategy for HpaV1Strategy {
     fn to_storage(&self, obj: Object) -> Object {
         v1_to_v2(obj)
     }
+    fn converts_from_storage(&self) -> bool {
+        true
+    }
+
     fn convert_from_storage(&self, obj: Object) -> Object {
         v2_to_v1(obj)
     }

@@ -88,6 +88,10 @@ impl Strategy for EventsV1Strategy {
             "v1",
         )
     }
+    fn converts_from_storage(&self) -> bool {
+        true
+    }
+
     fn convert_from_storage(&self, obj: Object) -> Object {
         convert_event(
             obj,

@@ -278,6 +278,7 @@ impl CollectionDeleter for Store {
             resource_version: listed.resource_version,
             continue_token: None,
             remaining_item_count: None,
+            encoded: None,
         })
     }
 }

@@ -85,6 +85,10 @@ impl Store {
             resource_version: res.revision.to_string(),
             continue_token: res.continue_token,
             remaining_item_count: res.remaining_item_count,
+            // Bytes of the stored form are the served form only without a conversion.
+            encoded: res
+                .encoded
+                .filter(|_| !self.strategy.converts_from_storage()),
         })
     }
 

@@ -4,8 +4,12 @@
 //!
 //! - LIST with `resourceVersion="0"` is served from memory as is (and, as upstream, ignores
 //!   `limit`); `NotOlderThan` waits until the cache has reached the revision; a consistent LIST
-//!   (no resourceVersion, no limit) first learns the backend's current revision and waits for
-//!   the cache to reach it. `Exact`, `continue` and limited consistent lists go to the backend.
+//!   (no resourceVersion) first learns the backend's current revision and waits for the cache
+//!   to reach it (upstream's consistent reads from cache). `limit` pages from the sorted store
+//!   by seeking to the start key, so a page costs what it returns. A page at an exact revision
+//!   (`continue`, `Exact`) is served from memory while nothing under the prefix has changed
+//!   since that revision; older states go to the backend, which reads them at that revision
+//!   or answers 410.
 //! - WATCH is served from a bounded window of recent changes; older revisions are 410 Gone.
 //!   Each watcher has a bounded queue: one that cannot keep up is closed, never waited for.
 //! - Objects are shared `Arc`s: the store, the window and every watcher hold the same copy.
@@ -15,15 +19,18 @@
 
 mod state;
 
+use crate::continuation;
 use crate::error::{Error, Result};
+use crate::events::prefix_end;
 use crate::interface::{
     DynStorage, Event, GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn,
     WatchOptions, WatchStream,
 };
+use crate::list::ReadAt;
 use async_trait::async_trait;
 use futures::StreamExt;
 use kapi_machinery::options::parse_resource_version;
-use kapi_machinery::{ListOptions, Object, Preconditions, ResourceVersionMatch};
+use kapi_machinery::{ListOptions, Object, Preconditions};
 use state::{Slot, State};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -226,39 +233,86 @@ async fn bookmarks(shared: Arc<Shared>) {
 
 /// Where a list is served from.
 enum ListFrom {
-    Cache {
+    /// The cache's current state, once it is fresh enough: after catching up with the
+    /// backend (`consistent`) or reaching `min`. `limit` pages it.
+    Latest {
         min: Option<Revision>,
         consistent: bool,
+        limit: Option<usize>,
     },
-    Backend,
+    /// Exactly `revision` from `start` (a continued list, `Exact`, legacy rv with `limit`):
+    /// from memory when nothing under the prefix changed since, else from the backend.
+    At {
+        revision: Revision,
+        start: String,
+        limit: Option<usize>,
+    },
 }
 
-fn list_from(opts: &ListOptions) -> Result<ListFrom> {
-    if opts
-        .continue_token
-        .as_deref()
-        .is_some_and(|t| !t.is_empty())
-    {
-        return Ok(ListFrom::Backend);
-    }
+fn list_from(prefix: &str, opts: &ListOptions) -> Result<ListFrom> {
+    // The shared planner validates the token and resourceVersion exactly as the backends do.
+    let plan = crate::list::plan(prefix, opts)?;
     let rv = parse_resource_version(opts.resource_version.as_deref()).map_err(Error::from)?;
-    Ok(match (rv, opts.resource_version_match) {
-        (None, _) if opts.limit.is_some() => ListFrom::Backend,
-        (None, _) => ListFrom::Cache {
-            min: None,
-            consistent: true,
+    Ok(match plan.read {
+        ReadAt::Exact(revision) => ListFrom::At {
+            revision,
+            start: plan.start,
+            limit: plan.limit,
         },
-        (Some(0), _) => ListFrom::Cache {
+        // "0": any state; as upstream, the cache ignores `limit`.
+        ReadAt::Latest { .. } if rv == Some(0) => ListFrom::Latest {
             min: None,
             consistent: false,
+            limit: None,
         },
-        (Some(_), Some(ResourceVersionMatch::Exact)) => ListFrom::Backend,
-        (Some(_), None) if opts.limit.is_some() => ListFrom::Backend,
-        (Some(r), _) => ListFrom::Cache {
-            min: Some(r),
-            consistent: false,
+        ReadAt::Latest { min } => ListFrom::Latest {
+            min,
+            consistent: min.is_none(),
+            limit: plan.limit,
         },
     })
+}
+
+impl Cacher {
+    /// A page of the cache at its current revision (or at `at`), or `None` when it does not
+    /// hold that state.
+    fn page(
+        &self,
+        prefix: &str,
+        start: &str,
+        at: Option<Revision>,
+        limit: Option<usize>,
+        opts: &ListOptions,
+    ) -> Result<Option<ListResult>> {
+        let st = self.shared.lock();
+        let revision = at.unwrap_or(st.revision);
+        if !st.holds(revision) {
+            return Ok(None);
+        }
+        let end = prefix_end(prefix);
+        let page = st.page(start, &end, limit, &opts.predicate);
+        let continue_token = match page.last_key.filter(|_| page.more) {
+            Some(k) => Some(continuation::encode(
+                &format!("{k}\u{0}"),
+                prefix,
+                revision,
+            )?),
+            None => None,
+        };
+        let remaining_item_count = page.remaining.filter(|_| continue_token.is_some());
+        let cached = page.items;
+        drop(st);
+        // Copy and encode outside the lock: watch fan-out does not wait for a large list.
+        let encoded = cached.iter().map(state::Cached::encoded).collect();
+        let items = cached.into_iter().map(|c| (*c.object).clone()).collect();
+        Ok(Some(ListResult {
+            items,
+            revision,
+            remaining_item_count,
+            continue_token,
+            encoded: Some(encoded),
+        }))
+    }
 }
 
 #[async_trait]
@@ -276,35 +330,49 @@ impl Storage for Cacher {
             // if the revision really is in the future.
             return self.shared.backend.get(key, opts).await;
         }
-        match self.shared.lock().store.get(key) {
-            Some(o) => Ok(Some((**o).clone())),
+        let found = self.shared.lock().store.get(key).cloned();
+        match found {
+            Some(c) => Ok(Some((*c.object).clone())),
             None if opts.ignore_not_found => Ok(None),
             None => Err(Error::NotFound { key: key.into() }),
         }
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
-        let (min, consistent) = match list_from(opts)? {
-            ListFrom::Backend => return self.shared.backend.list(prefix, opts).await,
-            ListFrom::Cache { min, consistent } => (min, consistent),
+        let backend = &self.shared.backend;
+        let (min, consistent, limit) = match list_from(prefix, opts)? {
+            ListFrom::At {
+                revision,
+                start,
+                limit,
+            } => {
+                // Pages of a list whose revision the cache still holds come from memory; an
+                // older state (or an expired token) is the backend's to serve or refuse.
+                if let Some(page) = self.page(prefix, &start, Some(revision), limit, opts)? {
+                    return Ok(page);
+                }
+                return backend.list(prefix, opts).await;
+            }
+            ListFrom::Latest {
+                min,
+                consistent,
+                limit,
+            } => (min, consistent, limit),
         };
         if consistent {
             if self.shared.wait_fresh().await?.is_none() {
                 // The cache could not catch up in time: answer from the backend instead.
-                return self.shared.backend.list(prefix, opts).await;
+                return backend.list(prefix, opts).await;
             }
         } else if !self.shared.wait_for(min.unwrap_or(1)).await {
             // Not there yet (or not loaded): the backend answers, and says "too large" itself
             // if the revision really is in the future.
-            return self.shared.backend.list(prefix, opts).await;
+            return backend.list(prefix, opts).await;
         }
-        let st = self.shared.lock();
-        Ok(ListResult {
-            items: st.list(prefix, &opts.predicate),
-            revision: st.revision,
-            continue_token: None,
-            remaining_item_count: None,
-        })
+        match self.page(prefix, prefix, None, limit, opts)? {
+            Some(page) => Ok(page),
+            None => backend.list(prefix, opts).await,
+        }
     }
 
     async fn guaranteed_update(

@@ -1,12 +1,16 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use crate::events::{bookmark, key_matches, to_event, with_revision, Change, ChangeKind};
-use crate::interface::{Event, Revision};
+use crate::events::{
+    bookmark, encode_list_item, key_matches, to_event, with_revision, Change, ChangeKind,
+};
+use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
+use bytes::Bytes;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::ops::Bound;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -53,16 +57,52 @@ pub(super) fn next_bookmark_time(
     (due >= now).then_some(due)
 }
 
+/// One object of the cache with its list-item JSON, encoded on the first list that needs it
+/// and shared by every later one (upstream's watch cache re-encodes on every list).
+#[derive(Clone)]
+pub(super) struct Cached {
+    pub object: Arc<Object>,
+    json: Arc<OnceLock<Bytes>>,
+    protobuf: Arc<OnceLock<Bytes>>,
+}
+
+impl Cached {
+    fn new(object: Arc<Object>) -> Cached {
+        Cached {
+            object,
+            json: Arc::default(),
+            protobuf: Arc::default(),
+        }
+    }
+
+    /// The encodings, the JSON made now if no list has needed it yet.
+    pub fn encoded(&self) -> EncodedItem {
+        EncodedItem {
+            json: self
+                .json
+                .get_or_init(|| encode_list_item(&self.object))
+                .clone(),
+            protobuf: self.protobuf.clone(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct State {
     /// Set once the first list has been loaded.
     pub ready: bool,
     /// Every change up to here is applied.
     pub revision: Revision,
-    pub store: BTreeMap<String, Arc<Object>>,
+    pub store: BTreeMap<String, Cached>,
     pub window: VecDeque<Arc<Change>>,
     /// The window holds every change after this revision.
     pub window_start: Revision,
+    /// The store is the state at every revision from here up to `revision`: the last change
+    /// applied (or the revision of the list it was loaded from). A page at such a revision is
+    /// served from memory.
+    pub unchanged_since: Revision,
+    /// The backend's history is compacted up to here, as far as the cache was told.
+    pub compacted_to: Revision,
     pub watchers: HashMap<u64, Slot>,
     pub next_id: u64,
 }
@@ -71,10 +111,14 @@ impl State {
     /// Replaces the contents with a fresh list; every watcher is closed (upstream terminates
     /// all watchers when the cache relists) and must start again.
     pub fn replace(&mut self, items: Vec<(String, Object)>, revision: Revision) {
-        self.store = items.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
+        self.store = items
+            .into_iter()
+            .map(|(k, o)| (k, Cached::new(Arc::new(o))))
+            .collect();
         self.revision = revision;
         self.window.clear();
         self.window_start = revision;
+        self.unchanged_since = revision;
         self.watchers.clear();
         self.ready = true;
     }
@@ -91,7 +135,10 @@ impl State {
                 return;
             }
             EventType::Added | EventType::Modified => {
-                let prev = self.store.insert(key.clone(), event.object.clone());
+                let prev = self
+                    .store
+                    .insert(key.clone(), Cached::new(event.object.clone()))
+                    .map(|c| c.object);
                 let kind = if prev.is_some() {
                     ChangeKind::Modified
                 } else {
@@ -120,6 +167,7 @@ impl State {
             }
         };
         self.revision = rev;
+        self.unchanged_since = rev;
         let change = Arc::new(change);
         self.window.push_back(change.clone());
         while self.window.len() > capacity {
@@ -169,18 +217,61 @@ impl State {
             self.window.pop_front();
         }
         self.window_start = self.window_start.max(revision);
+        self.compacted_to = self.compacted_to.max(revision);
     }
 
-    /// The objects under `prefix` matching `pred`, in key order.
-    pub fn list(&self, prefix: &str, pred: &SelectionPredicate) -> Vec<Object> {
-        let everything = pred.is_everything();
-        self.store
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, o)| everything || pred.matches(o))
-            .map(|(_, o)| (**o).clone())
-            .collect()
+    /// Whether the store holds the state at `revision` exactly (a page of an earlier list can
+    /// be served from memory). Below a compaction the backend answers, with its 410.
+    pub fn holds(&self, revision: Revision) -> bool {
+        self.ready
+            && revision >= self.unchanged_since
+            && revision <= self.revision
+            && revision >= self.compacted_to
     }
+
+    /// One page of the objects in `[start, end)` matching `pred`, in key order: at most
+    /// `limit` items (all without one), read from the sorted store by seeking to `start`, as
+    /// upstream's storage pages (the page stops at `limit` matches; `more` only when a key
+    /// follows).
+    pub fn page(
+        &self,
+        start: &str,
+        end: &str,
+        limit: Option<usize>,
+        pred: &SelectionPredicate,
+    ) -> Page<'_> {
+        let everything = pred.is_everything();
+        let mut page = Page::default();
+        let mut keys = self
+            .store
+            .range::<str, _>((Bound::Included(start), Bound::Excluded(end)));
+        for (k, o) in keys.by_ref() {
+            if limit.is_some_and(|l| page.items.len() >= l) {
+                page.more = true;
+                // Upstream's `count - limit`: the keys left from this one on.
+                page.remaining = everything.then(|| 1 + keys.count() as i64);
+                break;
+            }
+            if everything || pred.matches(&o.object) {
+                page.items.push(o.clone());
+            }
+            page.last_key = Some(k.as_str());
+        }
+        page
+    }
+}
+
+/// A page read from the cache.
+#[derive(Default)]
+pub(super) struct Page<'a> {
+    /// Shared handles: the objects are copied (and encoded) after the lock is released.
+    pub items: Vec<Cached>,
+    /// The last key looked at (the next page starts after it).
+    pub last_key: Option<&'a str>,
+    /// Whether keys follow the page.
+    pub more: bool,
+    /// How many keys follow, when there is no selector.
+    pub remaining: Option<i64>,
 }
 
 #[cfg(test)]

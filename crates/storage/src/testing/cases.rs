@@ -546,3 +546,123 @@ pub async fn large_list(s: DynStorage) {
         (100, Some(200))
     );
 }
+
+/// Reads every page of `opts` from `s`, checking each against the first page's revision;
+/// returns the names in order and that revision.
+async fn all_pages(s: &DynStorage, mut opts: ListOptions) -> (Vec<String>, i64) {
+    let limit = opts.limit.map(|l| l as usize);
+    let first_token = opts.continue_token.is_some();
+    let mut names = Vec::new();
+    let mut revision = None;
+    loop {
+        let page = s.list(PREFIX, &opts).await.unwrap();
+        assert!(limit.is_none_or(|l| page.items.len() <= l));
+        let r = *revision.get_or_insert(page.revision);
+        assert_eq!(page.revision, r, "every page is read at one revision");
+        if !opts.predicate.is_everything() {
+            assert!(page.remaining_item_count.is_none());
+        }
+        names.extend(page.items.iter().map(|o| o.name().to_string()));
+        match page.continue_token {
+            Some(t) => {
+                // A continued list takes no resourceVersion of its own.
+                opts.resource_version = None;
+                opts.resource_version_match = None;
+                opts.continue_token = Some(t);
+            }
+            None => break,
+        }
+    }
+    assert!(!first_token || revision.is_some());
+    (names, revision.unwrap_or(0))
+}
+
+/// Paging under a selector while the objects change shows the first page's state, and a
+/// paged list at an old revision (`Exact` with `limit`) shows that revision's state.
+pub async fn paging_selectors_old_revisions(s: DynStorage) {
+    for i in 0..12 {
+        let app = if i % 3 == 0 { "web" } else { "db" };
+        s.create(
+            &key("ns", &format!("r{i:02}")),
+            pod("ns", &format!("r{i:02}"), &[("app", app)]),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let old = s.current_revision().await.unwrap();
+    let web_then = ["r00", "r03", "r06", "r09"];
+
+    // Unchanged data: every page at one revision, remainingItemCount counts what follows.
+    let mut opts = list_opts(None, None, Some(5));
+    let first = s.list(PREFIX, &opts).await.unwrap();
+    assert_eq!(
+        (first.items.len(), first.remaining_item_count),
+        (5, Some(7))
+    );
+    opts.continue_token = first.continue_token.clone();
+    let second = s.list(PREFIX, &opts).await.unwrap();
+    assert_eq!(second.revision, first.revision);
+    assert_eq!(
+        (second.items.len(), second.remaining_item_count),
+        (5, Some(2))
+    );
+    assert_eq!(second.items[0].name(), "r05");
+
+    // A selector page holds at most `limit` matches; pages go on while keys follow.
+    let mut web = list_opts(None, None, Some(1));
+    web.predicate.label = LabelSelector::parse("app=web").unwrap();
+    let page = s.list(PREFIX, &web).await.unwrap();
+    assert_eq!(
+        page.items.iter().map(|o| o.name()).collect::<Vec<_>>(),
+        ["r00"]
+    );
+    web.continue_token = page.continue_token.clone();
+    // Changes between pages: a match stops matching, a new match appears, one is deleted.
+    s.guaranteed_update(&key("ns", "r03"), None, false, &mut |c| {
+        Box::pin(async move {
+            let mut o = c.unwrap();
+            o.metadata_mut()
+                .insert("labels".into(), serde_json::json!({"app": "db"}));
+            Ok(o)
+        })
+    })
+    .await
+    .unwrap();
+    s.create(
+        &key("ns", "r04x"),
+        pod("ns", "r04x", &[("app", "web")]),
+        None,
+    )
+    .await
+    .unwrap();
+    s.delete(&key("ns", "r06"), None, &no_validate)
+        .await
+        .unwrap();
+    let (mut names, revision) = all_pages(&s, web.clone()).await;
+    assert_eq!(revision, page.revision);
+    names.insert(0, "r00".into());
+    assert_eq!(names, web_then, "the pages show the first page's state");
+
+    // The same at an old revision from the start, under a selector and without one.
+    let mut exact = list_opts(
+        Some(&old.to_string()),
+        Some(ResourceVersionMatch::Exact),
+        Some(2),
+    );
+    exact.predicate.label = LabelSelector::parse("app=web").unwrap();
+    let (names, revision) = all_pages(&s, exact.clone()).await;
+    assert_eq!(revision, old);
+    assert_eq!(names, web_then);
+    exact.predicate = Default::default();
+    let (names, _) = all_pages(&s, exact).await;
+    let all_then: Vec<String> = (0..12).map(|i| format!("r{i:02}")).collect();
+    assert_eq!(names, all_then);
+
+    // Today's state, paged under the selector.
+    let mut now = list_opts(None, None, Some(2));
+    now.predicate.label = LabelSelector::parse("app=web").unwrap();
+    let (names, revision) = all_pages(&s, now).await;
+    assert!(revision > old);
+    assert_eq!(names, ["r00", "r04x", "r09"]);
+}

@@ -126,6 +126,9 @@ pub fn cases() -> Vec<(&'static str, Case)> {
             Box::pin(paging_at_fixed_revision(s))
         }),
         ("selectors", |s| Box::pin(selectors(s))),
+        ("paging_selectors_old_revisions", |s| {
+            Box::pin(paging_selectors_old_revisions(s))
+        }),
         ("large_list", |s| Box::pin(large_list(s))),
         ("watch_from_revision_concurrent", |s| {
             Box::pin(watch_from_revision_concurrent(s))

@@ -13,8 +13,17 @@
 //! for kapi-testing's in-process `TestServer`, the binary, and the binary on a fresh etcd, and
 //! what 100 in-process start/stop cycles leave behind.
 
+
+//! `--scenarios` picks what runs (comma-separated; default `basic`): `basic` (the table
+//! above), `list` (LIST of 1,000 JSON/protobuf with `resourceVersion` "" and "0", beside etcd's
+//! own range read of 1,000 keys through its HTTP gateway, given `--etcd-reference` or
+//! `--etcd-servers`), `paging` (first/last page of `limit=500` and the paged walk over
+//! `--paged-objects` ConfigMaps), `namespace` (LIST of a namespace of 10, empty server vs
+//! `--paged-objects` elsewhere). See `lists`.
+
 mod admission;
 mod crd;
+mod lists;
 mod startup;
 
 use anyhow::{bail, Context, Result};
@@ -53,6 +62,24 @@ struct Args {
     /// `--startup`: in-process servers started and stopped for the leak count.
     #[arg(long, default_value_t = 100)]
     cycles: usize,
+    /// Scenarios to run, comma-separated: basic, list, paging, namespace, all.
+    #[arg(long, default_value = "basic", value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Objects in the paging and namespace scenarios.
+    #[arg(long, default_value_t = 20_000)]
+    paged_objects: usize,
+    /// Rounds of each rate in the list scenarios (the median is printed).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// The etcd whose HTTP gateway serves the reference range read (default: --etcd-servers).
+    #[arg(long)]
+    etcd_reference: Option<String>,
+}
+
+impl Args {
+    fn wants(&self, scenario: &str) -> bool {
+        self.scenarios.iter().any(|s| s == scenario || s == "all")
+    }
 }
 
 struct Server {
@@ -202,6 +229,48 @@ async fn main() -> Result<()> {
     let idle_rss = rss_kib(pid)?;
     let client = client_for(&server.kubeconfig).await?;
     let c = args.concurrency;
+    let backend = if args.etcd_servers.is_some() {
+        "etcd"
+    } else {
+        "embedded"
+    };
+    if args.wants("list") || args.wants("paging") || args.wants("namespace") {
+        println!("| figure ({backend}, concurrency {c}) | value | ratio |");
+        println!("|---|---|---|");
+    }
+    if args.wants("list") {
+        let etcd = args
+            .etcd_reference
+            .as_deref()
+            .or(args.etcd_servers.as_deref())
+            .and_then(|e| e.split(',').next());
+        for row in lists::list_scenario(&client, etcd, args.lists, c, args.rounds).await? {
+            println!("{row}");
+        }
+    }
+    if args.wants("namespace") {
+        lists::fill(&client, "bench-small", 10, c).await?;
+        let alone = lists::small_namespace_rate(&client, args.lists, c, args.rounds).await?;
+        println!("| LIST of a namespace of 10, nothing else stored | {alone:.0} /s | 1.00× |");
+        lists::fill(&client, "bench-page", args.paged_objects, c).await?;
+        let crowded = lists::small_namespace_rate(&client, args.lists, c, args.rounds).await?;
+        println!(
+            "| LIST of a namespace of 10, {} objects in another | {crowded:.0} /s | {:.2}× |",
+            args.paged_objects,
+            crowded / alone
+        );
+    }
+    if args.wants("paging") {
+        if !args.wants("namespace") {
+            lists::fill(&client, "bench-page", args.paged_objects, c).await?;
+        }
+        for row in lists::paging_scenario(&client, "bench-page", args.paged_objects).await? {
+            println!("{row}");
+        }
+    }
+    if !args.wants("basic") {
+        return Ok(());
+    }
 
     let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench"}}"#;
     client
@@ -237,11 +306,6 @@ async fn main() -> Result<()> {
     let cr_post = rate(&client, args.objects, c, crd::create).await?;
     let (cr_list_rate, cr_latencies) = time_lists(&client, crd::LIST, args.lists, c).await?;
 
-    let backend = if args.etcd_servers.is_some() {
-        "etcd"
-    } else {
-        "embedded"
-    };
     println!("| metric ({backend}, concurrency {c}) | value |");
     println!("|---|---|");
     println!(
