@@ -37,6 +37,16 @@ pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Checked, String> {
     Err(locate::render(source, expr, &c.errors))
 }
 
+/// Comprehensions over two variables the parser leaves as calls.
+const TWO_VARIABLE: [&str; 6] = [
+    "all",
+    "exists",
+    "existsOne",
+    "exists_one",
+    "transformList",
+    "transformMap",
+];
+
 /// One error: the node it is about, what anchors it in the source, the message.
 pub(super) type Issue = (u64, Anchor, String);
 
@@ -202,7 +212,7 @@ impl Checker<'_> {
         }
         let (result, result_cost) = self.expr(&c.result);
         self.scopes.truncate(depth);
-        let per_iteration = cond_cost.saturating_add(step_cost).saturating_add(1);
+        let per_iteration = cond_cost.saturating_add(step_cost);
         let cost = range_cost
             .saturating_add(init_cost)
             .saturating_add(count.saturating_mul(per_iteration))
@@ -224,12 +234,55 @@ impl Checker<'_> {
                 }
             }
         }
+        if let (Some(t), [Expr::Ident(a), Expr::Ident(b), _]) = (
+            &call.target,
+            call.args
+                .iter()
+                .map(|x| &x.expr)
+                .collect::<Vec<_>>()
+                .as_slice(),
+        ) {
+            if TWO_VARIABLE.contains(&name) {
+                return self.two_variable(name, t, (a, b), &call.args[2]);
+            }
+        }
         let anchor = if call.target.is_some() {
             Anchor::member(name)
         } else {
             Anchor::call(name)
         };
         self.resolve(id, name, call.target.as_deref(), &call.args, anchor)
+    }
+
+    /// The two-variable comprehensions (`l.all(i, v, p)`, `m.exists(k, v, p)`,
+    /// `transformList`, ...): the index or key and the value are bound in the body.
+    fn two_variable(
+        &mut self,
+        name: &str,
+        target: &IdedExpr,
+        (a, b): (&String, &String),
+        body: &IdedExpr,
+    ) -> (Ty, u64) {
+        let (range, range_cost) = self.expr(target);
+        let (ka, vb) = match &range {
+            Ty::List(e, _) => (Ty::Int, (**e).clone()),
+            Ty::Map(k, v, _) => ((**k).clone(), (**v).clone()),
+            _ => (Ty::Dyn, Ty::Dyn),
+        };
+        self.scopes.push((a.clone(), ka));
+        self.scopes.push((b.clone(), vb));
+        let (t, c) = self.expr(body);
+        self.scopes.truncate(self.scopes.len() - 2);
+        let ty = match name {
+            "transformList" => Ty::List(Box::new(t), range.size()),
+            "transformMap" => Ty::Map(Box::new(Ty::Dyn), Box::new(t), range.size()),
+            "transformMapEntry" => Ty::map(Ty::Dyn, Ty::Dyn),
+            _ => Ty::Bool,
+        };
+        (
+            ty,
+            range_cost.saturating_add(range.size().saturating_mul(c)),
+        )
     }
 
     /// `cel.bind(name, init, body)`: `name` holds `init` in `body`.

@@ -90,3 +90,20 @@ fn estimates_cost_from_sizes() {
         .cost;
     assert!(nested > unbounded);
 }
+
+#[test]
+fn binds_variables() {
+    let l = from_schema(
+        &json!({"type": "array", "items": {"type": "integer"}}),
+        false,
+        "l",
+    );
+    for ok in [
+        "cel.bind(n, self.size(), n < 10)",
+        "self.all(i, v, v >= 0)",
+        "self.exists_one(x, x == 1) || self.map(x, x * 2).all(y, y > 0)",
+    ] {
+        let c = check(ok, &[("self", l.clone())]).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert_eq!(c.ty.name(), "bool");
+    }
+}

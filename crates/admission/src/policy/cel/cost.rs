@@ -26,7 +26,10 @@ fn traversal(t: &Ty) -> u64 {
 
 /// The cost of calling `name` on arguments of types `args` (the receiver first).
 pub fn call(name: &str, kind: Cost, args: &[Ty]) -> u64 {
-    let _ = name;
+    // Logical operators cost what their operands do (cel-go's estimate).
+    if matches!(name, "_&&_" | "_||_" | "@not_strictly_false") {
+        return 0;
+    }
     match kind {
         Cost::Fixed => 1,
         Cost::Traverse => args.iter().map(traversal).fold(1u64, u64::saturating_add),

@@ -123,7 +123,7 @@ pub fn max_properties(min_size: u64) -> u64 {
 }
 
 /// The smallest serialization of a value of `schema` (upstream's `MinSerializedSize`).
-fn min_size(schema: &Value) -> u64 {
+pub fn min_size(schema: &Value) -> u64 {
     match schema.get("type").and_then(Value::as_str) {
         Some("string") => 2,
         Some("boolean") => 4,
@@ -241,7 +241,15 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
                 return Ty::Dyn;
             }
             let mut fields = BTreeMap::new();
+            for (k, p) in props.into_iter().flatten() {
+                let Some(field) = escape_field(k, &RESERVED) else {
+                    continue;
+                };
+                let t = from_schema_depth(p, false, &format!("{name}.{field}"), depth + 1);
+                fields.insert(field, t);
+            }
             if embedded {
+                // Upstream's `WithTypeAndObjectMeta`: these replace what the schema declares.
                 fields.insert("apiVersion".into(), Ty::string());
                 fields.insert("kind".into(), Ty::string());
                 let meta: BTreeMap<String, Ty> = [
@@ -253,13 +261,6 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
                     "metadata".into(),
                     Ty::object(&format!("{name}.metadata"), meta),
                 );
-            }
-            for (k, p) in props.into_iter().flatten() {
-                let Some(field) = escape_field(k, &RESERVED) else {
-                    continue;
-                };
-                let t = from_schema_depth(p, false, &format!("{name}.{field}"), depth + 1);
-                fields.insert(field, t);
             }
             if embedded && flag("x-kubernetes-preserve-unknown-fields") && props.is_none() {
                 return Ty::Dyn;
