@@ -95,6 +95,12 @@ impl Checker<'_> {
                 let field = match &operand {
                     Ty::Dyn | Ty::Error => Some(Ty::Dyn),
                     Ty::Map(_, v, _) => Some((**v).clone()),
+                    // Upstream declares `authorizer.requestResource` as a variable of its own.
+                    Ty::Opaque("kubernetes.authorization.Authorizer")
+                        if s.field == "requestResource" =>
+                    {
+                        Some(Ty::Opaque("kubernetes.authorization.ResourceCheck"))
+                    }
                     Ty::Object(o) => match o.fields.get(&s.field) {
                         Some(t) => Some(t.clone()),
                         None => {

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod cost;
+pub mod env;
 pub mod funcs;
 mod locate;
 pub mod types;

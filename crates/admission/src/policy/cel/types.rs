@@ -248,8 +248,12 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
                 let t = from_schema_depth(p, false, &format!("{name}.{field}"), depth + 1);
                 fields.insert(field, t);
             }
-            if embedded {
-                // Upstream's `WithTypeAndObjectMeta`: these replace what the schema declares.
+            let declares_meta = ["apiVersion", "kind", "metadata"]
+                .iter()
+                .all(|k| props.is_some_and(|p| p.contains_key(*k)));
+            if embedded && !declares_meta {
+                // Upstream's `WithTypeAndObjectMeta`: unless the schema declares all three,
+                // these replace what it declares.
                 fields.insert("apiVersion".into(), Ty::string());
                 fields.insert("kind".into(), Ty::string());
                 let meta: BTreeMap<String, Ty> = [
