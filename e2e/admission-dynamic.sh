@@ -307,11 +307,11 @@ spec:
   - expression: "object.spec.sise < 10"
 YAML
   expect_ok "typecheck: status written" wait_until 10 bash -c \
-    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get vap gizmo-size -o 'jsonpath={.status.typeChecking}' | grep -q expressionWarnings"
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy gizmo-size -o 'jsonpath={.status.typeChecking}' | grep -q expressionWarnings"
   expect_out "typecheck: the warning names the field and the kind" \
-    'spec.validations\[1\].expression.*tc.example.com/v1, Kind=Gizmo: ERROR: <input>:1:12: undefined field .sise.' \
-    k get vap gizmo-size -o 'jsonpath={.status.typeChecking}'
-  k delete vap gizmo-size >/dev/null 2>&1
+    'spec.validations\[1\].expression.*tc.example.com/v1, Kind=Gizmo: ERROR: .*:1:12: undefined field .sise.' \
+    k get validatingadmissionpolicy gizmo-size -o 'jsonpath={.status.typeChecking}'
+  k delete validatingadmissionpolicy gizmo-size >/dev/null 2>&1
   k delete crd gizmos.tc.example.com --wait=false >/dev/null 2>&1
 
   # 6. The official Python client sees the same answers.
