@@ -324,12 +324,16 @@ async fn rules_are_type_checked_and_their_cost_bounded_at_write() {
         ),
     ];
     for (props, rules, reason, field, message) in cases {
-        let e = create(&crds, "", with_rules(props, rules)).await.unwrap_err();
+        let e = create(&crds, "", with_rules(props, rules))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, 422, "{}", e.message);
         let causes = &e.details.as_ref().unwrap().causes;
         assert!(
             causes.iter().any(|c| c.reason == reason
-                && c.field.replace("spec.versions[0].schema", "spec.validation") == field
+                && c.field
+                    .replace("spec.versions[0].schema", "spec.validation")
+                    == field
                 && c.message.ends_with(message)),
             "{causes:#?}"
         );
