@@ -53,7 +53,7 @@ pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
         let mut costs = out.costs;
         // Upstream names only expressions worth at least 1% of the per-expression limit.
         costs.retain(|(_, c)| *c >= STATIC_ESTIMATED_COST_LIMIT / 100);
-        costs.sort_by(|a, b| b.1.cmp(&a.1));
+        costs.sort_by_key(|c| std::cmp::Reverse(c.1));
         for (p, _) in costs.iter().take(MOST_EXPENSIVE) {
             out.cel.push(FieldError::forbidden(
                 p.clone(),
