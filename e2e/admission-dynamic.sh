@@ -263,6 +263,57 @@ YAML
   sleep 1
   expect_fail "missing params with parameterNotFoundAction Deny" "no params found for policy binding with \`Deny\` parameterNotFoundAction" pcm other-name ',"owner":"me"'
 
+  # Type checking: undeclared variables are refused when the policy is written; a policy on a
+  # custom resource gets its expressions checked against the CRD's schema in its status.
+  expect_fail "policy: undeclared variable refused" \
+    "spec.validations[0].expression: Invalid value: \"nosuch.x == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'nosuch' (in container '')" \
+    k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: undeclared}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  validations:
+  - expression: "nosuch.x == 1"
+YAML
+  expect_ok "typecheck: a CRD" k apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.tc.example.com}
+spec:
+  group: tc.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+YAML
+  expect_ok "typecheck: a policy on it" k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: gizmo-size}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [tc.example.com], apiVersions: [v1], resources: [gizmos]}]
+  validations:
+  - expression: "object.spec.size < 10"
+  - expression: "object.spec.sise < 10"
+YAML
+  expect_ok "typecheck: status written" wait_until 10 bash -c \
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy gizmo-size -o 'jsonpath={.status.typeChecking}' | grep -q expressionWarnings"
+  expect_out "typecheck: the warning names the field and the kind" \
+    'spec.validations\[1\].expression.*tc.example.com/v1, Kind=Gizmo: ERROR: .*:1:12: undefined field .sise.' \
+    k get validatingadmissionpolicy gizmo-size -o 'jsonpath={.status.typeChecking}'
+  k delete validatingadmissionpolicy gizmo-size >/dev/null 2>&1
+  k delete crd gizmos.tc.example.com --wait=false >/dev/null 2>&1
+
   # 6. The official Python client sees the same answers.
   if PY="$(py_env)"; then
     expect_out "python client: refusals, patches and the new kinds" "^python ok$" env KUBECONFIG="$KUBECONFIG_FILE" "$PY/bin/python" - <<'PY'

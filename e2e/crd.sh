@@ -198,4 +198,57 @@ Y
   expect_out "crd: objects went with it" "No resources found in $C namespace." k get "crontabs.$G" -n "$C"
   expect_out "crd: cleanup" "deleted" k delete crd "$CRD" --timeout=30s
   k delete ns "$C" --wait=false >/dev/null 2>&1 || true
+  run_crd_rule_check_cases
+}
+
+# A CRD whose rule does not type-check, or may cost too much, is refused when it is written,
+# with upstream's cause (cel-go's error text, the estimated cost and its fix hint).
+run_crd_rule_check_cases() {
+  local G="rules.$NS.example.com" M="$WORK/manifests-$NS-crd-rules"
+  mkdir -p "$M"
+  local props='{replicas: {type: integer}, tags: {type: array, items: {type: string}}}'
+  crd_with_rule() { # RULE PROPS
+    cat <<Y
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: checks.$G
+spec:
+  group: $G
+  scope: Namespaced
+  names: {plural: checks, singular: check, kind: Check}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties: $2
+            x-kubernetes-validations:
+            - rule: |-
+                $1
+Y
+  }
+  crd_with_rule 'self.replicas == foo' "$props" >"$M/undeclared.yaml"
+  expect_fail "crd rules: undeclared reference" \
+    "compilation failed: ERROR: <input>:1:18: undeclared reference to 'foo' (in container '')" \
+    k apply -f "$M/undeclared.yaml"
+  crd_with_rule 'self.replicas == "a"' "$props" >"$M/mismatch.yaml"
+  expect_fail "crd rules: no matching overload" \
+    "compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to '(int, string)'" \
+    k apply -f "$M/mismatch.yaml"
+  crd_with_rule 'self.replicas + 1' "$props" >"$M/notbool.yaml"
+  expect_fail "crd rules: must be bool" "cel expression must evaluate to a bool" k apply -f "$M/notbool.yaml"
+  crd_with_rule "self.tags.all(t, t.matches('^[a-z]+\$'))" "$props" >"$M/cost.yaml"
+  expect_fail "crd rules: estimated cost over budget" \
+    "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)" \
+    k apply -f "$M/cost.yaml"
+  crd_with_rule "self.tags.all(t, t.matches('^[a-z]+\$'))" '{tags: {type: array, maxItems: 10, items: {type: string, maxLength: 20}}}' >"$M/bounded.yaml"
+  expect_out "crd rules: bounded rule accepted" "^customresourcedefinition.apiextensions.k8s.io/checks.$G created$" \
+    k apply -f "$M/bounded.yaml"
+  k delete crd "checks.$G" --wait=false >/dev/null 2>&1 || true
 }

@@ -651,6 +651,39 @@ class CustomResourceCases(unittest.TestCase):
         cause = status_of(ctx.exception)["details"]["causes"][0]
         self.assertEqual((cause["field"], cause["reason"]), ("spec.size", "FieldValueRequired"))
 
+    def test_04b_crd_rule_type_error(self):
+        """crd: a rule that does not type-check against the schema is a 422 with the rule's cause"""
+        props = client.V1JSONSchemaProps
+        bad = client.V1CustomResourceDefinition(
+            metadata=meta("checks." + GROUP),
+            spec=client.V1CustomResourceDefinitionSpec(
+                group=GROUP,
+                scope="Namespaced",
+                names=client.V1CustomResourceDefinitionNames(plural="checks", kind="Check"),
+                versions=[client.V1CustomResourceDefinitionVersion(
+                    name="v1", served=True, storage=True,
+                    schema=client.V1CustomResourceValidation(open_apiv3_schema=props(
+                        type="object",
+                        properties={"spec": props(
+                            type="object",
+                            properties={"size": props(type="integer")},
+                            x_kubernetes_validations=[client.V1ValidationRule(rule='self.size == "a"')],
+                        )},
+                    )),
+                )],
+            ),
+        )
+        with self.assertRaises(ApiException) as ctx:
+            self.ext.create_custom_resource_definition(bad)
+        body = status_of(ctx.exception)
+        self.assertEqual((ctx.exception.status, body["reason"]), (422, "Invalid"))
+        cause = body["details"]["causes"][0]
+        self.assertEqual(
+            (cause["reason"], cause["field"]),
+            ("FieldValueInvalid", "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"),
+        )
+        self.assertIn("compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'", cause["message"])
+
     def test_05_status_and_scale(self):
         """custom objects: /status writes only status; /scale reads and writes the replicas paths"""
         c = self.custom

@@ -279,3 +279,71 @@ async fn invalid_definitions_answer_upstream_causes() {
     );
     let _ = obj(json!({}));
 }
+
+/// A definition whose `spec` carries `rules`, with `props` declared under it.
+fn with_rules(props: Value, rules: Value) -> Value {
+    let mut body = crd();
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
+        json!({"type": "object", "properties": props, "x-kubernetes-validations": rules});
+    body
+}
+
+#[tokio::test]
+async fn rules_are_type_checked_and_their_cost_bounded_at_write() {
+    let r = registry().await;
+    let crds = r.storage("apiextensions.k8s.io", "customresourcedefinitions", "");
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let cases = [
+        (
+            json!({"size": {"type": "integer"}}),
+            json!([{"rule": "self.size == foo"}]),
+            "FieldValueInvalid",
+            format!("{at}[0].rule"),
+            "compilation failed: ERROR: <input>:1:14: undeclared reference to 'foo' (in container '')\n | self.size == foo\n | .............^",
+        ),
+        (
+            json!({"size": {"type": "integer"}}),
+            json!([{"rule": "self.size == \"a\""}]),
+            "FieldValueInvalid",
+            format!("{at}[0].rule"),
+            "compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'\n | self.size == \"a\"\n | ..........^",
+        ),
+        (
+            json!({"size": {"type": "integer"}}),
+            json!([{"rule": "self.size + 1"}]),
+            "FieldValueInvalid",
+            format!("{at}[0].rule"),
+            "cel expression must evaluate to a bool",
+        ),
+        (
+            json!({"tags": {"type": "array", "items": {"type": "string"}}}),
+            json!([{"rule": "self.tags.all(t, t.matches('^[a-z]+$'))"}]),
+            "FieldValueForbidden",
+            format!("{at}[0].rule"),
+            "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+        ),
+    ];
+    for (props, rules, reason, field, message) in cases {
+        let e = create(&crds, "", with_rules(props, rules))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 422, "{}", e.message);
+        let causes = &e.details.as_ref().unwrap().causes;
+        assert!(
+            causes.iter().any(|c| c.reason == reason
+                && c.field
+                    .replace("spec.versions[0].schema", "spec.validation")
+                    == field
+                && c.message.ends_with(message)),
+            "{causes:#?}"
+        );
+    }
+    // bounded, well-typed rules are accepted
+    let ok = with_rules(
+        json!({"tags": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 20}},
+               "size": {"type": "integer"}}),
+        json!([{"rule": "self.tags.all(t, t.matches('^[a-z]+$')) && self.size >= 0",
+                "messageExpression": "'size is ' + string(self.size)"}]),
+    );
+    create(&crds, "", ok).await.unwrap();
+}

@@ -6,6 +6,7 @@
 
 pub mod cel;
 mod compiled;
+pub mod typecheck;
 
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, PluginContext, Plugins};
@@ -378,8 +379,8 @@ fn flush_audit(attrs: &Attributes, audit: &[Value]) {
 }
 
 /// The type-checking controller's part of the status: `observedGeneration` and
-/// `typeChecking` (with no warnings: expressions are compiled, not type-checked, here). A
-/// conflicting write (another replica's) is left to that replica.
+/// `typeChecking` (expressions type-checked against the matched custom resources' schemas,
+/// see [`typecheck`]). A conflicting write (another replica's) is left to that replica.
 fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>) {
     let stale: Vec<Object> = objs
         .values()
@@ -400,12 +401,13 @@ fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>)
     };
     rt.spawn(async move {
         let gr = GroupResource::new(GROUP, "validatingadmissionpolicies");
+        let crds = objects
+            .list(&typecheck::crds_resource(), "")
+            .await
+            .unwrap_or_default();
         for mut o in stale {
-            let generation = o.generation();
-            o.insert(
-                "status",
-                json!({"observedGeneration": generation, "typeChecking": {}}),
-            );
+            let status = typecheck::status(&o, &crds);
+            o.insert("status", status);
             if let Err(e) = objects.update(&gr, o).await {
                 tracing::debug!("writing a policy's status: {e}");
             }

@@ -4,6 +4,9 @@
 //! below its node, with the `oldSelf` and `optionalOldSelf` restrictions.
 
 use super::cel::Rule;
+use kapi_admission::policy::cel::check::check;
+use kapi_admission::policy::cel::cost::{self, STATIC_ESTIMATED_COST_LIMIT};
+use kapi_admission::policy::cel::types::{self, Ty};
 use kapi_machinery::{BadValue, FieldError};
 use serde_json::{Map, Value};
 
@@ -25,7 +28,13 @@ pub(super) fn has_newlines(s: &str) -> bool {
 struct Checked {
     schema: Vec<FieldError>,
     cel: Vec<FieldError>,
+    /// The estimated cost of every rule and message expression, by path (upstream's
+    /// `TotalCost`).
+    costs: Vec<(String, u64)>,
 }
+
+/// How many of the most expensive expressions upstream names when the total is over.
+const MOST_EXPENSIVE: usize = 4;
 
 /// The compilation errors of every `x-kubernetes-validations` entry below the schema at
 /// `path` (CRD write time). A node whose rules are malformed (no rule, a bad reason, ...) is
@@ -34,17 +43,50 @@ struct Checked {
 pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
     let mut out = Checked::default();
     if let Some(m) = schema.as_object() {
-        check_node(m, path, None, &mut out, 0);
+        check_node(m, path, None, Some(1), &mut out, 0);
+    }
+    let total = out
+        .costs
+        .iter()
+        .fold(0u64, |t, (_, c)| t.saturating_add(*c));
+    if total > cost::STATIC_ESTIMATED_CRD_COST_LIMIT {
+        let mut costs = out.costs;
+        // Upstream names only expressions worth at least 1% of the per-expression limit.
+        costs.retain(|(_, c)| *c >= STATIC_ESTIMATED_COST_LIMIT / 100);
+        costs.sort_by_key(|c| std::cmp::Reverse(c.1));
+        for (p, _) in costs.iter().take(MOST_EXPENSIVE) {
+            out.cel.push(FieldError::forbidden(
+                p.clone(),
+                "contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        out.cel.push(FieldError::forbidden(
+            path,
+            cost::exceeds_message(
+                "x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema",
+                total,
+                cost::STATIC_ESTIMATED_CRD_COST_LIMIT,
+            ),
+        ));
     }
     out.cel
 }
 
+/// How many times a node may occur in one object: the product of the enclosing lists' and
+/// maps' bounds (`None` once one is unbounded).
+fn times(card: Option<u64>, s: &Map<String, Value>, bound: &str) -> Option<u64> {
+    let n = s.get(bound).and_then(Value::as_u64)?;
+    card.map(|c| c.saturating_mul(n))
+}
+
 /// `uncorrelatable`: the path of the nearest enclosing list whose items do not correlate with
-/// old items (not a list-type map), where `oldSelf` is refused.
+/// old items (not a list-type map), where `oldSelf` is refused. `card`: how many times the
+/// node may occur (`None`: unbounded).
 fn check_node(
     s: &Map<String, Value>,
     path: &str,
     uncorrelatable: Option<&str>,
+    card: Option<u64>,
     out: &mut Checked,
     depth: usize,
 ) {
@@ -58,20 +100,29 @@ fn check_node(
         for k in keys {
             if let Some(child) = p[k].as_object() {
                 let child_path = format!("{path}.properties[{k}]");
-                check_node(child, &child_path, uncorrelatable, out, depth + 1);
+                check_node(child, &child_path, uncorrelatable, card, out, depth + 1);
             }
         }
     }
     if let Some(items) = s.get("items").and_then(Value::as_object) {
         let is_map = s.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
         let within = if is_map { uncorrelatable } else { Some(path) };
-        check_node(items, &format!("{path}.items"), within, out, depth + 1);
+        let card = times(card, s, "maxItems");
+        check_node(
+            items,
+            &format!("{path}.items"),
+            within,
+            card,
+            out,
+            depth + 1,
+        );
     }
     if let Some(ap) = s.get("additionalProperties").and_then(Value::as_object) {
         check_node(
             ap,
             &format!("{path}.additionalProperties"),
             uncorrelatable,
+            times(card, s, "maxProperties"),
             out,
             depth + 1,
         );
@@ -95,58 +146,98 @@ fn check_node(
         || s.get("x-kubernetes-embedded-resource")
             .and_then(Value::as_bool)
             == Some(true);
+    let self_ty = types::from_schema(&Value::Object(s.clone()), with_meta, "selfType");
+    let node = Value::Object(s.clone());
+    // Upstream's `maxCardinality(MinSerializedSize)` where an enclosing bound is missing.
+    let card = card.unwrap_or_else(|| types::MAX_REQUEST_SIZE / (types::min_size(&node) + 1));
     for (i, r) in rules.iter().enumerate() {
         compile_rule(
             r,
-            (s, with_meta),
+            (&self_ty, card),
             &format!("{path}.x-kubernetes-validations[{i}]"),
             uncorrelatable,
-            &mut out.cel,
+            out,
         );
     }
 }
 
-/// `node`: the rule's schema, and whether `self` has `apiVersion`, `kind` and `metadata`
-/// without declaring them (the root, embedded resources).
+/// `node`: the type of `self` and how many times the rule may run per object.
 fn compile_rule(
     r: &Rule,
-    node: (&Map<String, Value>, bool),
+    (self_ty, card): (&Ty, u64),
     path: &str,
     uncorrelatable: Option<&str>,
-    errs: &mut Vec<FieldError>,
+    out: &mut Checked,
 ) {
     if r.rule.trim().is_empty() {
         return;
     }
-    let mut uses_old_self = false;
-    let detail = match kube_cel::cel::Program::compile(&r.rule) {
-        Err(e) => Some(e.to_string()),
-        Ok(p) => {
-            uses_old_self = p.references().has_variable("oldSelf");
-            undeclared(&r.rule, &p.expression().expr)
-                .or_else(|| undefined_field(&r.rule, &p.expression().expr, node))
-        }
+    let uses_old_self = kube_cel::cel::Program::compile(&r.rule)
+        .is_ok_and(|p| p.references().has_variable("oldSelf"));
+    let old_ty = if r.optional_old_self == Some(true) {
+        Ty::Opt(Box::new(self_ty.clone()))
+    } else {
+        self_ty.clone()
     };
-    if let Some(detail) = detail {
-        errs.push(FieldError::invalid(
-            format!("{path}.rule"),
-            BadValue::Go(r.go_syntax()),
-            format!("compilation failed: {detail}"),
+    let vars = [("self", self_ty.clone()), ("oldSelf", old_ty)];
+    let rule_path = format!("{path}.rule");
+    let (detail, rule_cost) = match check(&r.rule, &vars) {
+        Err(e) => (Some(format!("compilation failed: {e}")), 0),
+        Ok(c) if !matches!(c.ty, Ty::Bool | Ty::Dyn) => (
+            Some("cel expression must evaluate to a bool".to_string()),
+            0,
+        ),
+        Ok(c) => (None, cost::times(c.cost, card)),
+    };
+    let errs = &mut out.cel;
+    if rule_cost > STATIC_ESTIMATED_COST_LIMIT {
+        errs.push(FieldError::forbidden(
+            rule_path.clone(),
+            cost::exceeds_message(
+                "estimated rule cost",
+                rule_cost,
+                STATIC_ESTIMATED_COST_LIMIT,
+            ),
         ));
     }
+    out.costs.push((rule_path.clone(), rule_cost));
+    if let Some(detail) = detail {
+        errs.push(FieldError::invalid(
+            rule_path,
+            BadValue::Go(r.go_syntax()),
+            detail,
+        ));
+        return;
+    }
     if !r.message_expression.trim().is_empty() {
-        let detail = match kube_cel::cel::Program::compile(&r.message_expression) {
-            Err(e) => Some(e.to_string()),
-            Ok(p) => undeclared(&r.message_expression, &p.expression().expr),
-        };
-        if let Some(detail) = detail {
-            errs.push(FieldError::invalid(
-                format!("{path}.messageExpression"),
+        let me_path = format!("{path}.messageExpression");
+        match check(&r.message_expression, &vars) {
+            Err(e) => errs.push(FieldError::invalid(
+                me_path,
                 BadValue::Go(r.go_syntax()),
-                format!("messageExpression compilation failed: {detail}"),
-            ));
+                format!("messageExpression compilation failed: {e}"),
+            )),
+            Ok(c) if !matches!(c.ty, Ty::Str(_) | Ty::Dyn) => errs.push(FieldError::invalid(
+                me_path,
+                BadValue::Go(r.go_syntax()),
+                "messageExpression must evaluate to a string",
+            )),
+            Ok(c) => {
+                if c.cost > STATIC_ESTIMATED_COST_LIMIT {
+                    errs.push(FieldError::forbidden(
+                        me_path.clone(),
+                        cost::exceeds_message(
+                            "estimated messageExpression cost",
+                            c.cost,
+                            STATIC_ESTIMATED_COST_LIMIT,
+                        ),
+                    ));
+                }
+                out.costs.push((me_path, c.cost));
+            }
         }
     }
+    let errs = &mut out.cel;
     if uses_old_self {
         if let Some(within) = uncorrelatable {
             errs.push(FieldError::invalid(
@@ -261,277 +352,6 @@ fn field_path_valid(schema: &Map<String, Value>, fp: &str) -> bool {
     true
 }
 
-/// Identifiers a CRD rule may use without declaring them: its variables, and the names the
-/// parser sees as identifiers in type literals and namespaced library calls.
-const DECLARED: [&str; 21] = [
-    "self",
-    "oldSelf",
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "dyn",
-    "duration",
-    "timestamp",
-    "sets",
-    "math",
-    "strings",
-    "base64",
-    "optional",
-    "cel",
-];
-
-/// cel-go's type checker refuses a reference to an undeclared variable; the parser alone
-/// does not, so the first free identifier is reported as cel-go words it
-/// (`ERROR: <input>:1:1: undeclared reference to 'x' (in container '')` and a caret line).
-fn undeclared(source: &str, e: &kube_cel::cel::common::ast::Expr) -> Option<String> {
-    let mut bound: Vec<String> = Vec::new();
-    let name = free_ident(e, &mut bound)?;
-    let (line, col, text) = locate(source, &name);
-    Some(format!(
-        "ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
-        ".".repeat(col.saturating_sub(1))
-    ))
-}
-
-fn free_ident(e: &kube_cel::cel::common::ast::Expr, bound: &mut Vec<String>) -> Option<String> {
-    use kube_cel::cel::common::ast::{EntryExpr, Expr};
-    let entry = |en: &EntryExpr, bound: &mut Vec<String>| match en {
-        EntryExpr::StructField(f) => free_ident(&f.value.expr, bound),
-        EntryExpr::MapEntry(m) => {
-            free_ident(&m.key.expr, bound).or_else(|| free_ident(&m.value.expr, bound))
-        }
-    };
-    match e {
-        Expr::Ident(name) => {
-            let known = name.starts_with('@')
-                || DECLARED.contains(&name.as_str())
-                || bound.iter().any(|b| b == name);
-            (!known).then(|| name.clone())
-        }
-        Expr::Call(c) => {
-            if let Some(t) = &c.target {
-                if let Some(n) = free_ident(&t.expr, bound) {
-                    return Some(n);
-                }
-            }
-            // Macros the parser leaves as calls (`cel.bind(x, init, body)`, two-variable
-            // forms) name their variables as leading bare identifiers: those are bound in
-            // the arguments after them, never reported. Operators (`_==_`) bind nothing.
-            let depth = bound.len();
-            let mut rest = c.args.as_slice();
-            let named = c.func_name.starts_with(|ch: char| ch.is_ascii_alphabetic());
-            while named && rest.len() >= 2 {
-                let Expr::Ident(name) = &rest[0].expr else {
-                    break;
-                };
-                bound.push(name.clone());
-                rest = &rest[1..];
-            }
-            let found = rest.iter().find_map(|a| free_ident(&a.expr, bound));
-            bound.truncate(depth);
-            found
-        }
-        Expr::Comprehension(c) => {
-            if let Some(n) = free_ident(&c.iter_range.expr, bound)
-                .or_else(|| free_ident(&c.accu_init.expr, bound))
-            {
-                return Some(n);
-            }
-            let depth = bound.len();
-            bound.push(c.iter_var.clone());
-            if let Some(v2) = &c.iter_var2 {
-                bound.push(v2.clone());
-            }
-            bound.push(c.accu_var.clone());
-            let found = free_ident(&c.loop_cond.expr, bound)
-                .or_else(|| free_ident(&c.loop_step.expr, bound))
-                .or_else(|| free_ident(&c.result.expr, bound));
-            bound.truncate(depth);
-            found
-        }
-        Expr::List(l) => l.elements.iter().find_map(|x| free_ident(&x.expr, bound)),
-        Expr::Map(m) => m.entries.iter().find_map(|x| entry(&x.expr, bound)),
-        Expr::Struct(s) => s.entries.iter().find_map(|x| entry(&x.expr, bound)),
-        Expr::Select(s) => free_ident(&s.operand.expr, bound),
-        _ => None,
-    }
-}
-
-/// Line, 1-based column and line text of the first whole-word occurrence of `name`.
-fn locate(source: &str, name: &str) -> (usize, usize, String) {
-    for (li, line) in source.lines().enumerate() {
-        let mut from = 0;
-        while let Some(i) = line[from..].find(name) {
-            let at = from + i;
-            let before = line[..at].chars().next_back();
-            let after = line[at + name.len()..].chars().next();
-            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-            if !word(before) && !word(after) && before != Some('.') {
-                return (li + 1, line[..at].chars().count() + 1, line.to_string());
-            }
-            from = at + name.len();
-        }
-    }
-    (1, 1, source.lines().next().unwrap_or_default().to_string())
-}
-
 /// CEL's reserved words (upstream's `celReservedSymbols`): Kubernetes escapes them as
 /// `__word__` in field names, and they may not name policy variables.
-pub const CEL_RESERVED_SYMBOLS: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// A property name as rules spell it (`my-field` is `my__dash__field`), or `None` when rules
-/// cannot name it.
-fn escaped(name: &str) -> Option<String> {
-    if CEL_RESERVED_SYMBOLS.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    let mut chars = name.chars();
-    let first = chars.next()?;
-    if !(first.is_ascii_alphabetic() || matches!(first, '_' | '.' | '-' | '/')) {
-        return None;
-    }
-    let out = name
-        .replace("__", "__underscores__")
-        .replace('.', "__dot__")
-        .replace('-', "__dash__")
-        .replace('/', "__slash__");
-    out.chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        .then_some(out)
-}
-
-/// cel-go's checker refuses selecting a field an object schema does not declare
-/// (`ERROR: <input>:1:5: undefined field 'foo'`). Only chains from `self` through objects with
-/// declared properties are judged: maps, preserved-unknown and untyped values are dynamic.
-fn undefined_field(
-    source: &str,
-    e: &kube_cel::cel::common::ast::Expr,
-    node: (&Map<String, Value>, bool),
-) -> Option<String> {
-    use kube_cel::cel::common::ast::{EntryExpr, Expr};
-    match e {
-        Expr::Select(sel) => {
-            if let Some(found) = undefined_field(source, &sel.operand.expr, node) {
-                return Some(found);
-            }
-            let (schema, with_meta) = resolve(&sel.operand.expr, node)?;
-            let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
-            let props = schema.get("properties").and_then(Value::as_object)?;
-            let dynamic = schema.get("additionalProperties").is_some()
-                || schema
-                    .get("x-kubernetes-preserve-unknown-fields")
-                    .and_then(Value::as_bool)
-                    == Some(true);
-            let meta =
-                with_meta && matches!(sel.field.as_str(), "apiVersion" | "kind" | "metadata");
-            let declared = props
-                .keys()
-                .any(|k| escaped(k).as_deref() == Some(sel.field.as_str()));
-            if !is_object || dynamic || meta || declared {
-                return None;
-            }
-            let (line, col, text) = locate_select(source, &sel.field);
-            Some(format!(
-                "ERROR: <input>:{line}:{col}: undefined field '{}'\n | {text}\n | {}^",
-                sel.field,
-                ".".repeat(col.saturating_sub(1))
-            ))
-        }
-        Expr::Call(c) => c
-            .target
-            .iter()
-            .map(|t| &t.expr)
-            .chain(c.args.iter().map(|a| &a.expr))
-            .find_map(|x| undefined_field(source, x, node)),
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .iter()
-        .find_map(|x| undefined_field(source, &x.expr, node)),
-        Expr::List(l) => l
-            .elements
-            .iter()
-            .find_map(|x| undefined_field(source, &x.expr, node)),
-        Expr::Map(m) => m.entries.iter().find_map(|x| match &x.expr {
-            EntryExpr::StructField(f) => undefined_field(source, &f.value.expr, node),
-            EntryExpr::MapEntry(me) => undefined_field(source, &me.key.expr, node)
-                .or_else(|| undefined_field(source, &me.value.expr, node)),
-        }),
-        _ => None,
-    }
-}
-
-/// The schema `e` selects, when `e` is `self` or a chain of declared fields from it.
-fn resolve<'a>(
-    e: &kube_cel::cel::common::ast::Expr,
-    node: (&'a Map<String, Value>, bool),
-) -> Option<(&'a Map<String, Value>, bool)> {
-    use kube_cel::cel::common::ast::Expr;
-    match e {
-        Expr::Ident(name) if name == "self" => Some(node),
-        Expr::Select(sel) if !sel.test => {
-            let (schema, _) = resolve(&sel.operand.expr, node)?;
-            let props = schema.get("properties").and_then(Value::as_object)?;
-            let (_, child) = props
-                .iter()
-                .find(|(k, _)| escaped(k).as_deref() == Some(sel.field.as_str()))?;
-            let child = child.as_object()?;
-            let embedded = child
-                .get("x-kubernetes-embedded-resource")
-                .and_then(Value::as_bool)
-                == Some(true);
-            Some((child, embedded))
-        }
-        _ => None,
-    }
-}
-
-/// Line, 1-based column of the `.` before `.field`, and the line's text.
-fn locate_select(source: &str, field: &str) -> (usize, usize, String) {
-    let needle = format!(".{field}");
-    for (li, line) in source.lines().enumerate() {
-        let mut from = 0;
-        while let Some(i) = line[from..].find(&needle) {
-            let at = from + i;
-            let after = line[at + needle.len()..].chars().next();
-            if !after.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                return (li + 1, line[..at].chars().count() + 1, line.to_string());
-            }
-            from = at + needle.len();
-        }
-    }
-    (1, 1, source.lines().next().unwrap_or_default().to_string())
-}
+pub use kapi_admission::policy::cel::types::RESERVED as CEL_RESERVED_SYMBOLS;

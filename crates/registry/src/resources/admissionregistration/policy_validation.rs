@@ -2,7 +2,7 @@
 
 use super::validation::{
     cel_check, go_list, items, match_conditions, one_of, rule_with_operations, s, strs,
-    FAILURE_POLICIES, MATCH_POLICIES,
+    AdmissionEnv, FAILURE_POLICIES, MATCH_POLICIES,
 };
 use crate::resources::policy::validate_label_selector;
 use kapi_machinery::validation::{
@@ -89,10 +89,21 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
             }
         }
     }
+    // Upstream compiles the variables first: every other expression may read them.
+    let has_params = spec.get("paramKind").is_some_and(|v| !v.is_null());
+    let mut env = AdmissionEnv::policy(has_params);
+    let checked: Vec<Result<(), String>> = items(spec.get("variables"))
+        .map(|(_, v)| {
+            let name = s(v, "name").unwrap_or_default();
+            let expr = s(v, "expression").unwrap_or_default();
+            env.declare(name, expr).map(|_| ())
+        })
+        .collect();
     match_conditions(
         &mut errs,
         spec.get("matchConditions"),
         "spec.matchConditions",
+        &env,
     );
     for (i, v) in items(spec.get("variables")) {
         let p = format!("spec.variables[{i}]");
@@ -115,8 +126,12 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
                 format!("{p}.expression"),
                 "expression is not specified",
             ));
-        } else {
-            cel_check(&mut errs, expr, &format!("{p}.expression"));
+        } else if let Some(Err(e)) = checked.get(i) {
+            errs.push(FieldError::invalid(
+                format!("{p}.expression"),
+                expr,
+                format!("compilation failed: {e}"),
+            ));
         }
     }
     let validations: Vec<(usize, &Value)> = items(spec.get("validations")).collect();
@@ -128,7 +143,7 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
         return errs;
     }
     for (i, v) in validations {
-        validation(&mut errs, v, &format!("spec.validations[{i}]"));
+        validation(&mut errs, &env, v, &format!("spec.validations[{i}]"));
     }
     if annotations.len() > 20 {
         errs.push(FieldError::invalid(
@@ -165,7 +180,7 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
                 "must not exceed 5120 bytes in length",
             ));
         } else {
-            cel_check(&mut errs, ve, &format!("{p}.valueExpression"));
+            cel_check(&mut errs, &env, ve, &format!("{p}.valueExpression"));
         }
         if !keys.insert(key) {
             errs.push(FieldError::duplicate(format!("{p}.key"), key));
@@ -174,7 +189,7 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
     errs
 }
 
-fn validation(errs: &mut Vec<FieldError>, v: &Value, p: &str) {
+fn validation(errs: &mut Vec<FieldError>, env: &AdmissionEnv, v: &Value, p: &str) {
     let expr = s(v, "expression").unwrap_or_default();
     if expr.trim().is_empty() {
         errs.push(FieldError::required(
@@ -182,7 +197,7 @@ fn validation(errs: &mut Vec<FieldError>, v: &Value, p: &str) {
             "expression is not specified",
         ));
     } else {
-        cel_check(errs, expr, &format!("{p}.expression"));
+        cel_check(errs, env, expr, &format!("{p}.expression"));
     }
     if let Some(me) = s(v, "messageExpression") {
         if !me.is_empty() && me.trim().is_empty() {
@@ -192,7 +207,7 @@ fn validation(errs: &mut Vec<FieldError>, v: &Value, p: &str) {
                 "must be non-empty if specified",
             ));
         } else if !me.trim().is_empty() {
-            cel_check(errs, me, &format!("{p}.messageExpression"));
+            cel_check(errs, env, me, &format!("{p}.messageExpression"));
         }
     }
     if let Some(msg) = s(v, "message") {

@@ -1,6 +1,7 @@
 //! Upstream's `pkg/apis/admissionregistration/validation` for the v1 kinds, with its wording.
 
 use crate::resources::policy::validate_label_selector;
+pub(super) use kapi_admission::policy::cel::env::AdmissionEnv;
 use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kapi_machinery::{BadValue, FieldError, Object};
 use serde_json::Value;
@@ -191,6 +192,7 @@ fn webhook(errs: &mut Vec<FieldError>, h: &Value, mutating: bool, no_side_effect
         errs,
         h.get("matchConditions"),
         &format!("{p}.matchConditions"),
+        &AdmissionEnv::webhook(),
     );
 }
 
@@ -449,9 +451,10 @@ fn resources(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
     }
 }
 
-/// A CEL expression's compile error as upstream words it.
-pub(super) fn cel_check(errs: &mut Vec<FieldError>, expr: &str, field: &str) {
-    if let Err(e) = kapi_admission::policy::cel::check(expr) {
+/// A CEL expression's compile error (parse and type errors with the variables `env`
+/// declares) as upstream words it.
+pub(super) fn cel_check(errs: &mut Vec<FieldError>, env: &AdmissionEnv, expr: &str, field: &str) {
+    if let Err(e) = env.check(expr) {
         errs.push(FieldError::invalid(
             field,
             expr,
@@ -460,7 +463,12 @@ pub(super) fn cel_check(errs: &mut Vec<FieldError>, expr: &str, field: &str) {
     }
 }
 
-pub(super) fn match_conditions(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
+pub(super) fn match_conditions(
+    errs: &mut Vec<FieldError>,
+    v: Option<&Value>,
+    p: &str,
+    env: &AdmissionEnv,
+) {
     let list: Vec<(usize, &Value)> = items(v).collect();
     if list.len() > 64 {
         errs.push(FieldError::new(
@@ -476,7 +484,7 @@ pub(super) fn match_conditions(errs: &mut Vec<FieldError>, v: Option<&Value>, p:
         if expr.is_empty() {
             errs.push(FieldError::required(format!("{p}[{i}].expression"), ""));
         } else {
-            cel_check(errs, expr, &format!("{p}[{i}].expression"));
+            cel_check(errs, env, expr, &format!("{p}[{i}].expression"));
         }
         let name = s(mc, "name").unwrap_or_default();
         if name.is_empty() {

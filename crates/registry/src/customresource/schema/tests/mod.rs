@@ -4,6 +4,7 @@ use super::*;
 use serde_json::json;
 
 mod cel;
+mod checking;
 mod schema;
 mod values;
 

@@ -191,7 +191,7 @@ fn structural_kind_and_metadata_types() {
 #[test]
 fn bound_variables_are_declared() {
     assert!(validate_structural(
-        &json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"},
+        &json!({"type": "object", "properties": {"l": {"type": "array", "maxItems": 100, "items": {"type": "integer"},
             "x-kubernetes-validations": [
                 {"rule": "cel.bind(n, self.size(), n < 10)"},
                 {"rule": "self.all(i, v, v >= 0)"},

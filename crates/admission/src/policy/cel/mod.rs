@@ -1,6 +1,15 @@
 //! The CEL engine of dynamic admission (match conditions, policies): the `cel` interpreter
 //! with Kubernetes' library functions from `kube-cel`, the same engine CRD validation rules
-//! use. Compiled programs are kept by the callers, per configuration generation.
+//! use. Compiled programs are kept by the callers, per configuration generation. Write-time
+//! type checking and cost estimation ([`check`], [`cost`]) judge expressions against the
+//! types of their variables ([`types`]).
+
+pub mod check;
+pub mod cost;
+pub mod env;
+pub mod funcs;
+mod locate;
+pub mod types;
 
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, Program, Value};
