@@ -12,8 +12,7 @@
 //! With `--startup`, it measures start-up instead (see [`startup`]): time to the first request
 //! for kapi-testing's in-process `TestServer`, the binary, and the binary on a fresh etcd, and
 //! what 100 in-process start/stop cycles leave behind.
-
-
+//!
 //! `--scenarios` picks what runs (comma-separated; default `basic`): `basic` (the table
 //! above), `list` (LIST of 1,000 JSON/protobuf with `resourceVersion` "" and "0", beside etcd's
 //! own range read of 1,000 keys through its HTTP gateway, given `--etcd-reference` or
