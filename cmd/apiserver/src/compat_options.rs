@@ -1,8 +1,8 @@
 //! kube-apiserver flags that mean nothing to kapi but that test harnesses pass, so that kapi
 //! starts where kube-apiserver would: controller-runtime's envtest (v0.15–v0.21) starts its
 //! `kube-apiserver` with `--allow-privileged=true` and, through its deprecated default
-//! arguments, `--advertise-address=127.0.0.1` and `--insecure-port=0`. Each is accepted with a
-//! log line saying it is ignored.
+//! arguments, `--insecure-port=0`. Each is accepted with a log line saying it is ignored.
+//! (Its `--advertise-address=127.0.0.1` is a real kapi flag: the `kubernetes` endpoints.)
 //!
 //! Also envtest's `--cert-dir` semantics: kube-apiserver serves the `apiserver.crt` /
 //! `apiserver.key` it finds in `--cert-dir` as they are, and envtest puts a pair signed by its
@@ -21,11 +21,6 @@ pub struct CompatFlags {
     /// are no privileged containers to allow.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub allow_privileged: Option<bool>,
-
-    /// Accepted for kube-apiserver compatibility and ignored: kapi's `kubernetes` Service
-    /// points at no other address.
-    #[arg(long, value_name = "IP")]
-    pub advertise_address: Option<IpAddr>,
 
     /// Accepted for kube-apiserver compatibility and ignored.
     #[arg(long, value_delimiter = ',', value_name = "KEY=BOOL")]
@@ -48,10 +43,6 @@ impl CompatFlags {
             (
                 "--allow-privileged",
                 self.allow_privileged.map(|b| b.to_string()),
-            ),
-            (
-                "--advertise-address",
-                self.advertise_address.map(|a| a.to_string()),
             ),
             (
                 "--feature-gates",

@@ -1,15 +1,14 @@
 //! A list written from its items' pre-encoded bytes (the watch cache keeps each object's
 //! list-item JSON, and its protobuf message once a protobuf list has made it): the envelope is
 //! encoded, the items are concatenated as they are — no item is re-encoded, and no one big
-//! value is built. JSON streams out in chunks. The bytes equal what the general path
+//! value is built. JSON goes out in chunks, its length known (so large lists are gzipped). The bytes equal what the general path
 //! ([`crate::transform::list_value`], then the encoder) writes.
 
 use crate::transform::{api_version, list_meta_of, ListPayload};
 use crate::{BoxError, ResponseBody};
 use bytes::{Bytes, BytesMut};
-use futures::stream;
 use http_body::Frame;
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::BodyExt;
 use kapi_machinery::ApiError;
 use kapi_registry::rest::{EncodedItem, ResourceInfo};
 use serde_json::{json, Value};
@@ -60,10 +59,40 @@ pub fn json(info: &ResourceInfo, list: &ListPayload, encoded: &[EncodedItem]) ->
     }
     buf.extend_from_slice(b"]}\n");
     chunks.push(buf.freeze());
-    let frames = stream::iter(
-        chunks
-            .into_iter()
-            .map(|c| Ok::<_, BoxError>(Frame::data(c))),
-    );
-    StreamBody::new(frames).boxed_unsync()
+    Chunks {
+        remaining: chunks.iter().map(|c| c.len() as u64).sum(),
+        chunks: chunks.into(),
+    }
+    .boxed_unsync()
+}
+
+/// A body of ready chunks whose length is known, so compression (which waits for a size)
+/// and `content-length` see it as a whole response.
+struct Chunks {
+    chunks: std::collections::VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let next = self.chunks.pop_front();
+        if let Some(c) = &next {
+            self.remaining = self.remaining.saturating_sub(c.len() as u64);
+        }
+        std::task::Poll::Ready(next.map(|c| Ok(Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
