@@ -29,7 +29,11 @@ pub fn parse(s: &str) -> Option<f64> {
         e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
         _ => return None,
     };
-    Some(n * mult)
+    // `0e9999` is 0 (not 0 × ∞); a value past f64's range is no quantity here.
+    if n == 0.0 {
+        return Some(0.0);
+    }
+    Some(n * mult).filter(|v| v.is_finite())
 }
 
 /// A JSON quantity (string or number) as a value.
@@ -107,6 +111,14 @@ mod tests {
         assert_eq!(super::parse("2k"), Some(2000.0));
         assert_eq!(super::parse("1e3"), Some(1000.0));
         assert_eq!(super::parse("x"), None);
+    }
+
+    #[test]
+    fn huge_exponents_are_not_nan() {
+        // Found by the fuzzer: 0 × 10^9999 was NaN, which every quota comparison lets through.
+        assert_eq!(super::parse("0e9999"), Some(0.0));
+        assert_eq!(super::parse("1e9999"), None);
+        assert_eq!(super::parse("-1e400"), None);
     }
 
     #[test]

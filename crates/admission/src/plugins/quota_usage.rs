@@ -280,17 +280,22 @@ pub fn fmt_amount(v: f64, hard: &serde_json::Map<String, Value>, name: &str) -> 
     quantity::format_like(v, &like)
 }
 
+/// A quota's `spec.hard` (empty when it has none).
+pub fn hard_of(quota: &Object) -> serde_json::Map<String, Value> {
+    quota
+        .get("spec")
+        .and_then(|s| s.get("hard"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// The status upstream's quota controller writes for `quota`: `hard` is `spec.hard`; `used`
 /// keeps, for every hard name, the previous figure, replaced by what the objects of `objects`
 /// (all of one resource each, from the quota's namespace) in the quota's scopes use, `0` when
 /// none, for every name one of those resources accounts for.
 pub fn quota_status(quota: &Object, objects: &[(GroupResource, Vec<Object>)]) -> Value {
-    let hard = quota
-        .get("spec")
-        .and_then(|s| s.get("hard"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let hard = hard_of(quota);
     let previous = quota
         .get("status")
         .and_then(|s| s.get("used"))

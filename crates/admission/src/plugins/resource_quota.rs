@@ -10,7 +10,9 @@
 //! and `failed quota: <q>: must specify ...`.
 
 use super::quantity;
-use super::quota_usage::{counts, covers, fmt_amount, in_scope, pod_constraints, usage, Usage};
+use super::quota_usage::{
+    counts, covers, fmt_amount, hard_of, in_scope, pod_constraints, usage, Usage,
+};
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, Interface, Operation, ValidationInterface};
@@ -70,12 +72,7 @@ impl ResourceQuota {
         obj: &Object,
     ) -> Result<Option<Object>, ApiError> {
         let gr = a.group_resource();
-        let hard = quota
-            .get("spec")
-            .and_then(|s| s.get("hard"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let hard = hard_of(quota);
         let matched: BTreeSet<String> = hard.keys().filter(|k| covers(&gr, k)).cloned().collect();
         if matched.is_empty() || !in_scope(quota, &gr, obj) {
             return Ok(None);

@@ -12,11 +12,10 @@
 
 use super::framework::{inform, keep_informers, served_resources, Event, InformerSet, WorkQueue};
 use super::ops;
-use kapi_admission::plugins::quota_usage::{counts, covers, quota_status, usage, Usage};
+use kapi_admission::plugins::quota_usage::{counts, covers, hard_of, quota_status, usage, Usage};
 use kapi_endpoints::ApiServerHandler;
 use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
 use kapi_registry::rest::Storage;
-use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -70,12 +69,7 @@ pub(super) struct QuotaController {
 }
 
 fn hard_names(quota: &Object) -> BTreeSet<String> {
-    quota
-        .get("spec")
-        .and_then(|s| s.get("hard"))
-        .and_then(Value::as_object)
-        .map(|h| h.keys().cloned().collect())
-        .unwrap_or_default()
+    hard_of(quota).into_iter().map(|(k, _)| k).collect()
 }
 
 impl QuotaController {
