@@ -94,6 +94,8 @@ expect_eq "three apiserver identity leases" "3" \
 wait_until 30 bash -c "[ \"\$('$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' get endpoints kubernetes -o jsonpath='{.subsets[0].addresses[*].ip}')\" = '127.0.0.1 127.0.0.2 127.0.0.3' ]"
 expect_eq "the kubernetes endpoints list the three replicas" "127.0.0.1 127.0.0.2 127.0.0.3 $PORT" \
   bash -c "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' get endpoints kubernetes -o jsonpath='{.subsets[0].addresses[*].ip} {.subsets[0].ports[0].port}'"
+expect_eq "the kubernetes Service targets the replicas' secure port" "443 $PORT" \
+  bash -c "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' get service kubernetes -o jsonpath='{.spec.ports[0].port} {.spec.ports[0].targetPort}'"
 expect_eq "and the kubernetes EndpointSlice too" "127.0.0.1 127.0.0.2 127.0.0.3" \
   kr 2 get endpointslice kubernetes -o jsonpath='{.endpoints[*].addresses[0]}'
 

@@ -54,8 +54,9 @@ async fn ensure(
 }
 
 /// Creates `default`, `kube-system`, `kube-public`, `kube-node-lease`, the `kubernetes`
-/// service (ClusterIP `.1`, port 443) and the system priority classes when missing.
-pub async fn bootstrap(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
+/// service (ClusterIP `.1`, port 443 to `target_port`, the servers' secure port) and the system
+/// priority classes when missing.
+pub async fn bootstrap(groups: &[ApiGroupInfo], target_port: u16) -> Result<(), ApiError> {
     let namespaces = find(groups, "", "namespaces")
         .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
     for ns in SYSTEM_NAMESPACES {
@@ -79,7 +80,7 @@ pub async fn bootstrap(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "namespace": "default",
             "labels": {"component": "apiserver", "provider": "kubernetes"}},
             "spec": {"type": "ClusterIP", "clusterIP": ip, "sessionAffinity": "None",
-                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}}),
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": target_port}]}}),
     )
     .await?;
     bootstrap_priority_classes(groups).await

@@ -97,7 +97,7 @@ impl Replica {
         config.service_cluster_ip_range = ips.parse().unwrap();
         config.service_node_port_range = ports;
         let groups = build(config).await.unwrap();
-        bootstrap(&groups).await.unwrap();
+        bootstrap(&groups, 6443).await.unwrap();
         Replica { groups }
     }
 

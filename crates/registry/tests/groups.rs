@@ -128,7 +128,7 @@ async fn system_priority_classes_are_bootstrapped_and_value_is_immutable() {
     let cluster = get(&s, "", "system-cluster-critical").await.unwrap();
     assert_eq!(cluster.get("value"), Some(&json!(2000000000)));
     // a second start leaves them alone
-    kapi_registry::bootstrap(&r.groups).await.unwrap();
+    kapi_registry::bootstrap(&r.groups, 6443).await.unwrap();
     let again = get(&s, "", "system-node-critical").await.unwrap();
     assert_eq!(again.resource_version(), node.resource_version());
 

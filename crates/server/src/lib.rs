@@ -254,7 +254,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         ),
     };
     let mut groups = kapi_registry::build(registry_config).await?;
-    kapi_registry::bootstrap(&groups).await?;
+    // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
+    // for tests, is no one's: upstream's default stands in).
+    let target_port = match config.secure_port {
+        0 => 6443,
+        port => port,
+    };
+    kapi_registry::bootstrap(&groups, target_port).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
     let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;

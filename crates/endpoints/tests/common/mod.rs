@@ -32,7 +32,9 @@ pub async fn server_with(tune: impl FnOnce(RegistryConfig) -> RegistryConfig) ->
     let groups = kapi_registry::build(tune(RegistryConfig::new(storage.clone())))
         .await
         .expect("build registry");
-    kapi_registry::bootstrap(&groups).await.expect("bootstrap");
+    kapi_registry::bootstrap(&groups, 6443)
+        .await
+        .expect("bootstrap");
     let handler =
         ApiServerHandler::new(groups, Arc::new(Chain::default()), HandlerConfig::default());
     Server {

@@ -28,7 +28,7 @@ pub async fn registry_with(watch_cache: bool) -> Registry {
     let mut config = RegistryConfig::new(storage.clone());
     config.watch_cache = watch_cache;
     let groups = build(config).await.expect("build");
-    bootstrap(&groups).await.expect("bootstrap");
+    bootstrap(&groups, 6443).await.expect("bootstrap");
     Registry {
         groups,
         storage,
