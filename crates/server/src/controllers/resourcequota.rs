@@ -48,14 +48,15 @@ impl State {
             .collect()
     }
 
-    /// The `namespace/name` keys of the quotas in `namespace` that count `gr`.
-    fn counting(&self, namespace: &str, gr: &GroupResource) -> Vec<String> {
+    /// The `namespace/name` keys of the quotas in `namespace` (in every namespace when `None`)
+    /// that count `gr`.
+    fn counting(&self, namespace: Option<&str>, gr: &GroupResource) -> Vec<String> {
         self.quotas
-            .get(namespace)
-            .into_iter()
-            .flatten()
-            .filter(|(_, names)| names.iter().any(|n| covers(gr, n)))
-            .map(|(name, _)| format!("{namespace}/{name}"))
+            .iter()
+            .filter(|(ns, _)| namespace.is_none_or(|n| n == ns.as_str()))
+            .flat_map(|(ns, quotas)| quotas.iter().map(move |q| (ns, q)))
+            .filter(|(_, (_, names))| names.iter().any(|n| covers(gr, n)))
+            .map(|(ns, (name, _))| format!("{ns}/{name}"))
             .collect()
     }
 }
@@ -205,12 +206,15 @@ impl InformerSet for QuotaController {
                     Vec::new()
                 }
                 Event::Synced => {
+                    // Deletes made before this informer started (or while it relisted after
+                    // losing its watch) were never seen: every quota counting the resource is
+                    // recomputed once its informer is in step.
                     s.listing.remove(key);
-                    Vec::new()
+                    s.counting(None, &gr)
                 }
                 Event::Deleted(obj) => {
                     s.costs.remove(obj.uid());
-                    s.counting(obj.namespace(), &gr)
+                    s.counting(Some(obj.namespace()), &gr)
                 }
                 Event::Upsert(obj) => {
                     let listing = s.listing.contains(key);
@@ -231,7 +235,7 @@ impl InformerSet for QuotaController {
                         !listing
                     };
                     if changed {
-                        s.counting(obj.namespace(), &gr)
+                        s.counting(Some(obj.namespace()), &gr)
                     } else {
                         Vec::new()
                     }
