@@ -3,7 +3,7 @@
 # `kubectl delete ns --wait` of a namespace holding ConfigMaps, Secrets, a Deployment and a
 # custom object returns once the namespace is gone; `kubectl delete --cascade=background|
 # foreground|orphan` of an owner ConfigMap collects or keeps its dependents; a dependent of an
-# owner that never existed is collected; a finalizer on a dependent holds a foreground owner
+# owner that never existed is collected, also when its kind is served only later; a finalizer on a dependent holds a foreground owner
 # until it is removed; a ResourceQuota's status follows its spec and gives back what deletes
 # and finished pods free; a finished Job with ttlSecondsAfterFinished is deleted; with `--controllers=-*` a deleted namespace stays Terminating.
 #
@@ -104,6 +104,37 @@ Y
   dependent dep-ghost "$G" ghost 00000000-0000-0000-0000-000000000000
   expect_ok "dangling: dependent of a never-existing owner collected" \
     wait_until 20 gone cm dep-ghost "$G"
+
+  # A dependent whose owner's kind is served only later (its CRD created after it): checked
+  # again once the kind is served, not at the next resync.
+  k apply -f - >/dev/null <<Y
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dep-late
+  namespace: $G
+  ownerReferences:
+  - {apiVersion: late.example.com/v1, kind: Gadget, name: ghost, uid: 00000000-0000-0000-0000-000000000001}
+Y
+  sleep 1
+  expect_ok "late kind: dependent kept while the owner's kind is not served" k get cm dep-late -n "$G"
+  k apply -f - >/dev/null <<Y
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.late.example.com}
+spec:
+  group: late.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+Y
+  expect_ok "late kind: dependent of a missing owner collected once its CRD is served" \
+    wait_until 20 gone cm dep-late "$G"
+  k delete crd gadgets.late.example.com --wait=false >/dev/null
 
   # A finalizer on a dependent holds the foreground owner.
   k create configmap owner-held -n "$G" >/dev/null

@@ -108,8 +108,13 @@ impl Collector {
     async fn classify(&self, node: &Node, r: &OwnerRef) -> Result<Owner, ApiError> {
         let groups = self.handler.groups();
         let Some(storage) = storage_for_kind(&groups, &r.api_version, &r.kind) else {
-            // A kind the server does not serve cannot be checked: leave the dependent alone.
-            return Ok(Owner::Solid);
+            // A kind not served (yet: a CRD just created is served a moment later) cannot be
+            // checked: the dependent is looked at again with the queue's backoff, as upstream
+            // retries its REST-mapping errors, rather than at the next resync.
+            return Err(ApiError::internal(format!(
+                "unable to get REST mapping for {}, Kind={}",
+                r.api_version, r.kind
+            )));
         };
         let namespace = if storage.info().namespaced {
             if node.namespace.is_empty() {
