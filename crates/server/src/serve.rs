@@ -41,8 +41,8 @@ const PROTOCOL_HEADER_LIMIT: usize = 4 << 20;
 const MAX_HEADER_LINES: usize = 512;
 /// upstream's per-stream HTTP/2 receive buffer and frame size (99% of objects fit one frame).
 const H2_STREAM_BUFFER: u32 = 256 * 1024;
-/// After a refusal, how much of an unread HTTP/2 request body is read and discarded so the
-/// stream ends cleanly (beyond it the stream is reset).
+/// After a refusal, how much of an unread request body is read and discarded so the stream
+/// or connection ends cleanly (beyond it the stream is reset or the connection closed).
 const DRAIN_LIMIT: usize = 64 << 20;
 
 /// The connection bounds.
@@ -293,16 +293,11 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnServi
 
     fn call(&self, req: http::Request<hyper::body::Incoming>) -> Self::Future {
         let active = self.activity.begin();
-        let h2 = req.version() == http::Version::HTTP_2;
-        // Over HTTP/2 a body dropped unread resets its stream, taking the response with it:
-        // the rest is read and discarded instead, so the answer (a 413, say) arrives.
-        let mut req = req.map(|b| {
-            if h2 {
-                request_body(DrainOnDrop(Some(b)))
-            } else {
-                request_body(b)
-            }
-        });
+        // A body dropped unread resets its HTTP/2 stream, and closes an HTTP/1.1 connection
+        // while the client may still be sending (it then fails on the write and never reads
+        // the answer): the rest is read and discarded instead, so the answer (a 413, say)
+        // arrives on both.
+        let mut req = req.map(|b| request_body(DrainOnDrop(Some(b))));
         let guard = move |resp: HttpResponse| {
             resp.map(|body| {
                 body.map_frame(move |f| {
@@ -324,7 +319,7 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for ConnServi
     }
 }
 
-/// An HTTP/2 request body that, dropped before its end, is read to the end (up to
+/// A request body that, dropped before its end, is read to the end (up to
 /// [`DRAIN_LIMIT`]) in the background.
 struct DrainOnDrop(Option<hyper::body::Incoming>);
 
