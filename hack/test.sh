@@ -33,7 +33,7 @@ step "cargo test (unit, conformance, integration)"
 cargo test --workspace --locked --no-fail-fast
 
 step "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)"
-cargo run --locked -q -p kapi-fuzz -- --seconds "${KAPI_FUZZ_SECONDS:-15}"
+cargo run --locked -q -p kapi-fuzz -- --seconds "${KAPI_FUZZ_SECONDS:-15}" --seed "${KAPI_FUZZ_SEED:-1}"
 
 step "e2e (kubectl against kapi on etcd and on the embedded store)"
 cargo build --locked -p kapi-apiserver

@@ -89,18 +89,24 @@ pub fn regressions(dir: &Path, target: &Target) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// Replays `target`'s kept inputs, then fuzzes it for `budget`.
-pub fn fuzz(target: &Target, regressions_dir: &Path, budget: Duration) -> Report {
+/// Replays `target`'s kept inputs, then fuzzes it for `budget`, drawing inputs from `seed`
+/// (the same seed draws the same inputs, in the same order).
+pub fn fuzz(target: &Target, regressions_dir: &Path, budget: Duration, seed: u128) -> Report {
     // A panic is a finding, reported with its input; the default hook would only add noise
     // (every shrinking step panics again).
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let report = fuzz_quietly(target, regressions_dir, budget);
+    let report = fuzz_quietly(target, regressions_dir, budget, seed);
     std::panic::set_hook(hook);
     report
 }
 
-fn fuzz_quietly(target: &Target, regressions_dir: &Path, budget: Duration) -> Report {
+fn fuzz_quietly(
+    target: &Target,
+    regressions_dir: &Path,
+    budget: Duration,
+    started: u128,
+) -> Report {
     let mut cases = 0;
     for (path, input) in regressions(regressions_dir, target) {
         cases += 1;
@@ -113,9 +119,6 @@ fn fuzz_quietly(target: &Target, regressions_dir: &Path, budget: Duration) -> Re
     }
     let strategy = inputs((target.seeds)());
     let deadline = Instant::now() + budget;
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
     for batch in 0u128.. {
         // A runner counts its cases once: each batch gets a new one, seeded anew.
         let mut seed = [0u8; 32];

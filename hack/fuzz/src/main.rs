@@ -1,6 +1,8 @@
-//! `kapi-fuzz [--seconds N] [TARGET...]`: replays each target's kept inputs, then fuzzes it
-//! for N seconds; prints the cases run per target and exits non-zero with the shrunk input of
-//! the first failure.
+//! `kapi-fuzz [--seconds N] [--seed S] [TARGET...]`: replays each target's kept inputs, then
+//! fuzzes it for N seconds; prints the cases run per target and exits non-zero with the shrunk
+//! input of the first failure. A given seed replays the same inputs (the suite runs a fixed one,
+//! so it passes or fails the same way on every machine); without one a new seed is drawn and
+//! printed, to explore further.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -12,6 +14,9 @@ struct Args {
     /// Seconds per target.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    /// The inputs' seed (default: drawn from the clock, and printed).
+    #[arg(long)]
+    seed: Option<u128>,
     /// Where failing inputs are kept, one folder per target.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/regressions"))]
     regressions: PathBuf,
@@ -32,13 +37,19 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let budget = Duration::from_secs_f64(args.seconds.max(0.0));
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    });
+    println!("seed {seed} (replay with --seed {seed})");
     let mut failed = false;
     for target in kapi_fuzz::TARGETS
         .iter()
         .filter(|t| args.targets.is_empty() || args.targets.iter().any(|n| n == t.name))
     {
         let began = Instant::now();
-        let report = kapi_fuzz::fuzz(target, &args.regressions, budget);
+        let report = kapi_fuzz::fuzz(target, &args.regressions, budget, seed);
         let secs = began.elapsed().as_secs_f64();
         match report.failure {
             None => println!(

@@ -9,7 +9,7 @@ fn every_target_holds_briefly() {
     let regressions = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
     let mut failures = Vec::new();
     for target in kapi_fuzz::TARGETS {
-        let report = kapi_fuzz::fuzz(target, &regressions, Duration::from_millis(200));
+        let report = kapi_fuzz::fuzz(target, &regressions, Duration::from_millis(200), 1);
         if let Some((input, why)) = report.failure {
             failures.push(format!(
                 "{}: {why}\n  input: {}",
