@@ -8,12 +8,45 @@ use crate::ServerError;
 use kapi_admission::config::PluginConfigs;
 use kapi_admission::metrics::AdmissionMetrics;
 use kapi_admission::order::enabled_plugin_names;
+use kapi_admission::policy::cel::authz::{AdmissionAuthorizer, AuthzDecision, AuthzRequest};
 use kapi_admission::webhook::metrics::WebhookMetrics;
 use kapi_admission::{plugins, AdmissionError, Chain, PluginContext, Plugins};
+use kapi_auth::authz::{Attributes, Authorizer, Decision};
 use kapi_storage::DynStorage;
+use std::sync::Arc;
 
 fn err(e: AdmissionError) -> ServerError {
     ServerError::Config(e.to_string())
+}
+
+/// The server's authorizer as CEL's `authorizer` variable asks it. Every authorizer kapi has
+/// answers from memory, so the future is ready when polled and blocking on it costs nothing.
+struct CelAuthorizer(Arc<dyn Authorizer>);
+
+impl AdmissionAuthorizer for CelAuthorizer {
+    fn authorize(&self, r: &AuthzRequest) -> AuthzDecision {
+        let attrs = Attributes {
+            user: r.user.clone(),
+            verb: r.verb.clone(),
+            resource_request: r.resource_request,
+            path: r.path.clone(),
+            namespace: r.namespace.clone(),
+            api_group: r.group.clone(),
+            api_version: r.version.clone(),
+            resource: r.resource.clone(),
+            subresource: r.subresource.clone(),
+            name: r.name.clone(),
+        };
+        let (allowed, reason) = match futures::executor::block_on(self.0.authorize(&attrs)) {
+            Decision::Allow => (true, String::new()),
+            Decision::Deny(reason) | Decision::NoOpinion(reason) => (false, reason),
+        };
+        AuthzDecision {
+            allowed,
+            reason,
+            error: None,
+        }
+    }
 }
 
 /// The chain the server runs; start-up fails naming the plugin or file at fault.
@@ -21,6 +54,7 @@ pub fn build_chain(
     config: &ServerConfig,
     storage: DynStorage,
     metrics: &Metrics,
+    authorizer: Arc<dyn Authorizer>,
 ) -> Result<Chain, ServerError> {
     let mut registry = Plugins::new();
     plugins::register_all(&mut registry).map_err(err)?;
@@ -41,6 +75,7 @@ pub fn build_chain(
         watcher: Some(objects),
         webhook_clients: Default::default(),
         webhook_metrics: Some(WebhookMetrics::new(metrics.registry()).map_err(|e| err(e.into()))?),
+        authorizer: Some(Arc::new(CelAuthorizer(authorizer))),
     };
     let chain = Chain::build(&registry, &names, &configs, &ctx)
         .map_err(err)?

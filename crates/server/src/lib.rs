@@ -265,7 +265,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
     let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
 
-    let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
+    let admission = Arc::new(admission::build_chain(
+        &config,
+        storage.clone(),
+        &metrics,
+        authorization.authorizer.clone(),
+    )?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
         ..Default::default()

@@ -14,6 +14,7 @@ use crate::source::Informer;
 use crate::webhook::matching;
 use crate::{Attributes, Interface, Operation, ValidationInterface};
 use async_trait::async_trait;
+use cel::authz::AdmissionAuthorizer;
 use compiled::{Binding, Policy};
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object, StatusReason};
@@ -41,11 +42,13 @@ pub fn is_exempt(attrs: &Attributes) -> bool {
 }
 
 /// The CEL variables every expression sees: `object`, `oldObject`, `request`,
-/// `namespaceObject` and, for policies with a param kind, `params`.
+/// `namespaceObject`, `authorizer` (when the server gave one) and, for policies with a param
+/// kind, `params`.
 pub fn request_vars(
     attrs: &Attributes,
     params: Option<&Value>,
     ns: Option<&Object>,
+    authz: Option<&Arc<dyn AdmissionAuthorizer>>,
 ) -> Vec<(&'static str, CelValue)> {
     let obj = |o: &Option<Object>| {
         o.as_ref()
@@ -67,6 +70,26 @@ pub fn request_vars(
                 .unwrap_or(CelValue::Null),
         ),
         ("params", params.map(cel::value).unwrap_or(CelValue::Null)),
+        (
+            "authorizer",
+            authz
+                .map(|a| {
+                    let r = &attrs.resource;
+                    cel::authz::variable(
+                        a.clone(),
+                        &attrs.user,
+                        [
+                            &r.group,
+                            &r.version,
+                            &r.resource,
+                            &attrs.subresource,
+                            &attrs.namespace,
+                            &attrs.name,
+                        ],
+                    )
+                })
+                .unwrap_or(CelValue::Null),
+        ),
     ]
 }
 
@@ -87,6 +110,7 @@ struct Policies {
     policies: Arc<Informer<BTreeMap<String, Arc<Policy>>>>,
     bindings: Arc<Informer<Vec<Arc<Binding>>>>,
     objects: Arc<dyn ObjectStore>,
+    authorizer: Option<Arc<dyn AdmissionAuthorizer>>,
 }
 
 /// kubectl's guess of a kind's resource (`UnsafeGuessKindToResource`): kapi has no REST
@@ -187,7 +211,7 @@ impl Policies {
         params: Option<&Value>,
         ns: Option<&Object>,
     ) -> Result<Vec<Decision>, String> {
-        let mut vars = request_vars(attrs, params, ns);
+        let mut vars = request_vars(attrs, params, ns, self.authorizer.as_ref());
         for (name, expr) in &policy.match_conditions {
             let e = expr.as_ref().map_err(Clone::clone)?;
             match cel::eval_bool(e, &vars) {
@@ -461,6 +485,7 @@ fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
         policies,
         bindings,
         objects,
+        authorizer: ctx.authorizer.clone(),
     }))
 }
 

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod review;
 
 use crate::objects::ObjectStore;
+use crate::policy::cel::authz::AdmissionAuthorizer;
 use crate::policy::cel::{self, Expr};
 use crate::registry::{AdmissionError, PluginContext, Plugins};
 use crate::source::Informer;
@@ -159,6 +160,7 @@ pub struct Webhooks {
     namespaces: Arc<dyn ObjectStore>,
     clients: Arc<Clients>,
     metrics: Option<WebhookMetrics>,
+    authorizer: Option<Arc<dyn AdmissionAuthorizer>>,
 }
 
 impl Webhooks {
@@ -201,7 +203,7 @@ impl Webhooks {
         if hook.conditions.is_empty() {
             return Ok(true);
         }
-        let vars = crate::policy::request_vars(attrs, None, ns_obj);
+        let vars = crate::policy::request_vars(attrs, None, ns_obj, self.authorizer.as_ref());
         let mut errors = Vec::new();
         for (name, expr) in &hook.conditions {
             let res = expr
@@ -482,6 +484,7 @@ fn build(
         namespaces: ctx.objects(plugin)?,
         clients: ctx.webhook_clients.clone(),
         metrics: ctx.webhook_metrics.clone(),
+        authorizer: ctx.authorizer.clone(),
     }))
 }
 
