@@ -6,6 +6,7 @@
 //! patches applied, `IfNeeded` ones reinvoked), validating webhooks all at once.
 
 pub mod client;
+pub mod convert;
 pub mod matching;
 pub mod metrics;
 pub mod review;
@@ -238,7 +239,22 @@ impl Webhooks {
                 CallError("webhook does not accept v1 or v1beta1 AdmissionReview".into())
             })?;
         let uid = uuid::Uuid::new_v4().to_string();
-        let body = serde_json::to_vec(&review::review(&version, review::request(attrs, &uid)))
+        let request = match convert::equivalent_version(
+            &hook.spec.rules,
+            hook.spec.match_policy.as_deref(),
+            attrs,
+        ) {
+            Some(gv) => match convert::as_matched(attrs, &gv, self.namespaces.as_ref()).await {
+                Some(seen) => {
+                    let mut r = review::request(&seen, &uid);
+                    convert::keep_request_kind(&mut r, attrs);
+                    r
+                }
+                None => review::request(attrs, &uid),
+            },
+            None => review::request(attrs, &uid),
+        };
+        let body = serde_json::to_vec(&review::review(&version, request))
             .map_err(|e| CallError(e.to_string()))?;
         let start = Instant::now();
         let res = self
