@@ -7,15 +7,11 @@
 //! well); anything else (webhook conversion, built-in kinds, which kapi serves in one version)
 //! is seen as sent.
 
-use super::matching::Rule;
+use super::matching::{any, Rule};
 use crate::objects::ObjectStore;
 use crate::Attributes;
 use kapi_machinery::GroupResource;
 use serde_json::{json, Value};
-
-fn any(list: &[String], v: &str) -> bool {
-    list.iter().any(|x| x == "*" || x == v)
-}
 
 /// The group/version the rules matched through when none matched the request exactly.
 pub fn equivalent_version(
