@@ -5,8 +5,11 @@
 # warnings, match conditions), a mutating webhook's JSONPatch persisted and an IfNeeded
 # webhook reinvoked, failurePolicy Ignore and Fail with a dead, a slow and a misbehaving
 # webhook (and that a slow webhook stalls nothing else), ValidatingAdmissionPolicy with params
-# and a binding (Deny), a Warn binding and its status, the Table columns, the webhook metrics,
-# the official Python client's view, and --disable-admission-plugins switching them off.
+# and a binding (Deny), a Warn binding and its status, CEL's authorizer (RBAC), cel.bind,
+# type() and dyn() at run time, non-bool validations refused, type checking of built-in kinds
+# and of a policy written before its CRD, matchPolicy Equivalent's conversion of a CRD's
+# versions, the Table columns, the webhook metrics, the official Python client's view, and
+# --disable-admission-plugins switching them off.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/admission-dynamic.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -277,6 +280,18 @@ spec:
   validations:
   - expression: "nosuch.x == 1"
 YAML
+  expect_ok "typecheck: a policy written before its CRD" k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: gizmo-early}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [tc.example.com], apiVersions: [v1], resources: [gizmos]}]
+  validations:
+  - expression: "object.spec.colour == 'red'"
+YAML
+  expect_ok "typecheck: no kind resolved yet, no warnings" wait_until 10 bash -c \
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy gizmo-early -o 'jsonpath={.status.observedGeneration}' | grep -q 1"
   expect_ok "typecheck: a CRD" k apply -f - <<'YAML'
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -311,8 +326,159 @@ YAML
   expect_out "typecheck: the warning names the field and the kind" \
     'spec.validations\[1\].expression.*tc.example.com/v1, Kind=Gizmo: ERROR: .*:1:12: undefined field .sise.' \
     k get validatingadmissionpolicy gizmo-size -o 'jsonpath={.status.typeChecking}'
+  expect_ok "typecheck: the CRD's arrival re-checks the earlier policy" wait_until 10 bash -c \
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy gizmo-early -o 'jsonpath={.status.typeChecking}' | grep -q 'Kind=Gizmo: ERROR: .*:1:12: undefined field .colour.'"
+  expect_ok "typecheck: a policy on a built-in kind" k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: deploy-replicas}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]
+  validations:
+  - expression: "object.spec.replicas <= 5 && object.metadata.name.size() < 64"
+  - expression: "object.spec.replica <= 5"
+  - expression: "object.spec.template.spec.containers.all(c, c.image != '')"
+    messageExpression: "string(object.spec.template.spec.containers[0].nam)"
+YAML
+  expect_ok "typecheck: built-in status written" wait_until 10 bash -c \
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' get validatingadmissionpolicy deploy-replicas -o 'jsonpath={.status.typeChecking}' | grep -q expressionWarnings"
+  expect_eq "typecheck: the built-in kind's schema types object" \
+    "spec.validations[1].expression spec.validations[2].messageExpression" \
+    k get validatingadmissionpolicy deploy-replicas -o 'jsonpath={.status.typeChecking.expressionWarnings[*].fieldRef}'
+  expect_out "typecheck: worded as upstream" \
+    "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'" \
+    k get validatingadmissionpolicy deploy-replicas -o 'jsonpath={.status.typeChecking.expressionWarnings[0].warning}'
+  k delete validatingadmissionpolicy deploy-replicas gizmo-early >/dev/null 2>&1
   k delete validatingadmissionpolicy gizmo-size >/dev/null 2>&1
   k delete crd gizmos.tc.example.com --wait=false >/dev/null 2>&1
+
+  # CEL at run time: the `authorizer` variable asks the server's RBAC about the request's user;
+  # cel.bind, type() and dyn() evaluate; validations that are not bool are refused at write.
+  expect_ok "authorizer: a policy asking RBAC" k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: authz-secrets}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  matchConditions: [{name: labelled, expression: "has(object.metadata.labels) && 'authz' in object.metadata.labels"}]
+  validations:
+  - expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()"
+    messageExpression: "'user ' + request.userInfo.username + ' may not list secrets'"
+    reason: Forbidden
+  - expression: "authorizer.requestResource.check('create').allowed() && !authorizer.requestResource.check('create').errored()"
+    message: "requestResource"
+  - expression: "!authorizer.serviceAccount('kube-system', 'nobody').group('').resource('secrets').check('delete').allowed()"
+    message: "serviceAccount"
+  - expression: "authorizer.path('/healthz').check('get').allowed()"
+    message: "path"
+  - expression: "cel.bind(n, object.metadata.name, n.size() < 30 && type(n) == string && dyn(n) == n)"
+    message: "bind"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: authz-secrets}
+spec: {policyName: authz-secrets, validationActions: [Deny]}
+YAML
+  expect_ok "authorizer: alice may create configmaps in plain" k apply -f - <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cm-writer, namespace: plain}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: cm-writer, namespace: plain}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+YAML
+  acm() { local n=$1; shift; k create -n plain "$@" -f - <<<"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"$n\",\"labels\":{\"authz\":\"on\"}}}"; }
+  sleep 1
+  expect_ok "authorizer: the admin passes every check" acm authz-admin
+  expect_fail "authorizer: alice cannot list secrets, so the policy refuses" \
+    "configmaps \"authz-alice\" is forbidden: ValidatingAdmissionPolicy 'authz-secrets' with binding 'authz-secrets' denied request: user alice may not list secrets" \
+    acm authz-alice --as=alice
+  expect_ok "authorizer: let alice list secrets" k apply -f - <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cm-writer, namespace: plain}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [create]}, {apiGroups: [""], resources: [secrets], verbs: [list]}]
+YAML
+  expect_ok "authorizer: the policy now admits alice" wait_until 10 bash -c \
+    "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' --cache-dir '$CACHE' --as=alice create -n plain -f - <<<'{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"authz-alice\",\"labels\":{\"authz\":\"on\"}}}' >/dev/null 2>&1"
+  expect_fail "cel.bind: evaluated (a long name is refused by the bound check)" \
+    "denied request: bind" acm authz-a-name-longer-than-thirty-characters
+  k delete validatingadmissionpolicybinding authz-secrets >/dev/null 2>&1
+  k delete validatingadmissionpolicy authz-secrets >/dev/null 2>&1
+  expect_fail "a validation that is not bool is refused at write" \
+    'spec.validations[0].expression: Invalid value: "object.metadata.name": must evaluate to bool but got dyn' \
+    k apply -f - <<'YAML'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: not-bool}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  validations:
+  - expression: "object.metadata.name"
+    messageExpression: "1"
+YAML
+  expect_out "a messageExpression must be a string" \
+    'spec.validations\[0\].messageExpression: Invalid value: "1": must evaluate to string but got int' printf '%s' "$OUT"
+
+  # matchPolicy Equivalent: rules on v1 of a two-version CRD see a v2 request converted to v1.
+  expect_ok "equivalent: a CRD served at v1 and v2" k apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.eq.example.com}
+spec:
+  group: eq.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+YAML
+  k wait --for=condition=Established crd/widgets.eq.example.com --timeout=30s >/dev/null 2>&1
+  expect_ok "equivalent: a webhook and a policy on v1 only" k apply -f - <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: equivalent}
+webhooks:
+- name: equiv.kapi.test
+  clientConfig: {url: "$URL/equiv", caBundle: "$CA_BUNDLE"}
+  rules: [{operations: [CREATE], apiGroups: [eq.example.com], apiVersions: [v1], resources: [widgets]}]
+  failurePolicy: Ignore
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: equivalent}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [eq.example.com], apiVersions: [v1], resources: [widgets]}]
+  validations:
+  - expression: "!(object.apiVersion == 'eq.example.com/v1' && request.kind.version == 'v1' && request.requestKind.version == 'v2' && object.metadata.name == 'refused')"
+    message: "seen as v1, sent as v2"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: equivalent}
+spec: {policyName: equivalent, validationActions: [Deny]}
+YAML
+  sleep 2
+  wgt() { k create -n plain -f - <<<"{\"apiVersion\":\"eq.example.com/v2\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"$1\"}}"; }
+  expect_ok "equivalent: a v2 widget is created" wgt w1
+  expect_eq "equivalent: the webhook saw the object at v1, the request at v2" "v1 v2 v1 v2 eq.example.com/v1" python3 -c "
+import json; r=json.load(open('$WORK/record/equiv.json'))['request']
+print(r['kind']['version'], r['requestKind']['version'], r['resource']['version'], r['requestResource']['version'], r['object']['apiVersion'])"
+  expect_fail "equivalent: the policy evaluated the v1 form" "seen as v1, sent as v2" wgt refused
+  k delete validatingwebhookconfiguration equivalent >/dev/null 2>&1
+  k delete validatingadmissionpolicybinding equivalent >/dev/null 2>&1
+  k delete validatingadmissionpolicy equivalent >/dev/null 2>&1
+  k delete crd widgets.eq.example.com --wait=false >/dev/null 2>&1
 
   # 6. The official Python client sees the same answers.
   if PY="$(py_env)"; then

@@ -44,6 +44,10 @@ pub struct PluginContext {
     /// The one webhook client pool of the server.
     pub webhook_clients: Arc<crate::webhook::client::Clients>,
     pub webhook_metrics: Option<crate::webhook::metrics::WebhookMetrics>,
+    /// The server's authorizer, for CEL's `authorizer` variable.
+    pub authorizer: Option<Arc<dyn crate::policy::cel::authz::AdmissionAuthorizer>>,
+    /// Built-in kinds' schemas, for policies' type checking.
+    pub schemas: Option<Arc<dyn crate::policy::typecheck::SchemaResolver>>,
 }
 
 impl PluginContext {

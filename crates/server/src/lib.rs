@@ -265,12 +265,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
     let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
 
-    let admission = Arc::new(admission::build_chain(&config, storage.clone(), &metrics)?);
+    let schemas = Arc::new(admission::OpenApiSchemas::default());
+    let admission = Arc::new(admission::build_chain(
+        &config,
+        storage.clone(),
+        &metrics,
+        authorization.authorizer.clone(),
+        schemas.clone(),
+    )?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
         ..Default::default()
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
+    schemas.set_handler(handler.clone());
     // Custom resources are served from their definitions, as they come and go.
     let crd_controllers = match apiextensions::start(handler.clone(), crd_build) {
         Some((controllers, synced)) => {

@@ -55,6 +55,15 @@ impl MatchResources {
         )
     }
 
+    /// The group/version matched through when only an equivalent form of the request matched.
+    pub fn equivalent_version(&self, attrs: &Attributes) -> Option<(String, String)> {
+        crate::webhook::convert::equivalent_version(
+            &self.spec.resource_rules,
+            self.spec.match_policy.as_deref(),
+            attrs,
+        )
+    }
+
     pub fn selectors_match(&self, attrs: &Attributes, ns: Option<&Object>) -> bool {
         matching::namespace_selector_matches(&self.namespace_selector, attrs, ns)
             && matching::object_selector_matches(&self.object_selector, attrs)

@@ -14,6 +14,7 @@ use crate::source::Informer;
 use crate::webhook::matching;
 use crate::{Attributes, Interface, Operation, ValidationInterface};
 use async_trait::async_trait;
+use cel::authz::AdmissionAuthorizer;
 use compiled::{Binding, Policy};
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object, StatusReason};
@@ -21,6 +22,7 @@ use kube_cel::cel::Value as CelValue;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use typecheck::SchemaResolver;
 
 pub const PLUGIN_NAME: &str = "ValidatingAdmissionPolicy";
 
@@ -41,18 +43,34 @@ pub fn is_exempt(attrs: &Attributes) -> bool {
 }
 
 /// The CEL variables every expression sees: `object`, `oldObject`, `request`,
-/// `namespaceObject` and, for policies with a param kind, `params`.
+/// `namespaceObject`, `authorizer` (when the server gave one) and, for policies with a param
+/// kind, `params`.
 pub fn request_vars(
     attrs: &Attributes,
     params: Option<&Value>,
     ns: Option<&Object>,
+    authz: Option<&Arc<dyn AdmissionAuthorizer>>,
 ) -> Vec<(&'static str, CelValue)> {
+    request_vars_as(attrs, attrs, params, ns, authz)
+}
+
+/// [`request_vars`] for a request converted to the version a policy matched (`seen`), with
+/// `requestKind`/`requestResource` from what the client sent (`sent`).
+fn request_vars_as(
+    seen: &Attributes,
+    sent: &Attributes,
+    params: Option<&Value>,
+    ns: Option<&Object>,
+    authz: Option<&Arc<dyn AdmissionAuthorizer>>,
+) -> Vec<(&'static str, CelValue)> {
+    let attrs = seen;
     let obj = |o: &Option<Object>| {
         o.as_ref()
             .map(|o| cel::value(&Value::Object(o.as_map().clone())))
             .unwrap_or(CelValue::Null)
     };
     let mut request = crate::webhook::review::request(attrs, "");
+    crate::webhook::convert::keep_request_kind(&mut request, sent);
     if let Some(r) = request.as_object_mut() {
         r.remove("object");
         r.remove("oldObject");
@@ -67,6 +85,26 @@ pub fn request_vars(
                 .unwrap_or(CelValue::Null),
         ),
         ("params", params.map(cel::value).unwrap_or(CelValue::Null)),
+        (
+            "authorizer",
+            authz
+                .map(|a| {
+                    let r = &attrs.resource;
+                    cel::authz::variable(
+                        a.clone(),
+                        &attrs.user,
+                        [
+                            &r.group,
+                            &r.version,
+                            &r.resource,
+                            &attrs.subresource,
+                            &attrs.namespace,
+                            &attrs.name,
+                        ],
+                    )
+                })
+                .unwrap_or(CelValue::Null),
+        ),
     ]
 }
 
@@ -86,7 +124,10 @@ enum Decision {
 struct Policies {
     policies: Arc<Informer<BTreeMap<String, Arc<Policy>>>>,
     bindings: Arc<Informer<Vec<Arc<Binding>>>>,
+    /// Followed only to re-check policies' types when a CRD changes.
+    crds: Arc<Informer<()>>,
     objects: Arc<dyn ObjectStore>,
+    authorizer: Option<Arc<dyn AdmissionAuthorizer>>,
 }
 
 /// kubectl's guess of a kind's resource (`UnsafeGuessKindToResource`): kapi has no REST
@@ -180,14 +221,16 @@ impl Policies {
     }
 
     /// Evaluates one policy for one param set.
+    /// `seen` is the request as converted to the version the policy matched (`attrs` itself
+    /// when it matched as sent).
     fn evaluate(
         &self,
         policy: &Policy,
-        attrs: &Attributes,
+        (attrs, seen): (&Attributes, &Attributes),
         params: Option<&Value>,
         ns: Option<&Object>,
     ) -> Result<Vec<Decision>, String> {
-        let mut vars = request_vars(attrs, params, ns);
+        let mut vars = request_vars_as(seen, attrs, params, ns, self.authorizer.as_ref());
         for (name, expr) in &policy.match_conditions {
             let e = expr.as_ref().map_err(Clone::clone)?;
             match cel::eval_bool(e, &vars) {
@@ -275,6 +318,8 @@ impl ValidationInterface for Policies {
         // Both views are started by any write, so policy status is kept from the first one.
         let bindings = self.bindings.view().await?;
         let policies = self.policies.view().await?;
+        // Without CRDs served (or readable) policies still work; only re-checking stops.
+        let _ = self.crds.view().await;
         if is_exempt(attrs) || bindings.is_empty() {
             return Ok(());
         }
@@ -304,10 +349,17 @@ impl ValidationInterface for Policies {
             {
                 continue;
             }
+            let converted = match policy.constraints.equivalent_version(attrs) {
+                Some(gv) => {
+                    crate::webhook::convert::as_matched(attrs, &gv, self.objects.as_ref()).await
+                }
+                None => None,
+            };
+            let seen = converted.as_ref().unwrap_or(attrs);
             let decisions = match self.params(policy, binding, attrs).await {
-                Ok(None) => self.evaluate(policy, attrs, None, ns_obj),
+                Ok(None) => self.evaluate(policy, (attrs, seen), None, ns_obj),
                 Ok(Some(list)) => list.iter().try_fold(Vec::new(), |mut acc, p| {
-                    acc.extend(self.evaluate(policy, attrs, Some(p), ns_obj)?);
+                    acc.extend(self.evaluate(policy, (attrs, seen), Some(p), ns_obj)?);
                     Ok(acc)
                 }),
                 Err(e) => Err(e),
@@ -379,9 +431,13 @@ fn flush_audit(attrs: &Attributes, audit: &[Value]) {
 }
 
 /// The type-checking controller's part of the status: `observedGeneration` and
-/// `typeChecking` (expressions type-checked against the matched custom resources' schemas,
-/// see [`typecheck`]). A conflicting write (another replica's) is left to that replica.
-fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>) {
+/// `typeChecking` (expressions type-checked against the matched kinds' schemas, see
+/// [`typecheck`]), written for policies whose generation changed.
+fn write_status(
+    objects: &Arc<dyn ObjectStore>,
+    schemas: &Option<Arc<dyn SchemaResolver>>,
+    objs: &BTreeMap<String, Object>,
+) {
     let stale: Vec<Object> = objs
         .values()
         .filter(|o| {
@@ -392,21 +448,49 @@ fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>)
         })
         .cloned()
         .collect();
-    if stale.is_empty() {
-        return;
+    if !stale.is_empty() {
+        spawn_status_writes(objects.clone(), schemas.clone(), Some(stale));
     }
-    let objects = objects.clone();
+}
+
+/// Re-checks policies (all of them when `policies` is `None`, as after a CRD changed: a kind
+/// a policy names may have appeared or changed its schema) and writes the status of those
+/// whose result differs from what they hold. A conflicting write (another replica's) is left
+/// to that replica.
+fn spawn_status_writes(
+    objects: Arc<dyn ObjectStore>,
+    schemas: Option<Arc<dyn SchemaResolver>>,
+    policies: Option<Vec<Object>>,
+) {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
     rt.spawn(async move {
         let gr = GroupResource::new(GROUP, "validatingadmissionpolicies");
+        let policies = match policies {
+            Some(p) => p,
+            None => objects.list(&gr, "").await.unwrap_or_default(),
+        };
         let crds = objects
             .list(&typecheck::crds_resource(), "")
             .await
             .unwrap_or_default();
-        for mut o in stale {
-            let status = typecheck::status(&o, &crds);
+        let crds = Arc::new(crds);
+        for mut o in policies {
+            // Resolving built-in schemas builds OpenAPI documents: CPU work, off the runtime.
+            let (policy, crds, schemas) = (o.clone(), crds.clone(), schemas.clone());
+            let Ok(status) = tokio::task::spawn_blocking(move || {
+                typecheck::status(&policy, &crds, schemas.as_deref())
+            })
+            .await
+            else {
+                continue;
+            };
+            let held = o.get("status");
+            let same = |k: &str| held.and_then(|h| h.get(k)) == status.get(k);
+            if same("observedGeneration") && same("typeChecking") {
+                continue;
+            }
             o.insert("status", status);
             if let Err(e) = objects.update(&gr, o).await {
                 tracing::debug!("writing a policy's status: {e}");
@@ -417,15 +501,18 @@ fn write_status(objects: &Arc<dyn ObjectStore>, objs: &BTreeMap<String, Object>)
 
 fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
     let watcher = ctx.watcher(PLUGIN_NAME)?;
+    let watcher_crds = watcher.clone();
     let objects = ctx.objects(PLUGIN_NAME)?;
     // Compiled once per (uid, generation): a policy is recompiled only when its spec changes.
     let cache: Arc<Mutex<PolicyCache>> = Arc::default();
     let status_writer = objects.clone();
+    let status_schemas = ctx.schemas.clone();
+    let recheck_schemas = ctx.schemas.clone();
     let policies = Informer::new(
         GroupResource::new(GROUP, "validatingadmissionpolicies"),
         watcher.clone(),
         Arc::new(move |objs: &BTreeMap<String, Object>| {
-            write_status(&status_writer, objs);
+            write_status(&status_writer, &status_schemas, objs);
             let Ok(mut cache) = cache.lock() else {
                 return BTreeMap::new();
             };
@@ -457,10 +544,22 @@ fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
             v
         }),
     );
+    // Upstream's controller re-checks a policy only when it changes; kapi also re-checks when
+    // a custom resource definition does, so a policy written before its CRD gets its warnings.
+    let recheck = objects.clone();
+    let crds = Informer::new(
+        typecheck::crds_resource(),
+        watcher_crds,
+        Arc::new(move |_: &BTreeMap<String, Object>| {
+            spawn_status_writes(recheck.clone(), recheck_schemas.clone(), None);
+        }),
+    );
     Ok(Arc::new(Policies {
         policies,
         bindings,
+        crds,
         objects,
+        authorizer: ctx.authorizer.clone(),
     }))
 }
 

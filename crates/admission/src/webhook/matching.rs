@@ -22,7 +22,8 @@ pub struct Rule {
     pub resource_names: Vec<String>,
 }
 
-fn any(list: &[String], v: &str) -> bool {
+/// Whether `list` holds `v` or `*`.
+pub(super) fn any(list: &[String], v: &str) -> bool {
     list.iter().any(|x| x == "*" || x == v)
 }
 

@@ -6,11 +6,13 @@
 //! patches applied, `IfNeeded` ones reinvoked), validating webhooks all at once.
 
 pub mod client;
+pub mod convert;
 pub mod matching;
 pub mod metrics;
 pub mod review;
 
 use crate::objects::ObjectStore;
+use crate::policy::cel::authz::AdmissionAuthorizer;
 use crate::policy::cel::{self, Expr};
 use crate::registry::{AdmissionError, PluginContext, Plugins};
 use crate::source::Informer;
@@ -159,6 +161,7 @@ pub struct Webhooks {
     namespaces: Arc<dyn ObjectStore>,
     clients: Arc<Clients>,
     metrics: Option<WebhookMetrics>,
+    authorizer: Option<Arc<dyn AdmissionAuthorizer>>,
 }
 
 impl Webhooks {
@@ -201,7 +204,7 @@ impl Webhooks {
         if hook.conditions.is_empty() {
             return Ok(true);
         }
-        let vars = crate::policy::request_vars(attrs, None, ns_obj);
+        let vars = crate::policy::request_vars(attrs, None, ns_obj, self.authorizer.as_ref());
         let mut errors = Vec::new();
         for (name, expr) in &hook.conditions {
             let res = expr
@@ -236,7 +239,22 @@ impl Webhooks {
                 CallError("webhook does not accept v1 or v1beta1 AdmissionReview".into())
             })?;
         let uid = uuid::Uuid::new_v4().to_string();
-        let body = serde_json::to_vec(&review::review(&version, review::request(attrs, &uid)))
+        let request = match convert::equivalent_version(
+            &hook.spec.rules,
+            hook.spec.match_policy.as_deref(),
+            attrs,
+        ) {
+            Some(gv) => match convert::as_matched(attrs, &gv, self.namespaces.as_ref()).await {
+                Some(seen) => {
+                    let mut r = review::request(&seen, &uid);
+                    convert::keep_request_kind(&mut r, attrs);
+                    r
+                }
+                None => review::request(attrs, &uid),
+            },
+            None => review::request(attrs, &uid),
+        };
+        let body = serde_json::to_vec(&review::review(&version, request))
             .map_err(|e| CallError(e.to_string()))?;
         let start = Instant::now();
         let res = self
@@ -482,6 +500,7 @@ fn build(
         namespaces: ctx.objects(plugin)?,
         clients: ctx.webhook_clients.clone(),
         metrics: ctx.webhook_metrics.clone(),
+        authorizer: ctx.authorizer.clone(),
     }))
 }
 

@@ -248,8 +248,8 @@ impl Checker<'_> {
                 .collect::<Vec<_>>()
                 .as_slice(),
         ) {
-            if TWO_VARIABLE.contains(&name) {
-                return self.two_variable(name, t, (a, b), &call.args[2]);
+            if let (true, Some(body)) = (TWO_VARIABLE.contains(&name), call.args.get(2)) {
+                return self.two_variable(name, t, (a, b), body);
             }
         }
         let anchor = if call.target.is_some() {
@@ -278,7 +278,7 @@ impl Checker<'_> {
         self.scopes.push((a.clone(), ka));
         self.scopes.push((b.clone(), vb));
         let (t, c) = self.expr(body);
-        self.scopes.truncate(self.scopes.len() - 2);
+        self.scopes.truncate(self.scopes.len().saturating_sub(2));
         let ty = match name {
             "transformList" => Ty::List(Box::new(t), range.size()),
             "transformMap" => Ty::Map(Box::new(Ty::Dyn), Box::new(t), range.size()),
@@ -322,7 +322,7 @@ impl Checker<'_> {
         args: &[IdedExpr],
         anchor: Anchor,
     ) -> (Ty, u64) {
-        let mut tys = Vec::with_capacity(args.len() + 1);
+        let mut tys = Vec::with_capacity(args.len().saturating_add(1));
         let mut cost = 0u64;
         for a in target.into_iter().chain(args) {
             let (t, c) = self.expr(a);
@@ -356,7 +356,10 @@ impl Checker<'_> {
             }
             let shown = |ts: &[Ty]| ts.iter().map(Ty::name).collect::<Vec<_>>().join(", ");
             let applied = if member {
-                format!("{}.({})", tys[0].name(), shown(&tys[1..]))
+                let (target, rest) = tys
+                    .split_first()
+                    .map_or((String::new(), &[][..]), |(t, r)| (t.name(), r));
+                format!("{target}.({})", shown(rest))
             } else {
                 format!("({})", shown(&tys))
             };
@@ -418,7 +421,9 @@ fn assignable(t: &Ty, arg: &Ty) -> bool {
 fn unify(param: &Ty, arg: &Ty, binds: &mut [Option<Ty>; 2]) -> bool {
     match (param, arg) {
         (Ty::Param(p), _) => {
-            let slot = &mut binds[*p as usize];
+            let Some(slot) = binds.get_mut(usize::from(*p)) else {
+                return false;
+            };
             match slot {
                 None => {
                     *slot = Some(arg.clone());
@@ -444,7 +449,11 @@ fn unify(param: &Ty, arg: &Ty, binds: &mut [Option<Ty>; 2]) -> bool {
 
 fn substitute(t: &Ty, binds: &[Option<Ty>; 2]) -> Ty {
     match t {
-        Ty::Param(p) => binds[*p as usize].clone().unwrap_or(Ty::Dyn),
+        Ty::Param(p) => binds
+            .get(usize::from(*p))
+            .cloned()
+            .flatten()
+            .unwrap_or(Ty::Dyn),
         Ty::List(e, n) => Ty::List(Box::new(substitute(e, binds)), *n),
         Ty::Map(k, v, n) => Ty::Map(
             Box::new(substitute(k, binds)),

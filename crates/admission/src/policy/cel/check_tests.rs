@@ -74,6 +74,19 @@ fn reports_errors_as_cel_go() {
         .unwrap_err()
         .contains("undeclared reference to 'nope'"));
     assert_eq!(run("self.replicas").unwrap().ty.name(), "int");
+    // Literals and comments are skipped whole, so the caret lands on the right token.
+    for (src, col) in [
+        (r#"'a\'.b' + "x.y" + self.nope"#, 23),
+        ("\"s.nope\" == self.nope // self.nope", 17),
+        ("b\"n\" == self.nope", 13),
+        ("1e+3 + self.nope", 12),
+    ] {
+        let e = run(src).unwrap_err();
+        assert!(
+            e.starts_with(&format!("ERROR: <input>:1:{col}: ")),
+            "{src}: {e}"
+        );
+    }
 }
 
 #[test]

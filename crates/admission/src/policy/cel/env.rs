@@ -107,6 +107,27 @@ impl AdmissionEnv {
         check(expr, &self.vars())
     }
 
+    /// Upstream's `CompileCELExpression` with the result types the field allows (none: any):
+    /// `Err` is the field error's detail (`compilation failed: ...`, or `must evaluate to bool
+    /// but got dyn`: a `dyn` result is not a `bool` one, as cel-go's `IsExactType` says).
+    pub fn compile(&self, expr: &str, returns: &[Ty]) -> Result<Checked, String> {
+        let checked = self
+            .check(expr)
+            .map_err(|e| format!("compilation failed: {e}"))?;
+        let got = checked.ty.name();
+        if returns.is_empty() || returns.iter().any(|t| t.name() == got) {
+            return Ok(checked);
+        }
+        let names: Vec<String> = returns.iter().map(Ty::name).collect();
+        Err(match names.as_slice() {
+            [one] => format!("must evaluate to {one} but got {got}"),
+            _ => format!(
+                "must evaluate to one of [{}] but got {got}",
+                names.join(" ")
+            ),
+        })
+    }
+
     /// Checks a policy variable's expression and declares it for those after it (a variable
     /// that does not check is still declared, as `dyn`).
     pub fn declare(&mut self, name: &str, expr: &str) -> Result<Checked, String> {
@@ -146,5 +167,27 @@ mod tests {
             "ERROR: <input>:1:8: undefined field 'foo'\n | request.foo == 'x'\n | .......^"
         );
         assert!(AdmissionEnv::webhook().check("variables.x").is_err());
+        let b = [Ty::Bool];
+        assert!(env.compile("object.spec.x == 1", &b).is_ok());
+        assert_eq!(
+            env.compile("object.spec.x", &b).err().as_deref(),
+            Some("must evaluate to bool but got dyn")
+        );
+        assert_eq!(
+            env.compile("1", &[Ty::string(), Ty::Null]).err().as_deref(),
+            Some("must evaluate to one of [string null_type] but got int")
+        );
+        assert!(env
+            .compile("object.(", &b)
+            .unwrap_err()
+            .starts_with("compilation failed: "));
+        for e in [
+            "cel.bind(r, 1, r > 0)",
+            "type(1) == int",
+            "dyn(object.x) == 1",
+        ] {
+            env.compile(e, &b)
+                .unwrap_or_else(|err| panic!("{e}: {err}"));
+        }
     }
 }

@@ -124,27 +124,29 @@ enum Tok<'a> {
 /// CEL's tokens with their byte offsets (enough of its lexer to tell tokens apart).
 fn lex(src: &str) -> Vec<(Tok<'_>, usize)> {
     let b = src.as_bytes();
+    let at = |j: usize| b.get(j).copied();
+    let text = |from: usize, to: usize| src.get(from..to).unwrap_or_default();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
+    let mut i = 0usize;
+    while let Some(c) = at(i) {
         let start = i;
         if c.is_ascii_whitespace() {
-            i += 1;
+            i = i.saturating_add(1);
             continue;
         }
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
+        if c == b'/' && at(i.saturating_add(1)) == Some(b'/') {
+            while at(i).is_some_and(|x| x != b'\n') {
+                i = i.saturating_add(1);
             }
             continue;
         }
-        let quote_at = |j: usize| b.get(j).is_some_and(|q| *q == b'"' || *q == b'\'');
-        let prefix = match c {
+        let quote_at = |j: usize| at(j).is_some_and(|q| q == b'"' || q == b'\'');
+        let prefix: usize = match c {
             b'r' | b'R' | b'b' | b'B' => {
-                if quote_at(i + 1) {
+                if quote_at(i.saturating_add(1)) {
                     1
-                } else if matches!(b.get(i + 1), Some(b'r' | b'R' | b'b' | b'B')) && quote_at(i + 2)
+                } else if matches!(at(i.saturating_add(1)), Some(b'r' | b'R' | b'b' | b'B'))
+                    && quote_at(i.saturating_add(2))
                 {
                     2
                 } else {
@@ -153,53 +155,62 @@ fn lex(src: &str) -> Vec<(Tok<'_>, usize)> {
             }
             _ => 0,
         };
-        if quote_at(i + prefix) {
-            let raw = src[i..i + prefix].to_ascii_lowercase().contains('r');
-            i += prefix;
-            let q = b[i];
-            let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
-            i += if triple { 3 } else { 1 };
-            while i < b.len() {
-                if b[i] == b'\\' && !raw {
-                    i += 2;
+        if quote_at(i.saturating_add(prefix)) {
+            let raw = text(i, i.saturating_add(prefix))
+                .to_ascii_lowercase()
+                .contains('r');
+            i = i.saturating_add(prefix);
+            let q = at(i);
+            let tripled = |j: usize| at(j.saturating_add(1)) == q && at(j.saturating_add(2)) == q;
+            let triple = tripled(i);
+            let quote_len = if triple { 3 } else { 1 };
+            i = i.saturating_add(quote_len);
+            while let Some(x) = at(i) {
+                if x == b'\\' && !raw {
+                    i = i.saturating_add(2);
                     continue;
                 }
-                if b[i] == q && (!triple || (b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q)))
-                {
-                    i += if triple { 3 } else { 1 };
+                if Some(x) == q && (!triple || tripled(i)) {
+                    i = i.saturating_add(quote_len);
                     break;
                 }
-                i += 1;
+                i = i.saturating_add(1);
             }
             out.push((Tok::Lit, start));
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
+            while at(i).is_some_and(|x| x.is_ascii_alphanumeric() || x == b'_') {
+                i = i.saturating_add(1);
             }
-            out.push((Tok::Ident(&src[start..i]), start));
+            out.push((Tok::Ident(text(start, i)), start));
             continue;
         }
-        if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            while i < b.len()
-                && (b[i].is_ascii_alphanumeric()
-                    || b[i] == b'.'
-                    || ((b[i] == b'-' || b[i] == b'+') && matches!(b[i - 1], b'e' | b'E')))
-            {
-                i += 1;
+        if c.is_ascii_digit()
+            || (c == b'.' && at(i.saturating_add(1)).is_some_and(|x| x.is_ascii_digit()))
+        {
+            while at(i).is_some_and(|x| {
+                x.is_ascii_alphanumeric()
+                    || x == b'.'
+                    || ((x == b'-' || x == b'+')
+                        && matches!(at(i.wrapping_sub(1)), Some(b'e' | b'E')))
+            }) {
+                i = i.saturating_add(1);
             }
             out.push((Tok::Lit, start));
             continue;
         }
-        let two = src.get(i..i + 2).unwrap_or("");
+        let two = text(i, i.saturating_add(2));
         let len = if ["==", "!=", "<=", ">=", "&&", "||"].contains(&two) {
             2
         } else {
-            src[i..].chars().next().map(char::len_utf8).unwrap_or(1)
+            src.get(i..)
+                .and_then(|r| r.chars().next())
+                .map(char::len_utf8)
+                .unwrap_or(1)
         };
-        out.push((Tok::Punct(&src[i..i + len]), start));
-        i += len;
+        out.push((Tok::Punct(text(i, i.saturating_add(len))), start));
+        i = i.saturating_add(len);
     }
     out
 }
@@ -210,11 +221,11 @@ const MACROS: [&str; 6] = ["all", "exists", "exists_one", "existsOne", "map", "f
 fn positions(toks: &[(Tok<'_>, usize)], a: &Anchor) -> Vec<usize> {
     let at = |i: usize| toks.get(i).map(|(t, _)| t);
     let is = |i: usize, p: &str| at(i) == Some(&Tok::Punct(p));
-    let prev_is = |i: usize, p: &str| i > 0 && is(i - 1, p);
+    let prev_is = |i: usize, p: &str| i > 0 && is(i.wrapping_sub(1), p);
     let operand_before = |i: usize| {
         i > 0
             && matches!(
-                at(i - 1),
+                at(i.wrapping_sub(1)),
                 Some(Tok::Ident(_) | Tok::Lit | Tok::Punct(")" | "]" | "}"))
             )
     };
@@ -224,30 +235,32 @@ fn positions(toks: &[(Tok<'_>, usize)], a: &Anchor) -> Vec<usize> {
             (Anchor::Ident(n), Tok::Ident(x)) if n == x => {
                 let macro_var = prev_is(i, "(")
                     && i >= 3
-                    && matches!(at(i - 2), Some(Tok::Ident(m)) if MACROS.contains(m))
-                    && is(i - 3, ".")
-                    && is(i + 1, ",");
-                !prev_is(i, ".") && !is(i + 1, "(") && !macro_var
+                    && matches!(at(i.wrapping_sub(2)), Some(Tok::Ident(m)) if MACROS.contains(m))
+                    && is(i.wrapping_sub(3), ".")
+                    && is(i.saturating_add(1), ",");
+                !prev_is(i, ".") && !is(i.saturating_add(1), "(") && !macro_var
             }
             (Anchor::Select(f), Tok::Punct(".")) => {
-                at(i + 1) == Some(&Tok::Ident(f)) && !is(i + 2, "(")
+                at(i.saturating_add(1)) == Some(&Tok::Ident(f)) && !is(i.saturating_add(2), "(")
             }
-            (Anchor::Call(f), Tok::Ident(x)) if f == x => !prev_is(i, ".") && is(i + 1, "("),
+            (Anchor::Call(f), Tok::Ident(x)) if f == x => {
+                !prev_is(i, ".") && is(i.saturating_add(1), "(")
+            }
             (Anchor::Member(f), Tok::Punct(".")) => {
-                at(i + 1) == Some(&Tok::Ident(f)) && is(i + 2, "(")
+                at(i.saturating_add(1)) == Some(&Tok::Ident(f)) && is(i.saturating_add(2), "(")
             }
             (Anchor::Op("in"), Tok::Ident("in")) => true,
             (Anchor::Op("["), Tok::Punct("[")) => operand_before(i),
             (Anchor::Op("-"), Tok::Punct("-")) => {
-                operand_before(i) || !matches!(at(i + 1), Some(Tok::Lit))
+                operand_before(i) || !matches!(at(i.saturating_add(1)), Some(Tok::Lit))
             }
             (Anchor::Op(op), Tok::Punct(p)) => op == p,
             _ => false,
         };
         if hit {
             let off = match a {
-                Anchor::Call(_) => toks.get(i + 1).map(|t| t.1).unwrap_or(*off),
-                Anchor::Member(_) => toks.get(i + 2).map(|t| t.1).unwrap_or(*off),
+                Anchor::Call(_) => toks.get(i.saturating_add(1)).map(|t| t.1).unwrap_or(*off),
+                Anchor::Member(_) => toks.get(i.saturating_add(2)).map(|t| t.1).unwrap_or(*off),
                 _ => *off,
             };
             out.push(off);
@@ -268,9 +281,15 @@ pub fn render(source: &str, expr: &IdedExpr, issues: &[Issue]) -> String {
             let rank = anchors.iter().filter(|(i, x)| x == a && i < id).count();
             let pos = positions(&toks, a);
             let off = pos.get(rank).or(pos.first()).copied().unwrap_or(0);
-            let line_start = source[..off].rfind('\n').map(|i| i + 1).unwrap_or(0);
-            let line = source[..off].matches('\n').count() + 1;
-            let col = source[line_start..off].chars().count() + 1;
+            let before = source.get(..off).unwrap_or_default();
+            let line_start = before.rfind('\n').map(|i| i.saturating_add(1)).unwrap_or(0);
+            let line = before.matches('\n').count().saturating_add(1);
+            let col = source
+                .get(line_start..off)
+                .unwrap_or_default()
+                .chars()
+                .count()
+                .saturating_add(1);
             (line, col, msg.as_str())
         })
         .collect();
@@ -280,12 +299,12 @@ pub fn render(source: &str, expr: &IdedExpr, issues: &[Issue]) -> String {
         .map(|(line, col, msg)| {
             let text = source
                 .lines()
-                .nth(line - 1)
+                .nth(line.saturating_sub(1))
                 .unwrap_or_default()
                 .replace('\t', " ");
             format!(
                 "ERROR: <input>:{line}:{col}: {msg}\n | {text}\n | {}^",
-                ".".repeat(col - 1)
+                ".".repeat(col.saturating_sub(1))
             )
         })
         .collect::<Vec<_>>()

@@ -4,11 +4,13 @@
 //! type checking and cost estimation ([`check`], [`cost`]) judge expressions against the
 //! types of their variables ([`types`]).
 
+pub mod authz;
 pub mod check;
 pub mod cost;
 pub mod env;
 pub mod funcs;
 mod locate;
+pub mod runtime;
 pub mod types;
 
 use kube_cel::cel::objects::{Key, Map};
@@ -20,7 +22,12 @@ use std::sync::Arc;
 thread_local! {
     // Registering every library function is costly; each thread does it once and evaluations
     // add their variables in a child scope.
-    static ROOT: Context<'static> = Context::default().with_all();
+    static ROOT: Context<'static> = {
+        let mut ctx = Context::default().with_all();
+        runtime::register(&mut ctx);
+        authz::register(&mut ctx);
+        ctx
+    };
 }
 
 /// A compile error as upstream reports it inside `compilation failed: ...`.
@@ -102,18 +109,7 @@ pub fn eval_string(expr: &Expr, vars: &[(&str, Value)]) -> Result<Option<String>
 }
 
 fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::List(_) => "list",
-        Value::Map(_) => "map",
-        Value::Int(_) => "int",
-        Value::UInt(_) => "uint",
-        Value::Float(_) => "double",
-        Value::String(_) => "string",
-        Value::Bytes(_) => "bytes",
-        Value::Bool(_) => "bool",
-        Value::Null => "null",
-        _ => "value",
-    }
+    runtime::value_type_name(v)
 }
 
 #[cfg(test)]
@@ -137,3 +133,7 @@ mod tests {
         assert!(eval_bool(&Expr::compile("1").unwrap(), &[]).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "runtime_tests.rs"]
+mod runtime_tests;

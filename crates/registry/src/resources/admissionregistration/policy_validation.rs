@@ -2,7 +2,7 @@
 
 use super::validation::{
     cel_check, go_list, items, match_conditions, one_of, rule_with_operations, s, strs,
-    AdmissionEnv, FAILURE_POLICIES, MATCH_POLICIES,
+    AdmissionEnv, Ty, FAILURE_POLICIES, MATCH_POLICIES,
 };
 use crate::resources::policy::validate_label_selector;
 use kapi_machinery::validation::{
@@ -180,7 +180,13 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
                 "must not exceed 5120 bytes in length",
             ));
         } else {
-            cel_check(&mut errs, &env, ve, &format!("{p}.valueExpression"));
+            cel_check(
+                &mut errs,
+                &env,
+                ve,
+                &format!("{p}.valueExpression"),
+                &[Ty::string(), Ty::Null],
+            );
         }
         if !keys.insert(key) {
             errs.push(FieldError::duplicate(format!("{p}.key"), key));
@@ -197,7 +203,7 @@ fn validation(errs: &mut Vec<FieldError>, env: &AdmissionEnv, v: &Value, p: &str
             "expression is not specified",
         ));
     } else {
-        cel_check(errs, env, expr, &format!("{p}.expression"));
+        cel_check(errs, env, expr, &format!("{p}.expression"), &[Ty::Bool]);
     }
     if let Some(me) = s(v, "messageExpression") {
         if !me.is_empty() && me.trim().is_empty() {
@@ -207,7 +213,13 @@ fn validation(errs: &mut Vec<FieldError>, env: &AdmissionEnv, v: &Value, p: &str
                 "must be non-empty if specified",
             ));
         } else if !me.trim().is_empty() {
-            cel_check(errs, env, me, &format!("{p}.messageExpression"));
+            cel_check(
+                errs,
+                env,
+                me,
+                &format!("{p}.messageExpression"),
+                &[Ty::string()],
+            );
         }
     }
     if let Some(msg) = s(v, "message") {

@@ -2,6 +2,7 @@
 
 use crate::resources::policy::validate_label_selector;
 pub(super) use kapi_admission::policy::cel::env::AdmissionEnv;
+pub(super) use kapi_admission::policy::cel::types::Ty;
 use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kapi_machinery::{BadValue, FieldError, Object};
 use serde_json::Value;
@@ -453,13 +454,17 @@ fn resources(errs: &mut Vec<FieldError>, v: Option<&Value>, p: &str) {
 
 /// A CEL expression's compile error (parse and type errors with the variables `env`
 /// declares) as upstream words it.
-pub(super) fn cel_check(errs: &mut Vec<FieldError>, env: &AdmissionEnv, expr: &str, field: &str) {
-    if let Err(e) = env.check(expr) {
-        errs.push(FieldError::invalid(
-            field,
-            expr,
-            format!("compilation failed: {e}"),
-        ));
+/// Compiles `expr` as upstream's `validateCELCondition`: it must check and its result must be
+/// one of `returns` (none: any type).
+pub(super) fn cel_check(
+    errs: &mut Vec<FieldError>,
+    env: &AdmissionEnv,
+    expr: &str,
+    field: &str,
+    returns: &[Ty],
+) {
+    if let Err(e) = env.compile(expr, returns) {
+        errs.push(FieldError::invalid(field, expr, e));
     }
 }
 
@@ -484,7 +489,13 @@ pub(super) fn match_conditions(
         if expr.is_empty() {
             errs.push(FieldError::required(format!("{p}[{i}].expression"), ""));
         } else {
-            cel_check(errs, env, expr, &format!("{p}[{i}].expression"));
+            cel_check(
+                errs,
+                env,
+                expr,
+                &format!("{p}[{i}].expression"),
+                &[Ty::Bool],
+            );
         }
         let name = s(mc, "name").unwrap_or_default();
         if name.is_empty() {
