@@ -252,6 +252,24 @@ pub struct ApiGroupInfo {
     pub versions: Vec<ApiVersionInfo>,
 }
 
+impl ApiGroupInfo {
+    /// A group served at one version, which is also its preferred one.
+    pub fn single_version(
+        group: impl Into<String>,
+        version: &str,
+        storages: Vec<Arc<dyn Storage>>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            preferred_version: version.into(),
+            versions: vec![ApiVersionInfo {
+                version: version.into(),
+                storages,
+            }],
+        }
+    }
+}
+
 #[async_trait]
 pub trait Creater: Send + Sync {
     async fn create(

@@ -78,14 +78,7 @@ pub fn group(authorizer: Arc<dyn Authorizer>, rbac: Option<RbacAuthorizer>) -> r
         ))),
         Arc::new(review::<authz::SubjectAccessReview>(storage(Kind::Subject))),
     ];
-    rest::ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![rest::ApiVersionInfo {
-            version: "v1".into(),
-            storages,
-        }],
-    }
+    rest::ApiGroupInfo::single_version(GROUP, "v1", storages)
 }
 
 /// The create-only storage of one review kind `T`.
