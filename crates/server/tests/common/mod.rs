@@ -4,6 +4,8 @@
 //! (status lines, headers, streaming request bodies).
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod protobuf;
+
 use kapi_server::{RunningServer, ServerConfig};
 pub use kapi_testing::raw::{channel_body, connect, connect_tls, read, Conn, Identity, Reply};
 pub use kapi_testing::TestServer;
