@@ -9,6 +9,7 @@ pub mod admission_objects;
 pub mod allocator;
 mod bootstrap;
 pub mod codec;
+pub mod create_only;
 pub mod customresource;
 pub mod meta;
 pub mod namespace_lifecycle;

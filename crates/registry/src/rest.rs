@@ -102,6 +102,43 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
+    /// A resource with no list kind, singular, short names or categories (those are set
+    /// with struct update syntax where a resource has them).
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        resource: impl Into<String>,
+        kind: impl Into<String>,
+        namespaced: bool,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            subresource: String::new(),
+            kind: kind.into(),
+            list_kind: String::new(),
+            singular: String::new(),
+            namespaced,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+        }
+    }
+    /// The description of `<resource>/<subresource>` served as `kind`: the parent's names and
+    /// scope, and none of its list kind, singular, short names or categories.
+    pub fn subresource_of(&self, subresource: &str, kind: &str) -> Self {
+        Self {
+            subresource: subresource.into(),
+            kind: kind.into(),
+            ..Self::new(
+                self.group.clone(),
+                self.version.clone(),
+                self.resource.clone(),
+                "",
+                self.namespaced,
+            )
+        }
+    }
     pub fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::new(self.group.clone(), self.version.clone(), self.kind.clone())
     }
@@ -213,6 +250,24 @@ pub struct ApiGroupInfo {
     pub group: String,
     pub preferred_version: String,
     pub versions: Vec<ApiVersionInfo>,
+}
+
+impl ApiGroupInfo {
+    /// A group served at one version, which is also its preferred one.
+    pub fn single_version(
+        group: impl Into<String>,
+        version: &str,
+        storages: Vec<Arc<dyn Storage>>,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            preferred_version: version.into(),
+            versions: vec![ApiVersionInfo {
+                version: version.into(),
+                storages,
+            }],
+        }
+    }
 }
 
 #[async_trait]

@@ -106,21 +106,7 @@ async fn max_in_flight_answers_429_and_spares_masters() {
     let admin = common::admin_identity(&t);
 
     // A create whose body has not finished arriving holds the only mutating slot.
-    let mut slow = common::connect(&t.server, Some(&admin)).await;
-    let (body, reply) = slow
-        .send_streaming("POST", "/api/v1/namespaces/default/configmaps")
-        .await;
-    body.send(Bytes::from_static(
-        br#"{"apiVersion":"v1","kind":"ConfigMap","#,
-    ))
-    .await
-    .unwrap();
-    common::wait_for_metric(
-        &t.server,
-        &admin,
-        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
-    )
-    .await;
+    let (_slow, body, reply) = common::hold_mutating_slot(&t, &admin).await;
 
     let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#;
     let r = common::connect(&t.server, None)

@@ -133,21 +133,7 @@ async fn graceful_shutdown_finishes_in_flight_requests() {
     let port = t.server.addr.port();
 
     // A request in flight: its body is still arriving.
-    let mut slow = common::connect(&t.server, Some(&admin)).await;
-    let (body, reply) = slow
-        .send_streaming("POST", "/api/v1/namespaces/default/configmaps")
-        .await;
-    body.send(Bytes::from_static(
-        br#"{"apiVersion":"v1","kind":"ConfigMap","#,
-    ))
-    .await
-    .unwrap();
-    common::wait_for_metric(
-        &t.server,
-        &admin,
-        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
-    )
-    .await;
+    let (_slow, body, reply) = common::hold_mutating_slot(&t, &admin).await;
 
     // An open watch.
     let mut watcher = common::connect(&t.server, Some(&admin)).await;

@@ -3,9 +3,10 @@
 //! its CRDs.
 
 use super::crd::Crd;
-use super::scale::{CustomResourceScale, ScalePaths};
+use super::scale::ScalePaths;
 use super::schema::CompiledSchema;
 use super::strategy::CustomResourceStrategy;
+use crate::resources::scale::{ReplicasAt, ScaleStore};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, Storage};
 use crate::store::{Store, Subresource};
 use crate::BuildContext;
@@ -65,9 +66,9 @@ impl ServedCrd {
                 storages.push(Arc::new(store.subresource(Subresource::Status)));
             }
             if let Some(scale) = &v.scale {
-                storages.push(Arc::new(CustomResourceScale::new(
+                storages.push(Arc::new(ScaleStore::at(
                     store.clone(),
-                    ScalePaths::new(scale)?,
+                    ReplicasAt::Custom(ScalePaths::new(scale)?),
                 )));
             }
             versions.push((v.name.clone(), storages));

@@ -14,7 +14,7 @@ mod duration;
 mod event;
 mod groups;
 mod json;
-mod labels;
+pub(crate) mod labels;
 mod networking;
 mod pod;
 pub mod quantity;

@@ -9,7 +9,7 @@ use crate::resources::workload::{
     default_template, validate_selector_immutable, validate_template,
 };
 use crate::resources::{default_in, info, set_status, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo, Storage};
 use crate::strategy::{keep_all_but_status_and_metadata, keep_old_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::apps::v1 as apps;
@@ -29,14 +29,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     }
     push(&mut s, ctx, Arc::new(DaemonSetStrategy));
     push(&mut s, ctx, Arc::new(ControllerRevisionStrategy));
-    vec![ApiGroupInfo {
-        group: "apps".into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    vec![ApiGroupInfo::single_version("apps", "v1", s)]
 }
 
 fn spec_mut(obj: &mut Object) -> Option<&mut serde_json::Map<String, Value>> {

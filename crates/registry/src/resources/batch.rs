@@ -1,9 +1,9 @@
 //! batch/v1: jobs and cronjobs (each with `/status`).
 
-use crate::resources::core::push;
+use crate::resources::strategy_group;
 use crate::resources::workload::{default_template, validate_template};
 use crate::resources::{at, default_in, info, obj_mut, set_status, str_at, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{FieldLabelConversion, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::batch::v1 as batch;
@@ -12,17 +12,11 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(JobStrategy));
-    push(&mut s, ctx, Arc::new(CronJobStrategy));
-    vec![ApiGroupInfo {
-        group: "batch".into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    let table = [
+        Arc::new(JobStrategy) as Arc<dyn Strategy>,
+        Arc::new(CronJobStrategy),
+    ];
+    vec![strategy_group(ctx, "batch", "v1", table)]
 }
 
 const JOB_RESTART: &[&str] = &["OnFailure", "Never"];

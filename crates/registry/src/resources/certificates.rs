@@ -8,8 +8,8 @@ use crate::resources::group_util::decode_filled;
 use crate::resources::storage::typed_filled;
 use crate::resources::{at, info, obj_mut, str_at};
 use crate::rest::{
-    self, ApiGroupInfo, ApiVersionInfo, Context, Creater, FieldValidation, Getter, ResourceInfo,
-    Storage, Updater, ValidateObjectFn, WriteOptions, WriteResult,
+    self, ApiGroupInfo, Context, Creater, FieldValidation, Getter, ResourceInfo, Storage, Updater,
+    ValidateObjectFn, WriteOptions, WriteResult,
 };
 use crate::store::{Store, Subresource};
 use crate::strategy::{FieldLabelConversion, NameRule, Strategy};
@@ -31,14 +31,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     let approval = Store::new(Arc::new(CsrApprovalStrategy), main.storage().clone())
         .subresource(Subresource::Status);
     s.push(Arc::new(ApprovalStore::new(approval)));
-    vec![ApiGroupInfo {
-        group: "certificates.k8s.io".into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    vec![ApiGroupInfo::single_version("certificates.k8s.io", "v1", s)]
 }
 
 /// Every key usage upstream knows (`allValidUsages`), sorted as `sets.List()` returns them.

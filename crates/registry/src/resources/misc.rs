@@ -1,9 +1,9 @@
 //! The small groups: coordination.k8s.io/v1 leases, events.k8s.io/v1 events,
 //! discovery.k8s.io/v1 endpointslices.
 
-use crate::resources::core::push;
+use crate::resources::strategy_group;
 use crate::resources::{at, info, str_at, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use kapi_machinery::{FieldError, Object};
@@ -11,32 +11,19 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn group(name: &str, storages: Vec<Arc<dyn Storage>>) -> ApiGroupInfo {
-    ApiGroupInfo {
-        group: name.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages,
-        }],
-    }
-}
-
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut out = Vec::new();
-    for (name, strategy) in [
+    let tables = [
         (
             "coordination.k8s.io",
             Arc::new(LeaseStrategy) as Arc<dyn Strategy>,
         ),
         ("events.k8s.io", Arc::new(EventsV1Strategy)),
         ("discovery.k8s.io", Arc::new(EndpointSliceStrategy)),
-    ] {
-        let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-        push(&mut s, ctx, strategy);
-        out.push(group(name, s));
-    }
-    out
+    ];
+    tables
+        .into_iter()
+        .map(|(group, strategy)| strategy_group(ctx, group, "v1", [strategy]))
+        .collect()
 }
 
 pub struct LeaseStrategy;

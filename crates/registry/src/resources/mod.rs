@@ -20,9 +20,29 @@ pub mod scheduling;
 pub mod storage;
 pub mod workload;
 
-use crate::rest::ResourceInfo;
+use crate::rest::{ApiGroupInfo, ResourceInfo, Storage};
+use crate::strategy::Strategy;
+use crate::BuildContext;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// A group's registration table: the strategies of its resources at `version`. Each
+/// strategy's `info()` names the resource, kind, scope, short names and categories, and
+/// discovery, OpenAPI and routes are all generated from the storages made here (a Store per
+/// strategy, and its `/status` where the strategy has one).
+pub(crate) fn strategy_group(
+    ctx: &BuildContext,
+    group: &str,
+    version: &str,
+    table: impl IntoIterator<Item = Arc<dyn Strategy>>,
+) -> ApiGroupInfo {
+    let mut storages: Vec<Arc<dyn Storage>> = Vec::new();
+    for strategy in table {
+        core::push(&mut storages, ctx, strategy);
+    }
+    ApiGroupInfo::single_version(group, version, storages)
+}
 
 /// Describes a resource for discovery and routing.
 #[allow(clippy::too_many_arguments)]

@@ -1,10 +1,10 @@
 //! node.k8s.io/v1 runtimeclasses: `handler` is a DNS label and never changes.
 
-use crate::resources::core::push;
 use crate::resources::group_util::{decode_filled, immutable};
 use crate::resources::storage::typed_filled;
+use crate::resources::strategy_group;
 use crate::resources::{info, str_at};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -14,16 +14,8 @@ use serde_json::json;
 use std::sync::Arc;
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(RuntimeClassStrategy));
-    vec![ApiGroupInfo {
-        group: "node.k8s.io".into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    let table = [Arc::new(RuntimeClassStrategy) as Arc<dyn Strategy>];
+    vec![strategy_group(ctx, "node.k8s.io", "v1", table)]
 }
 
 pub struct RuntimeClassStrategy;

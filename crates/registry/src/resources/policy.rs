@@ -1,10 +1,10 @@
 //! policy/v1 poddisruptionbudgets (with `/status`), validated as upstream's
 //! `pkg/apis/policy/validation`.
 
-use crate::resources::core::push;
 use crate::resources::group_util::go_invalid;
+use crate::resources::strategy_group;
 use crate::resources::{at, info, set_status, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -13,16 +13,8 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(PodDisruptionBudgetStrategy));
-    vec![ApiGroupInfo {
-        group: "policy".into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    let table = [Arc::new(PodDisruptionBudgetStrategy) as Arc<dyn Strategy>];
+    vec![strategy_group(ctx, "policy", "v1", table)]
 }
 
 /// `IsValidPercent`'s message.

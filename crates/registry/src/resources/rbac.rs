@@ -2,10 +2,10 @@
 //! upstream's defaults and validation (`pkg/apis/rbac/validation`). Authorization itself,
 //! escalation checks and aggregation live elsewhere.
 
-use crate::resources::core::push;
 use crate::resources::group_util::{decode_filled, empty_list, go_invalid, go_strings};
+use crate::resources::strategy_group;
 use crate::resources::{at, info, str_at};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
 use crate::strategy::{NameRule, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::rbac::v1 as rbac;
@@ -17,23 +17,13 @@ use std::sync::Arc;
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    for strategy in [
+    let table = [
         Arc::new(RoleStrategy) as Arc<dyn Strategy>,
         Arc::new(RoleBindingStrategy),
         Arc::new(ClusterRoleStrategy),
         Arc::new(ClusterRoleBindingStrategy),
-    ] {
-        push(&mut s, ctx, strategy);
-    }
-    vec![ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    ];
+    vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
 /// Upstream's `ValidatePolicyRule` for every entry of `rules`.

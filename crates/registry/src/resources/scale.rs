@@ -1,6 +1,8 @@
-//! The `/scale` subresource of workloads (autoscaling/v1 `Scale`), as upstream's
-//! `ScaleREST`: reads the parent's replicas and selector; writes only `spec.replicas`.
+//! The `/scale` subresource (autoscaling/v1 `Scale`) of workloads and of custom resources:
+//! one storage, told by [`ReplicasAt`] where the parent keeps its replicas and selector.
 
+use crate::customresource::scale::{custom_scale_of, ScalePaths};
+use crate::printers::labels::selector_string;
 use crate::resources::at;
 use crate::rest::{
     self, Context, FieldValidation, Getter, ResourceInfo, UpdateResult, UpdatedObjectFn, Updater,
@@ -13,59 +15,45 @@ use kapi_machinery::{ApiError, FieldError, GetOptions, GroupVersionKind, Object}
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// Upstream's `LabelSelectorAsSelector(...).String()` for a `metav1.LabelSelector`.
-pub fn selector_string(selector: Option<&Value>) -> String {
-    let Some(sel) = selector else {
-        return String::new();
-    };
-    let mut parts: Vec<(String, String)> = Vec::new();
-    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in ml {
-            parts.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-        }
-    }
-    for e in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e
-            .get("key")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let mut values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort();
-        let text = match e
-            .get("operator")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        parts.push((key, text));
-    }
-    parts.sort();
-    parts
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
+/// Where a parent keeps what its Scale shows.
+#[derive(Clone, Debug)]
+pub enum ReplicasAt {
+    /// A built-in workload: `spec.replicas`, `status.replicas` and `spec.selector` (a
+    /// `LabelSelector`, or a replication controller's plain label map).
+    Workload,
+    /// A custom resource: the paths of its CRD's `subresources.scale`.
+    Custom(ScalePaths),
 }
 
-/// The Scale of a workload object.
-pub fn scale_of(parent: &Object) -> Object {
+impl ReplicasAt {
+    /// The parent's Scale.
+    fn scale_of(&self, parent: &Object) -> Result<Object, ApiError> {
+        match self {
+            ReplicasAt::Workload => Ok(scale_of(parent)),
+            ReplicasAt::Custom(paths) => custom_scale_of(parent, paths),
+        }
+    }
+
+    /// Writes a Scale's replicas (and resourceVersion) back into its parent.
+    fn apply(&self, parent: &mut Object, scale: &Object, replicas: i64) {
+        match self {
+            ReplicasAt::Workload => {
+                parent.set_resource_version(scale.resource_version());
+                crate::resources::obj_mut(parent, &["spec"])
+                    .insert("replicas".into(), json!(replicas));
+            }
+            ReplicasAt::Custom(paths) => {
+                if !scale.resource_version().is_empty() {
+                    parent.set_resource_version(scale.resource_version());
+                }
+                paths.set_replicas(parent, replicas);
+            }
+        }
+    }
+}
+
+/// A Scale with the parent's identifying metadata, `spec.replicas` and `status`.
+pub(crate) fn scale_object(parent: &Object, replicas: i64, status: Value) -> Object {
     let mut meta = Map::new();
     if let Some(m) = parent.metadata() {
         for k in [
@@ -80,6 +68,16 @@ pub fn scale_of(parent: &Object) -> Object {
             }
         }
     }
+    let mut o = Object::new();
+    o.set_api_version_kind("autoscaling/v1", "Scale");
+    o.insert("metadata", Value::Object(meta));
+    o.insert("spec", json!({ "replicas": replicas }));
+    o.insert("status", status);
+    o
+}
+
+/// The Scale of a workload object.
+pub fn scale_of(parent: &Object) -> Object {
     let replicas = at(parent, &["spec", "replicas"])
         .and_then(Value::as_i64)
         .unwrap_or(0);
@@ -97,40 +95,32 @@ pub fn scale_of(parent: &Object) -> Object {
     if !selector.is_empty() {
         status["selector"] = json!(selector);
     }
-    let mut o = Object::new();
-    o.set_api_version_kind("autoscaling/v1", "Scale");
-    o.insert("metadata", Value::Object(meta));
-    o.insert("spec", json!({"replicas": replicas}));
-    o.insert("status", status);
-    o
+    scale_object(parent, replicas, status)
 }
 
-/// `<resource>/scale` over the resource's Store.
+/// `<resource>/scale` over the resource's Store (upstream's `ScaleREST` of workloads and
+/// `customresource.ScaleREST`): reads the parent's replicas and selector; writes only the
+/// replicas.
 pub struct ScaleStore {
     info: ResourceInfo,
     parent: Store,
+    replicas: ReplicasAt,
 }
 
 impl ScaleStore {
+    /// The scale of a built-in workload.
     pub fn new(parent: Store) -> Self {
+        Self::at(parent, ReplicasAt::Workload)
+    }
+
+    /// The scale of a parent keeping its replicas as `replicas` says.
+    pub fn at(parent: Store, replicas: ReplicasAt) -> Self {
         Self {
-            info: scale_info(&parent),
+            info: rest::Storage::info(&parent).subresource_of("scale", "Scale"),
             parent,
+            replicas,
         }
     }
-}
-
-/// The description of `<resource>/scale`: the parent's names, kind `Scale`, and none of the
-/// main resource's list kind, singular, short names or categories.
-pub(crate) fn scale_info(parent: &Store) -> ResourceInfo {
-    let mut info = rest::Storage::info(parent).clone();
-    info.subresource = "scale".into();
-    info.kind = "Scale".into();
-    info.list_kind = String::new();
-    info.singular = String::new();
-    info.short_names = Vec::new();
-    info.categories = Vec::new();
-    info
 }
 
 impl rest::Storage for ScaleStore {
@@ -153,6 +143,9 @@ impl rest::Storage for ScaleStore {
     fn as_patcher(&self) -> Option<&dyn Updater> {
         Some(self)
     }
+    fn request_warnings(&self) -> Vec<String> {
+        rest::Storage::request_warnings(&self.parent)
+    }
     fn openapi_schema(
         &self,
         generator: &mut schemars::SchemaGenerator,
@@ -164,7 +157,8 @@ impl rest::Storage for ScaleStore {
 #[async_trait]
 impl Getter for ScaleStore {
     async fn get(&self, ctx: &Context, name: &str, opts: &GetOptions) -> Result<Object, ApiError> {
-        Ok(scale_of(&self.parent.get(ctx, name, opts).await?))
+        self.replicas
+            .scale_of(&self.parent.get(ctx, name, opts).await?)
     }
 }
 
@@ -181,13 +175,15 @@ impl Updater for ScaleStore {
         opts: &WriteOptions,
     ) -> Result<UpdateResult, ApiError> {
         let scale_name = name.to_string();
+        let at_parent = self.replicas.clone();
         let to_parent: UpdatedObjectFn = Arc::new(move |current: Option<Object>| {
             let new_object = new_object.clone();
             let name = scale_name.clone();
+            let at_parent = at_parent.clone();
             Box::pin(async move {
                 let current =
                     current.ok_or_else(|| ApiError::internal("scale of a missing object"))?;
-                let scale = new_object(Some(scale_of(&current))).await?;
+                let scale = new_object(Some(at_parent.scale_of(&current)?)).await?;
                 let replicas = at(&scale, &["spec", "replicas"])
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
@@ -203,9 +199,7 @@ impl Updater for ScaleStore {
                     ));
                 }
                 let mut parent = current;
-                parent.set_resource_version(scale.resource_version());
-                crate::resources::obj_mut(&mut parent, &["spec"])
-                    .insert("replicas".into(), json!(replicas));
+                at_parent.apply(&mut parent, &scale, replicas);
                 Ok(parent)
             })
         });
@@ -221,20 +215,9 @@ impl Updater for ScaleStore {
         )
         .await?;
         Ok(UpdateResult {
-            object: scale_of(&r.object),
+            object: self.replicas.scale_of(&r.object)?,
             created: false,
             warnings: r.warnings,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_print_as_upstream() {
-        let sel = json!({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [{"key": "c", "operator": "In", "values": ["y", "x"]}, {"key": "d", "operator": "DoesNotExist"}]});
-        assert_eq!(selector_string(Some(&sel)), "a=1,b=2,c in (x,y),!d");
     }
 }

@@ -1,10 +1,10 @@
 //! scheduling.k8s.io/v1 priorityclasses, with upstream's system classes
 //! (`pkg/apis/scheduling`): names starting `system-` are reserved for them.
 
-use crate::resources::core::push;
 use crate::resources::group_util::decode_filled;
+use crate::resources::strategy_group;
 use crate::resources::{at, default_at, info, str_at};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -32,16 +32,8 @@ pub const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
 ];
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(PriorityClassStrategy));
-    vec![ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    let table = [Arc::new(PriorityClassStrategy) as Arc<dyn Strategy>];
+    vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
 /// The body of a system priority class, as the post-start hook creates it.

@@ -1,10 +1,10 @@
 //! storage.k8s.io/v1: storageclasses, csidrivers, csinodes, volumeattachments (with
 //! `/status`), with upstream's defaults and validation (`pkg/apis/storage/validation`).
 
-use crate::resources::core::push;
 use crate::resources::group_util::{decode_filled, immutable};
+use crate::resources::strategy_group;
 use crate::resources::{at, default_in, info, str_at};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
 use crate::strategy::{keep_all_but_status_and_metadata, reset_object_meta_for_status, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::storage::v1 as st;
@@ -16,23 +16,13 @@ use std::sync::Arc;
 pub const GROUP: &str = "storage.k8s.io";
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    for strategy in [
+    let table = [
         Arc::new(StorageClassStrategy) as Arc<dyn Strategy>,
         Arc::new(CsiDriverStrategy),
         Arc::new(CsiNodeStrategy),
         Arc::new(VolumeAttachmentStrategy),
-    ] {
-        push(&mut s, ctx, strategy);
-    }
-    vec![ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    ];
+    vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
 /// decode (filling Go's zero values for the given required fields), schema and canonical

@@ -78,7 +78,7 @@ pub async fn setup(
     let tokens = Arc::new(TokenUnion(tokens));
 
     let issuer = TokenIssuer::new(signing, issuers[0].clone());
-    let token_storage: Arc<dyn Storage> = Arc::new(token_request::TokenRequestStorage::new(
+    let token_storage: Arc<dyn Storage> = Arc::new(token_request::token_request_storage(
         issuer,
         audiences.clone(),
         lookup,
@@ -96,8 +96,8 @@ pub async fn setup(
         versions: vec![ApiVersionInfo {
             version: "v1".into(),
             storages: vec![
-                Arc::new(reviews::TokenReviewStorage::new(tokens.clone(), audiences)),
-                Arc::new(reviews::SelfSubjectReviewStorage::new()),
+                Arc::new(reviews::token_review_storage(tokens.clone(), audiences)),
+                Arc::new(reviews::self_subject_review_storage()),
             ],
         }],
     });

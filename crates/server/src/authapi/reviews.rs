@@ -10,25 +10,17 @@ use kapi_auth::authn::{
     intersect, with_authenticated_group, TokenAuthenticated, TokenAuthenticator, TokenUnion,
 };
 use kapi_machinery::{ApiError, Object, UserInfo};
+use kapi_registry::create_only::CreateOnly;
 use kapi_registry::rest::{
-    Context, Creater, FieldValidation, ResourceInfo, Storage, ValidateObjectFn, WriteOptions,
-    WriteResult,
+    Context, Creater, ResourceInfo, ValidateObjectFn, WriteOptions, WriteResult,
 };
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 fn info(resource: &str, kind: &str, singular: &str) -> ResourceInfo {
     ResourceInfo {
-        group: super::GROUP.into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        subresource: String::new(),
-        kind: kind.into(),
-        list_kind: String::new(),
         singular: singular.into(),
-        namespaced: false,
-        short_names: Vec::new(),
-        categories: Vec::new(),
+        ..ResourceInfo::new(super::GROUP, "v1", resource, kind, false)
     }
 }
 
@@ -38,46 +30,30 @@ pub fn user_info_json(u: &UserInfo) -> Value {
 }
 
 /// `POST /apis/authentication.k8s.io/v1/tokenreviews`.
-pub struct TokenReviewStorage {
-    info: ResourceInfo,
+pub type TokenReviewStorage = CreateOnly<TokenReview, TokenReviewer>;
+
+/// Answers TokenReviews with the server's token authenticators.
+pub struct TokenReviewer {
     tokens: Arc<TokenUnion>,
     api_audiences: Vec<String>,
 }
 
-impl TokenReviewStorage {
-    pub fn new(tokens: Arc<TokenUnion>, api_audiences: Vec<String>) -> Self {
-        Self {
-            info: info("tokenreviews", "TokenReview", "tokenreview"),
+/// The TokenReview resource over `tokens`, defaulting audiences to `api_audiences`.
+pub fn token_review_storage(
+    tokens: Arc<TokenUnion>,
+    api_audiences: Vec<String>,
+) -> TokenReviewStorage {
+    CreateOnly::new(
+        info("tokenreviews", "TokenReview", "tokenreview"),
+        TokenReviewer {
             tokens,
             api_audiences,
-        }
-    }
-}
-
-impl Storage for TokenReviewStorage {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        kapi_registry::codec::decode::<TokenReview>(body, validation)
-    }
-    fn as_creater(&self) -> Option<&dyn Creater> {
-        Some(self)
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<TokenReview>())
-    }
+        },
+    )
 }
 
 #[async_trait]
-impl Creater for TokenReviewStorage {
+impl Creater for TokenReviewer {
     async fn create(
         &self,
         ctx: &Context,
@@ -155,52 +131,25 @@ impl Creater for TokenReviewStorage {
 }
 
 /// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews`.
-pub struct SelfSubjectReviewStorage {
-    info: ResourceInfo,
-}
+pub type SelfSubjectReviewStorage = CreateOnly<SelfSubjectReview, SelfSubjectReviewer>;
 
-impl SelfSubjectReviewStorage {
-    pub fn new() -> Self {
-        Self {
-            info: info(
-                "selfsubjectreviews",
-                "SelfSubjectReview",
-                "selfsubjectreview",
-            ),
-        }
-    }
-}
+/// Answers SelfSubjectReviews with the requesting user.
+pub struct SelfSubjectReviewer;
 
-impl Default for SelfSubjectReviewStorage {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Storage for SelfSubjectReviewStorage {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        kapi_registry::codec::decode::<SelfSubjectReview>(body, validation)
-    }
-    fn as_creater(&self) -> Option<&dyn Creater> {
-        Some(self)
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<SelfSubjectReview>())
-    }
+/// The SelfSubjectReview resource.
+pub fn self_subject_review_storage() -> SelfSubjectReviewStorage {
+    CreateOnly::new(
+        info(
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            "selfsubjectreview",
+        ),
+        SelfSubjectReviewer,
+    )
 }
 
 #[async_trait]
-impl Creater for SelfSubjectReviewStorage {
+impl Creater for SelfSubjectReviewer {
     async fn create(
         &self,
         ctx: &Context,

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use kapi_auth::token::{now_unix, BoundKind, BoundObject, Ref, TokenIssuer, TokenSpec};
 use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
+use kapi_registry::create_only::CreateOnly;
 use kapi_registry::rest::{
-    Context, Creater, FieldValidation, ResourceInfo, Storage, ValidateObjectFn, WriteOptions,
-    WriteResult,
+    Context, Creater, ResourceInfo, ValidateObjectFn, WriteOptions, WriteResult,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -20,59 +20,40 @@ const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
 const MIN_EXPIRATION_SECONDS: i64 = 600;
 const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 
-pub struct TokenRequestStorage {
-    info: ResourceInfo,
+/// `serviceaccounts/token`.
+pub type TokenRequestStorage = CreateOnly<TokenRequest, TokenRequester>;
+
+/// Issues the tokens of TokenRequests.
+pub struct TokenRequester {
     issuer: TokenIssuer,
     audiences: Vec<String>,
     lookup: Arc<RegistryLookup>,
 }
 
-impl TokenRequestStorage {
-    pub fn new(issuer: TokenIssuer, audiences: Vec<String>, lookup: Arc<RegistryLookup>) -> Self {
-        Self {
-            info: ResourceInfo {
-                group: String::new(),
-                version: "v1".into(),
-                resource: "serviceaccounts".into(),
-                subresource: "token".into(),
-                kind: "TokenRequest".into(),
-                list_kind: String::new(),
-                singular: String::new(),
-                namespaced: true,
-                short_names: Vec::new(),
-                categories: Vec::new(),
-            },
+/// `serviceaccounts/token` signing with `issuer`, audiences defaulting to `audiences`.
+pub fn token_request_storage(
+    issuer: TokenIssuer,
+    audiences: Vec<String>,
+    lookup: Arc<RegistryLookup>,
+) -> TokenRequestStorage {
+    let info = ResourceInfo::new("", "v1", "serviceaccounts", "TokenRequest", true)
+        .subresource_of("token", "TokenRequest");
+    CreateOnly::new(
+        info,
+        TokenRequester {
             issuer,
             audiences,
             lookup,
-        }
-    }
+        },
+    )
+    .with_body_prep(without_status)
 }
 
-impl Storage for TokenRequestStorage {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        // The status is the server's to fill (clients send `status: {}`, which the typed
-        // form, with required status fields, would refuse).
-        let mut body = body;
-        body.as_map_mut().remove("status");
-        kapi_registry::codec::decode::<TokenRequest>(body, validation)
-    }
-    fn as_creater(&self) -> Option<&dyn Creater> {
-        Some(self)
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<TokenRequest>())
-    }
+/// The status is the server's to fill (clients send `status: {}`, which the typed form, with
+/// required status fields, would refuse).
+fn without_status(mut body: Object) -> Object {
+    body.as_map_mut().remove("status");
+    body
 }
 
 fn gvk() -> GroupVersionKind {
@@ -97,7 +78,7 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or_default()
 }
 
-impl TokenRequestStorage {
+impl TokenRequester {
     /// The bound object named by `spec.boundObjectRef`, checked as upstream checks it, and for
     /// a Pod the node it runs on (when that node exists).
     async fn bound_object(
@@ -178,7 +159,7 @@ impl TokenRequestStorage {
 }
 
 #[async_trait]
-impl Creater for TokenRequestStorage {
+impl Creater for TokenRequester {
     /// Upstream's `TokenREST`: a body may leave the name out, or name the service account.
     fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
         if obj.name().is_empty() || obj.name() == url_name {

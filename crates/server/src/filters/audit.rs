@@ -12,6 +12,7 @@
 //! impersonated user the authorizer was asked about.
 
 use super::authorization::{Attributes, Authorizer, Decision};
+use super::filter::{Answer, Filter, Next};
 use super::request_id::AuditId;
 use crate::audit::event::{self, Event, RequestFacts};
 use crate::audit::policy::{Level, RequestAuditConfig, Stage};
@@ -20,19 +21,17 @@ use crate::body::{full, HttpResponse, Request};
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::Utc;
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use kapi_admission::audit::AuditSink;
 use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::{RequestInfo, UserInfo};
 use serde_json::Value;
-use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
@@ -83,31 +82,15 @@ impl Authorizer for RecordDecision {
 }
 
 #[derive(Clone, Default)]
-pub struct AuditLayer {
+pub struct Audit {
     auditor: Option<Arc<Auditor>>,
 }
 
-impl AuditLayer {
+impl Audit {
     /// `None` audits nothing.
     pub fn new(auditor: Option<Arc<Auditor>>) -> Self {
         Self { auditor }
     }
-}
-
-impl<S> Layer<S> for AuditLayer {
-    type Service = Audit<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Audit {
-            inner,
-            auditor: self.auditor.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Audit<S> {
-    inner: S,
-    auditor: Option<Arc<Auditor>>,
 }
 
 /// One audited request in flight.
@@ -206,22 +189,10 @@ async fn status_from_body(resp: HttpResponse) -> (HttpResponse, Option<Value>) {
     }
 }
 
-impl<S> Service<Request> for Audit<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
+impl Filter for Audit {
+    fn call(&self, mut req: Request, next: Next) -> Answer {
         let Some(auditor) = self.auditor.clone() else {
-            return Box::pin(self.inner.call(req));
+            return next.call(req);
         };
         let received = Utc::now();
         let info = match req.extensions().get::<RequestInfo>() {
@@ -239,7 +210,7 @@ where
             .unwrap_or_default();
         let config = auditor.policy.evaluate(&user, &info);
         if config.level == Level::None {
-            return Box::pin(self.inner.call(req));
+            return next.call(req);
         }
         let sink = AuditSink::new(
             config.level >= Level::Request,
@@ -285,13 +256,11 @@ where
             event,
         };
         let long_running = info.is_long_running();
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
             if !audited.omits(Stage::RequestReceived) {
                 audited.auditor.emit(&audited.event).await;
             }
-            let served = CURRENT.scope(current, super::call_boxed(&mut inner, req));
+            let served = CURRENT.scope(current, next.call(req));
             let resp = match AssertUnwindSafe(served).catch_unwind().await {
                 Ok(Ok(resp)) => resp,
                 Err(panic) => {

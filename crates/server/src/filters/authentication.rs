@@ -7,16 +7,13 @@
 //! `system:authenticated`. A bearer token that authenticated is removed from the request, as
 //! upstream does, so nothing further in can reuse it.
 
-use crate::body::{status_response, HttpResponse, Request};
+use super::filter::{Answer, Filter, Next};
+use crate::body::{status_response, Request};
 use crate::tls::{ClientCertChecker, PeerCertificates};
-use futures::future::BoxFuture;
 use kapi_auth::authn::{bearer, AuthRequest, Union};
 use kapi_machinery::ApiError;
 use rustls::pki_types::CertificateDer;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 pub use kapi_auth::authn::x509::{user_from_certificate, X509Authenticator, X509Verdict};
 pub use kapi_auth::authn::{
@@ -34,11 +31,11 @@ impl kapi_auth::authn::x509::ChainVerifier for ClientCertChecker {
 
 /// The authenticators and the anonymous fallback.
 #[derive(Clone)]
-pub struct AuthenticationLayer {
+pub struct Authentication {
     union: Arc<Union>,
 }
 
-impl AuthenticationLayer {
+impl Authentication {
     pub fn new(authenticators: Vec<Arc<dyn Authenticator>>, anonymous: bool) -> Self {
         Self {
             union: Arc::new(Union::new(authenticators, anonymous)),
@@ -46,39 +43,8 @@ impl AuthenticationLayer {
     }
 }
 
-impl<S> Layer<S> for AuthenticationLayer {
-    type Service = Authentication<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Authentication {
-            inner,
-            union: self.union.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Authentication<S> {
-    inner: S,
-    union: Arc<Union>,
-}
-
-impl<S> Service<Request> for Authentication<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
-        // The ready service goes into the future; a fresh clone stays for the next call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+impl Filter for Authentication {
+    fn call(&self, mut req: Request, next: Next) -> Answer {
         let union = self.union.clone();
         Box::pin(async move {
             let peer = req.extensions().get::<PeerCertificates>().cloned();
@@ -96,7 +62,7 @@ where
                         req.headers_mut().remove(http::header::AUTHORIZATION);
                     }
                     req.extensions_mut().insert(user);
-                    super::call_boxed(&mut inner, req).await
+                    next.call(req).await
                 }
                 Err(reason) => {
                     tracing::debug!(

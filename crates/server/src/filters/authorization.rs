@@ -4,13 +4,10 @@
 //! "u" cannot list resource "configmaps" in API group "" in the namespace "d"`. The authorizers
 //! themselves live in `kapi_auth::authz`.
 
-use crate::body::{status_response, HttpResponse, Request};
-use futures::future::BoxFuture;
+use super::filter::{Answer, Filter, Next};
+use crate::body::{status_response, Request};
 use kapi_machinery::{RequestInfo, UserInfo};
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 pub use kapi_auth::authz::{
     forbidden, forbidden_message, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Decision,
@@ -18,49 +15,18 @@ pub use kapi_auth::authz::{
 };
 
 #[derive(Clone)]
-pub struct AuthorizationLayer {
+pub struct Authorization {
     authorizer: Arc<dyn Authorizer>,
 }
 
-impl AuthorizationLayer {
+impl Authorization {
     pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
         Self { authorizer }
     }
 }
 
-impl<S> Layer<S> for AuthorizationLayer {
-    type Service = Authorization<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Authorization {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Authorization<S> {
-    inner: S,
-    authorizer: Arc<dyn Authorizer>,
-}
-
-impl<S> Service<Request> for Authorization<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        // The ready service goes into the future; a fresh clone stays for the next call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+impl Filter for Authorization {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let authorizer = self.authorizer.clone();
         Box::pin(async move {
             let user = req
@@ -78,7 +44,7 @@ where
             };
             let attrs = Attributes::from_request(&user, &info);
             match authorizer.authorize(&attrs).await {
-                Decision::Allow => super::call_boxed(&mut inner, req).await,
+                Decision::Allow => next.call(req).await,
                 Decision::Deny(reason) | Decision::NoOpinion(reason) => {
                     tracing::debug!(
                         user = user.name,

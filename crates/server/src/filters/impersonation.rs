@@ -5,14 +5,11 @@
 
 use super::authentication::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
 use super::authorization::{forbidden, Attributes, Authorizer, Decision};
-use crate::body::{status_response, HttpResponse, Request};
-use futures::future::BoxFuture;
+use super::filter::{answer, Answer, Filter, FilterLayer, Next};
+use crate::body::{status_response, Request};
 use kapi_machinery::{ApiError, UserInfo};
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -20,30 +17,23 @@ const UID: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 
 #[derive(Clone)]
-pub struct ImpersonationLayer {
+pub struct Impersonation {
     authorizer: Arc<dyn Authorizer>,
 }
 
-impl ImpersonationLayer {
+/// The impersonation filter as a layer.
+pub type ImpersonationLayer = FilterLayer<Impersonation>;
+
+impl Impersonation {
     pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
         Self { authorizer }
     }
 }
 
-impl<S> Layer<S> for ImpersonationLayer {
-    type Service = Impersonation<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Impersonation {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
+impl ImpersonationLayer {
+    pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
+        Impersonation::new(authorizer).layer()
     }
-}
-
-#[derive(Clone)]
-pub struct Impersonation<S> {
-    inner: S,
-    authorizer: Arc<dyn Authorizer>,
 }
 
 /// The requested identity and the checks it needs.
@@ -185,32 +175,18 @@ fn percent_decode(s: &str) -> String {
         .unwrap_or_default()
 }
 
-impl<S> Service<Request> for Impersonation<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
+impl Filter for Impersonation {
+    fn call(&self, mut req: Request, next: Next) -> Answer {
         let requestor = req
             .extensions()
             .get::<UserInfo>()
             .cloned()
             .unwrap_or_default();
         let wanted = match requested(&req, &requestor) {
-            Ok(None) => return Box::pin(self.inner.call(req)),
+            Ok(None) => return next.call(req),
             Ok(Some(w)) => w,
-            Err(e) => return Box::pin(futures::future::ready(Ok(status_response(&e)))),
+            Err(e) => return answer(status_response(&e)),
         };
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         let authorizer = self.authorizer.clone();
         Box::pin(async move {
             for attrs in &wanted.checks {
@@ -234,10 +210,16 @@ where
                 headers.remove(h);
             }
             req.extensions_mut().insert(wanted.user);
-            super::call_boxed(&mut inner, req).await
+            next.call(req).await
         })
     }
 }
+
+// The tests build the filter's service by hand.
+#[cfg(test)]
+use std::convert::Infallible;
+#[cfg(test)]
+use tower::Layer;
 
 #[cfg(test)]
 #[path = "impersonation_tests.rs"]

@@ -4,17 +4,14 @@
 //! later.` Long-running requests (watches) and health probes are not counted, and
 //! `system:masters` is never turned away (it still takes a slot when one is free), as upstream.
 
-use crate::body::{text_error, HttpResponse, Request};
+use super::filter::{answer, Answer, Filter, Next};
+use crate::body::{text_error, Request};
 use crate::metrics::{Metrics, MUTATING_KIND, READ_ONLY_KIND};
-use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode};
 use kapi_machinery::{RequestInfo, UserInfo};
 use prometheus::IntGauge;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tower::{Layer, Service};
 
 pub const TOO_MANY_REQUESTS_MESSAGE: &str = "Too many requests, please try again later.";
 const PRIVILEGED_GROUP: &str = "system:masters";
@@ -27,13 +24,13 @@ struct Bucket {
 }
 
 #[derive(Clone)]
-pub struct MaxInFlightLayer {
+pub struct MaxInFlight {
     read_only: Option<Bucket>,
     mutating: Option<Bucket>,
     metrics: Arc<Metrics>,
 }
 
-impl MaxInFlightLayer {
+impl MaxInFlight {
     pub fn new(max_read_only: usize, max_mutating: usize, metrics: Arc<Metrics>) -> Self {
         let bucket = |n: usize, kind: &'static str| {
             (n > 0).then(|| Bucket {
@@ -48,22 +45,6 @@ impl MaxInFlightLayer {
             metrics: metrics.clone(),
         }
     }
-}
-
-impl<S> Layer<S> for MaxInFlightLayer {
-    type Service = MaxInFlight<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        MaxInFlight {
-            inner,
-            limits: self.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct MaxInFlight<S> {
-    inner: S,
-    limits: MaxInFlightLayer,
 }
 
 /// Health probes are never queued or refused (upstream's `probes` flow schema is exempt).
@@ -87,20 +68,8 @@ impl Drop for Slot {
     }
 }
 
-impl<S> Service<Request> for MaxInFlight<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl Filter for MaxInFlight {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let (long_running, mutating) = match req.extensions().get::<RequestInfo>() {
             Some(info) => (
                 info.is_long_running() || is_probe(info),
@@ -109,12 +78,12 @@ where
             None => (false, false),
         };
         let bucket = if mutating {
-            &self.limits.mutating
+            &self.mutating
         } else {
-            &self.limits.read_only
+            &self.read_only
         };
         let Some(bucket) = bucket.as_ref().filter(|_| !long_running) else {
-            return Box::pin(self.inner.call(req));
+            return next.call(req);
         };
         let slot = match bucket.slots.clone().try_acquire_owned() {
             Ok(permit) => {
@@ -132,8 +101,7 @@ where
                 .is_some_and(|u| u.groups.iter().any(|g| g == PRIVILEGED_GROUP))
         };
         if slot.is_none() && !privileged() {
-            self.limits
-                .metrics
+            self.metrics
                 .dropped_requests
                 .with_label_values(&[bucket.kind])
                 .inc();
@@ -144,9 +112,9 @@ where
             if let Some(info) = req.extensions().get::<RequestInfo>() {
                 resp.extensions_mut().insert(info.clone());
             }
-            return Box::pin(futures::future::ready(Ok(resp)));
+            return answer(resp);
         }
-        let fut = super::call_boxed(&mut self.inner, req);
+        let fut = next.call(req);
         Box::pin(async move {
             let r = fut.await;
             drop(slot);

@@ -3,23 +3,21 @@
 //! `DELETE`/`DELETECOLLECTION`, scope `resource`/`namespace`/`cluster`). It sits outside the
 //! RequestInfo filter and reads the RequestInfo that filter copies into the response.
 
-use crate::body::{HttpResponse, Request};
+use super::filter::{Answer, Filter, Next};
+use crate::body::Request;
 use crate::metrics::{Metrics, RequestLabels};
 use bytes::Bytes;
-use futures::future::BoxFuture;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::RequestInfo;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
-use tower::{Layer, Service};
 
 #[derive(Clone)]
-pub struct MetricsLayer {
+pub struct MetricsFilter {
     metrics: Arc<Metrics>,
     known: Option<KnownResource>,
 }
@@ -28,28 +26,10 @@ pub struct MetricsLayer {
 /// without its resource labels, so that made-up paths cannot grow the metrics without bound.
 pub type KnownResource = Arc<dyn Fn(&RequestInfo) -> bool + Send + Sync>;
 
-impl MetricsLayer {
+impl MetricsFilter {
     pub fn new(metrics: Arc<Metrics>, known: Option<KnownResource>) -> Self {
         Self { metrics, known }
     }
-}
-
-impl<S> Layer<S> for MetricsLayer {
-    type Service = MetricsFilter<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        MetricsFilter {
-            inner,
-            metrics: self.metrics.clone(),
-            known: self.known.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct MetricsFilter<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-    known: Option<KnownResource>,
 }
 
 /// What the labels need from the request, taken before it moves on.
@@ -113,20 +93,8 @@ fn labels(seen: &Seen, info: &RequestInfo) -> RequestLabels {
     }
 }
 
-impl<S> Service<Request> for MetricsFilter<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl Filter for MetricsFilter {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let seen = Seen {
             method: req.method().clone(),
             apply: req
@@ -139,7 +107,7 @@ where
         let metrics = self.metrics.clone();
         let known = self.known.clone();
         let start = Instant::now();
-        let fut = super::call_boxed(&mut self.inner, req);
+        let fut = next.call(req);
         Box::pin(async move {
             let Ok(resp) = fut.await;
             let Some(info) = resp.extensions().get::<RequestInfo>() else {

@@ -9,6 +9,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod cache_control;
 pub mod compression;
+pub mod filter;
 pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
@@ -20,8 +21,9 @@ pub mod watch_termination;
 
 use crate::body::{HttpResponse, Request};
 use crate::metrics::Metrics;
-use authentication::{AuthenticationLayer, Authenticator};
-use authorization::{AuthorizationLayer, Authorizer};
+use authentication::{Authentication, Authenticator};
+use authorization::{Authorization, Authorizer};
+use filter::Filter;
 use futures::future::BoxFuture;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -69,27 +71,25 @@ where
     S::Future: Send + 'static,
 {
     ServiceBuilder::new()
-        .layer(panic::PanicRecoveryLayer) // 500 for this request only
-        .layer(request_id::RequestIdLayer) // Audit-Id, tracing span, request log
-        .layer(cache_control::CacheControlLayer) // no-cache, private
-        .layer(metrics::MetricsLayer::new(
-            c.metrics.clone(),
-            c.known_resource,
-        ))
-        .layer(request_info::RequestInfoLayer) // the path is parsed once, here
-        .layer(watch_termination::WatchTerminationLayer::new(c.shutdown)) // watches end at shutdown
-        .layer(timeout::TimeoutLayer::new(c.request_timeout)) // 504; skips long-running requests
-        .layer(AuthenticationLayer::new(c.authenticators, c.anonymous_auth)) // 401
-        .layer(audit::AuditLayer::new(c.auditor))
-        .layer(impersonation::ImpersonationLayer::new(c.authorizer.clone()))
-        .layer(max_in_flight::MaxInFlightLayer::new(
-            c.max_requests_inflight,
-            c.max_mutating_requests_inflight,
-            c.metrics,
-        )) // 429; skips watches
-        .layer(AuthorizationLayer::new(audit::record_decisions(
-            c.authorizer,
-        ))) // 403
+        .layer(panic::PanicRecovery.layer()) // 500 for this request only
+        .layer(request_id::RequestId.layer()) // Audit-Id, tracing span, request log
+        .layer(cache_control::CacheControl.layer()) // no-cache, private
+        .layer(metrics::MetricsFilter::new(c.metrics.clone(), c.known_resource).layer())
+        .layer(request_info::RequestInfoFilter.layer()) // the path is parsed once, here
+        .layer(watch_termination::WatchTermination::new(c.shutdown).layer()) // watches end at shutdown
+        .layer(timeout::Timeout::new(c.request_timeout).layer()) // 504; skips long-running requests
+        .layer(Authentication::new(c.authenticators, c.anonymous_auth).layer()) // 401
+        .layer(audit::Audit::new(c.auditor).layer())
+        .layer(impersonation::Impersonation::new(c.authorizer.clone()).layer())
+        .layer(
+            max_in_flight::MaxInFlight::new(
+                c.max_requests_inflight,
+                c.max_mutating_requests_inflight,
+                c.metrics,
+            )
+            .layer(),
+        ) // 429; skips watches
+        .layer(Authorization::new(audit::record_decisions(c.authorizer)).layer()) // 403
         .map_response(
             |r: http::Response<
                 tower_http::compression::CompressionBody<kapi_endpoints::ResponseBody>,
@@ -97,18 +97,4 @@ where
         )
         .layer(compression::layer()) // gzip for large complete bodies
         .service(api)
-}
-
-/// Calls a service and boxes its future. Async blocks await this instead of `S::Future`
-/// directly: naming the generic future inside an async block trips the compiler's
-/// higher-ranked `Send` check.
-pub(crate) fn call_boxed<S>(
-    svc: &mut S,
-    req: Request,
-) -> BoxFuture<'static, Result<HttpResponse, Infallible>>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    Box::pin(svc.call(req))
 }

@@ -1,32 +1,18 @@
 //! Panic recovery, the outermost filter: a panic while serving a request becomes a 500 for that
 //! request only, with kube-apiserver's plain-text message, and is logged.
 
+use super::filter::{answer, Answer, Filter, Next};
 use crate::body::{text_error, HttpResponse, Request};
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::FutureExt;
 use http::StatusCode;
-use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 /// Upstream's text (`WithPanicRecovery`).
 pub const PANIC_MESSAGE: &str =
     "This request caused apiserver to panic. Look in the logs for details.";
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PanicRecoveryLayer;
-
-impl<S> Layer<S> for PanicRecoveryLayer {
-    type Service = PanicRecovery<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        PanicRecovery { inner }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct PanicRecovery<S> {
-    inner: S,
-}
+pub struct PanicRecovery;
 
 fn recovered(
     method: &http::Method,
@@ -42,29 +28,17 @@ fn recovered(
     text_error(StatusCode::INTERNAL_SERVER_ERROR, PANIC_MESSAGE)
 }
 
-impl<S> Service<Request> for PanicRecovery<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl Filter for PanicRecovery {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let method = req.method().clone();
         let uri = req.uri().to_string();
         // A panic can happen while building the future as well as while polling it.
-        match std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(req))) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| next.call(req))) {
             Ok(fut) => Box::pin(AssertUnwindSafe(fut).catch_unwind().map(move |r| match r {
                 Ok(resp) => resp,
                 Err(panic) => Ok(recovered(&method, &uri, panic)),
             })),
-            Err(panic) => Box::pin(futures::future::ready(Ok(recovered(&method, &uri, panic)))),
+            Err(panic) => answer(recovered(&method, &uri, panic)),
         }
     }
 }

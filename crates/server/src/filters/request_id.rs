@@ -2,13 +2,10 @@
 //! new UUID), echoed in the `Audit-Id` response header as kube-apiserver does, a tracing span
 //! carrying it, and one log line when it finishes (at debug level, like upstream's `-v=3`).
 
-use crate::body::{HttpResponse, Request};
-use futures::future::BoxFuture;
+use super::filter::{Answer, Filter, Next};
+use crate::body::Request;
 use http::HeaderValue;
-use std::convert::Infallible;
-use std::task::{Context, Poll};
 use std::time::Instant;
-use tower::{Layer, Service};
 use tracing::Instrument;
 
 /// The request's audit id, in the request extensions for later filters and handlers.
@@ -24,34 +21,10 @@ struct RequestLog {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RequestIdLayer;
+pub struct RequestId;
 
-impl<S> Layer<S> for RequestIdLayer {
-    type Service = RequestId<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestId { inner }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct RequestId<S> {
-    inner: S,
-}
-
-impl<S> Service<Request> for RequestId<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request) -> Self::Future {
+impl Filter for RequestId {
+    fn call(&self, mut req: Request, next: Next) -> Answer {
         let id = req
             .headers()
             .get("audit-id")
@@ -74,7 +47,7 @@ where
         });
         let span = tracing::debug_span!("request", audit_id = id.to_str().unwrap_or_default(), method = %req.method(), path = req.uri().path());
         let start = Instant::now();
-        let fut = super::call_boxed(&mut self.inner, req);
+        let fut = next.call(req);
         Box::pin(
             async move {
                 let Ok(mut resp) = fut.await;

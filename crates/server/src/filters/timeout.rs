@@ -3,14 +3,11 @@
 //! `Timeout` Status and its handler is dropped. Watches and other long-running requests are
 //! exempt. An unparsable `?timeout=` is a 400, as upstream's request-deadline filter answers.
 
-use crate::body::{status_response, HttpResponse, Request};
+use super::filter::{answer, Answer, Filter, Next};
+use crate::body::{status_response, Request};
 use crate::duration::parse_go_duration;
-use futures::future::BoxFuture;
 use kapi_machinery::{ApiError, RequestInfo};
-use std::convert::Infallible;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tower::{Layer, Service};
 
 /// The filter's own message (upstream `WithTimeoutForNonLongRunningRequests`).
 pub const TIMEOUT_MESSAGE: &str = "request did not complete within the allotted timeout";
@@ -19,30 +16,14 @@ pub const WRITE_TIMEOUT_MESSAGE: &str =
     "request did not complete within requested timeout - context deadline exceeded";
 
 #[derive(Clone, Copy, Debug)]
-pub struct TimeoutLayer {
+pub struct Timeout {
     request_timeout: Duration,
 }
 
-impl TimeoutLayer {
+impl Timeout {
     pub fn new(request_timeout: Duration) -> Self {
         Self { request_timeout }
     }
-}
-
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = Timeout<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        Timeout {
-            inner,
-            request_timeout: self.request_timeout,
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct Timeout<S> {
-    inner: S,
-    request_timeout: Duration,
 }
 
 /// The `timeout` query parameter, if present.
@@ -52,20 +33,8 @@ fn query_timeout(query: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-impl<S> Service<Request> for Timeout<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl Filter for Timeout {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let (long_running, write) = match req.extensions().get::<RequestInfo>() {
             Some(info) => (
                 info.is_long_running(),
@@ -74,7 +43,7 @@ where
             None => (false, false),
         };
         if long_running {
-            return Box::pin(self.inner.call(req));
+            return next.call(req);
         }
         let mut timeout = self.request_timeout;
         if let Some(t) = query_timeout(req.uri().query().unwrap_or_default()) {
@@ -85,11 +54,11 @@ where
                     let err = ApiError::bad_request(format!(
                         "invalid timeout specified in the request URL - {e}"
                     ));
-                    return Box::pin(futures::future::ready(Ok(status_response(&err))));
+                    return answer(status_response(&err));
                 }
             }
         }
-        let fut = super::call_boxed(&mut self.inner, req);
+        let fut = next.call(req);
         Box::pin(async move {
             match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => r,

@@ -3,44 +3,27 @@
 //! open watches do not hold the drain open; clients re-establish them against another server
 //! (or this one, when it is back).
 
-use crate::body::{HttpResponse, Request};
+use super::filter::{Answer, Filter, Next};
+use crate::body::Request;
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::RequestInfo;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::sync::watch;
-use tower::{Layer, Service};
 
 #[derive(Clone)]
-pub struct WatchTerminationLayer {
+pub struct WatchTermination {
     shutdown: watch::Receiver<bool>,
 }
 
-impl WatchTerminationLayer {
+impl WatchTermination {
     pub fn new(shutdown: watch::Receiver<bool>) -> Self {
         Self { shutdown }
     }
-}
-
-impl<S> Layer<S> for WatchTerminationLayer {
-    type Service = WatchTermination<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        WatchTermination {
-            inner,
-            shutdown: self.shutdown.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct WatchTermination<S> {
-    inner: S,
-    shutdown: watch::Receiver<bool>,
 }
 
 /// A body that ends when shutdown begins.
@@ -72,29 +55,17 @@ impl Body for UntilShutdown {
     }
 }
 
-impl<S> Service<Request> for WatchTermination<S>
-where
-    S: Service<Request, Response = HttpResponse, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
+impl Filter for WatchTermination {
+    fn call(&self, req: Request, next: Next) -> Answer {
         let long_running = req
             .extensions()
             .get::<RequestInfo>()
             .is_some_and(|i| i.is_long_running());
         if !long_running {
-            return Box::pin(self.inner.call(req));
+            return next.call(req);
         }
         let mut rx = self.shutdown.clone();
-        Box::pin(self.inner.call(req).map(move |r| {
+        Box::pin(next.call(req).map(move |r| {
             r.map(|resp| {
                 resp.map(|inner| {
                     let shutdown = async move {

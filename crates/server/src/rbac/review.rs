@@ -7,9 +7,9 @@ use k8s_openapi::api::authorization::v1 as authz;
 use kapi_auth::authz::rbac::{PolicyRule, RbacAuthorizer};
 use kapi_auth::authz::{Attributes, Authorizer, Decision, SYSTEM_MASTERS};
 use kapi_machinery::{ApiError, FieldError, GroupVersionKind, Object, UserInfo};
+use kapi_registry::create_only::CreateOnly;
 use kapi_registry::rest::{
-    self, Context, Creater, FieldValidation, ResourceInfo, ValidateObjectFn, WriteOptions,
-    WriteResult,
+    self, Context, Creater, ResourceInfo, ValidateObjectFn, WriteOptions, WriteResult,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -42,22 +42,15 @@ impl Kind {
             Kind::SelfRules => ("SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
         };
         ResourceInfo {
-            group: GROUP.into(),
-            version: "v1".into(),
-            resource: resource.into(),
-            subresource: String::new(),
-            kind: kind.into(),
             list_kind: format!("{kind}List"),
             singular: kind.to_ascii_lowercase(),
-            namespaced,
-            short_names: Vec::new(),
-            categories: Vec::new(),
+            ..ResourceInfo::new(GROUP, "v1", resource, kind, namespaced)
         }
     }
 }
 
-/// One review resource.
-pub struct ReviewStorage {
+/// Answers one kind of review with the server's authorizer.
+struct Reviewer {
     kind: Kind,
     info: ResourceInfo,
     authorizer: Arc<dyn Authorizer>,
@@ -67,63 +60,30 @@ pub struct ReviewStorage {
 
 /// The `authorization.k8s.io` group with its four review resources.
 pub fn group(authorizer: Arc<dyn Authorizer>, rbac: Option<RbacAuthorizer>) -> rest::ApiGroupInfo {
-    let storages = [
-        Kind::LocalSubject,
-        Kind::SelfSubject,
-        Kind::SelfRules,
-        Kind::Subject,
-    ]
-    .into_iter()
-    .map(|kind| -> Arc<dyn rest::Storage> {
-        Arc::new(ReviewStorage {
-            kind,
-            info: kind.info(),
-            authorizer: authorizer.clone(),
-            rbac: rbac.clone(),
-        })
-    })
-    .collect();
-    rest::ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![rest::ApiVersionInfo {
-            version: "v1".into(),
-            storages,
-        }],
-    }
+    let storage = |kind: Kind| Reviewer {
+        kind,
+        info: kind.info(),
+        authorizer: authorizer.clone(),
+        rbac: rbac.clone(),
+    };
+    let storages: Vec<Arc<dyn rest::Storage>> = vec![
+        Arc::new(review::<authz::LocalSubjectAccessReview>(storage(
+            Kind::LocalSubject,
+        ))),
+        Arc::new(review::<authz::SelfSubjectAccessReview>(storage(
+            Kind::SelfSubject,
+        ))),
+        Arc::new(review::<authz::SelfSubjectRulesReview>(storage(
+            Kind::SelfRules,
+        ))),
+        Arc::new(review::<authz::SubjectAccessReview>(storage(Kind::Subject))),
+    ];
+    rest::ApiGroupInfo::single_version(GROUP, "v1", storages)
 }
 
-impl rest::Storage for ReviewStorage {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        use kapi_registry::codec::decode;
-        match self.kind {
-            Kind::Subject => decode::<authz::SubjectAccessReview>(body, validation),
-            Kind::SelfSubject => decode::<authz::SelfSubjectAccessReview>(body, validation),
-            Kind::LocalSubject => decode::<authz::LocalSubjectAccessReview>(body, validation),
-            Kind::SelfRules => decode::<authz::SelfSubjectRulesReview>(body, validation),
-        }
-    }
-    fn as_creater(&self) -> Option<&dyn Creater> {
-        Some(self)
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(match self.kind {
-            Kind::Subject => generator.subschema_for::<authz::SubjectAccessReview>(),
-            Kind::SelfSubject => generator.subschema_for::<authz::SelfSubjectAccessReview>(),
-            Kind::LocalSubject => generator.subschema_for::<authz::LocalSubjectAccessReview>(),
-            Kind::SelfRules => generator.subschema_for::<authz::SelfSubjectRulesReview>(),
-        })
-    }
+/// The create-only storage of one review kind `T`.
+fn review<T>(reviewer: Reviewer) -> CreateOnly<T, Reviewer> {
+    CreateOnly::new(reviewer.info.clone(), reviewer)
 }
 
 fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -186,7 +146,7 @@ fn spec_user(spec: &Value) -> UserInfo {
     }
 }
 
-impl ReviewStorage {
+impl Reviewer {
     fn invalid(&self, name: &str, errors: &[FieldError]) -> ApiError {
         let gvk = GroupVersionKind::new(GROUP, "v1", self.info.kind.clone());
         ApiError::invalid(&gvk, name, errors)
@@ -337,7 +297,7 @@ impl ReviewStorage {
 }
 
 #[async_trait::async_trait]
-impl Creater for ReviewStorage {
+impl Creater for Reviewer {
     async fn create(
         &self,
         ctx: &Context,

@@ -4,6 +4,8 @@
 //! (status lines, headers, streaming request bodies).
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod protobuf;
+
 use kapi_server::{RunningServer, ServerConfig};
 pub use kapi_testing::raw::{channel_body, connect, connect_tls, read, Conn, Identity, Reply};
 pub use kapi_testing::TestServer;
@@ -37,6 +39,35 @@ pub fn foreign_identity(cn: &str) -> Identity {
 }
 
 /// Polls `/metrics` until `line` appears (a precondition, not a timing assertion).
+/// A create whose body has not finished arriving: it holds a mutating in-flight slot (seen in
+/// `apiserver_current_inflight_requests`) until the rest of its body is sent on the returned
+/// sender; the handle answers the create. The connection is returned to be kept open.
+pub async fn hold_mutating_slot(
+    t: &TestServer,
+    admin: &Identity,
+) -> (
+    Conn,
+    tokio::sync::mpsc::Sender<bytes::Bytes>,
+    tokio::task::JoinHandle<Reply>,
+) {
+    let mut slow = connect(&t.server, Some(admin)).await;
+    let (body, reply) = slow
+        .send_streaming("POST", "/api/v1/namespaces/default/configmaps")
+        .await;
+    body.send(bytes::Bytes::from_static(
+        br#"{"apiVersion":"v1","kind":"ConfigMap","#,
+    ))
+    .await
+    .unwrap();
+    wait_for_metric(
+        &t.server,
+        admin,
+        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
+    )
+    .await;
+    (slow, body, reply)
+}
+
 pub async fn wait_for_metric(server: &RunningServer, identity: &Identity, line: &str) {
     kapi_testing::raw::wait_for_metric_line(server, identity, |l| l == line).await
 }

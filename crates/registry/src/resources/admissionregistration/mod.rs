@@ -7,9 +7,9 @@
 mod policy_validation;
 mod validation;
 
-use crate::resources::core::push;
+use crate::resources::strategy_group;
 use crate::resources::{default_in, info, typed};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{reset_object_meta_for_status, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::admissionregistration::v1 as api;
@@ -20,27 +20,13 @@ use std::sync::Arc;
 pub const GROUP: &str = "admissionregistration.k8s.io";
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(MutatingWebhookConfigurationStrategy));
-    push(
-        &mut s,
-        ctx,
+    let table = [
+        Arc::new(MutatingWebhookConfigurationStrategy) as Arc<dyn Strategy>,
         Arc::new(ValidatingWebhookConfigurationStrategy),
-    );
-    push(&mut s, ctx, Arc::new(ValidatingAdmissionPolicyStrategy));
-    push(
-        &mut s,
-        ctx,
+        Arc::new(ValidatingAdmissionPolicyStrategy),
         Arc::new(ValidatingAdmissionPolicyBindingStrategy),
-    );
-    vec![ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    ];
+    vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
 /// Fills the fields the typed structs require with Go's zero values, so an incomplete body

@@ -17,9 +17,9 @@ mod validation;
 #[cfg(test)]
 mod tests;
 
-use crate::resources::core::push;
+use crate::resources::strategy_group;
 use crate::resources::{info, obj_mut};
-use crate::rest::{ApiGroupInfo, ApiVersionInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
 use crate::strategy::{keep_all_but_status_and_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -38,16 +38,8 @@ pub const GROUP: &str = "apiextensions.k8s.io";
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
-    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
-    push(&mut s, ctx, Arc::new(CustomResourceDefinitionStrategy));
-    vec![ApiGroupInfo {
-        group: GROUP.into(),
-        preferred_version: "v1".into(),
-        versions: vec![ApiVersionInfo {
-            version: "v1".into(),
-            storages: s,
-        }],
-    }]
+    let table = [Arc::new(CustomResourceDefinitionStrategy) as Arc<dyn Strategy>];
+    vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
 /// The name of the version marked `storage: true` (the first one, as upstream's loops stop

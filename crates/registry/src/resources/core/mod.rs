@@ -44,9 +44,7 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
     services.start_repair().await?;
     push(&mut s, ctx, Arc::new(services));
     let pods = push(&mut s, ctx, Arc::new(pod::PodStrategy));
-    s.push(Arc::new(pod_subresources::BindingStorage::new(
-        pods.clone(),
-    )));
+    s.push(Arc::new(pod_subresources::binding_storage(pods.clone())));
     // Evictions read budgets straight from storage, as upstream's eviction reads them through
     // a client rather than a cache.
     let budgets = crate::Store::new(

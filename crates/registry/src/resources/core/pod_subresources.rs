@@ -9,6 +9,7 @@
 //! it is a 429 with the `DisruptionBudget` cause. Allowed evictions take one disruption from
 //! the budget's status (and record the pod in `disruptedPods`) before the pod is deleted.
 
+use crate::create_only::CreateOnly;
 use crate::resources::workload::selector_matches;
 use crate::resources::{at, str_at};
 use crate::rest::{
@@ -31,17 +32,6 @@ const MAX_DISRUPTED_POD_SIZE: usize = 2000;
 const EVICTION_RETRIES: usize = 20;
 /// `policyv1.DisruptionBudgetCause`.
 const DISRUPTION_BUDGET_CAUSE: &str = "DisruptionBudget";
-
-fn subresource_info(pods: &Store, subresource: &str, kind: &str) -> ResourceInfo {
-    let mut info = rest::Storage::info(pods).clone();
-    info.subresource = subresource.into();
-    info.kind = kind.into();
-    info.list_kind = String::new();
-    info.singular = String::new();
-    info.short_names = Vec::new();
-    info.categories = Vec::new();
-    info
-}
 
 /// What a named create of these subresources answers (the handler's 201 becomes its code).
 fn success() -> Object {
@@ -78,40 +68,19 @@ fn pods_gr() -> GroupResource {
 }
 
 /// `pods/binding`.
-pub struct BindingStorage {
-    info: ResourceInfo,
+pub type BindingStorage = CreateOnly<Binding, Binder>;
+
+/// Binds pods to nodes.
+pub struct Binder {
     pods: Store,
 }
 
-impl BindingStorage {
-    pub fn new(pods: Store) -> Self {
-        Self {
-            info: subresource_info(&pods, "binding", "Binding"),
-            pods,
-        }
-    }
-}
-
-impl rest::Storage for BindingStorage {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        crate::codec::decode::<Binding>(body, validation)
-    }
-    fn as_creater(&self) -> Option<&dyn Creater> {
-        Some(self)
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<Binding>())
-    }
+/// `pods/binding` over the pods' Store.
+pub fn binding_storage(pods: Store) -> BindingStorage {
+    CreateOnly::new(
+        rest::Storage::info(&pods).subresource_of("binding", "Binding"),
+        Binder { pods },
+    )
 }
 
 /// Upstream's `ValidatePodBinding`; its errors are an aggregate, not a Status error, so
@@ -139,7 +108,7 @@ fn validate_binding(binding: &Object) -> Result<(), ApiError> {
 }
 
 #[async_trait]
-impl Creater for BindingStorage {
+impl Creater for Binder {
     /// Upstream's `BindingREST` compares the names exactly: an unnamed body is refused too.
     fn check_url_name(&self, url_name: &str, obj: &Object) -> Result<(), ApiError> {
         same_name_as_url(url_name, obj, "Binding")
@@ -282,7 +251,7 @@ impl EvictionStorage {
     /// `budgets` is a Store of policy/v1 PodDisruptionBudgets.
     pub fn new(pods: Store, budgets: Store) -> Self {
         Self {
-            info: subresource_info(&pods, "eviction", "Eviction"),
+            info: rest::Storage::info(&pods).subresource_of("eviction", "Eviction"),
             pods,
             budgets,
         }
