@@ -173,6 +173,27 @@ impl Strategy for ResourceQuotaStrategy {
     }
 }
 
+/// The defaults claims and volumes share (`volumeMode: Filesystem`), after the `extra` ones, in
+/// upstream's order.
+fn default_volume_spec(obj: &mut Object, extra: &[(&str, &str)]) {
+    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+        for (key, value) in extra {
+            crate::resources::default_in(spec, key, json!(value));
+        }
+        crate::resources::default_in(spec, "volumeMode", json!("Filesystem"));
+    }
+}
+
+/// Claims and volumes need at least one access mode (`detail` is each one's wording).
+fn require_access_modes(errs: &mut Vec<FieldError>, obj: &Object, detail: &str) {
+    if at(obj, &["spec", "accessModes"])
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        errs.push(FieldError::required("spec.accessModes", detail));
+    }
+}
+
 pub struct PvcStrategy;
 impl Strategy for PvcStrategy {
     // upstream's storage sets `ReturnDeletedObject: true`
@@ -195,24 +216,14 @@ impl Strategy for PvcStrategy {
         true
     }
     fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-            crate::resources::default_in(spec, "volumeMode", json!("Filesystem"));
-        }
+        default_volume_spec(obj, &[]);
     }
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({"phase": "Pending"})));
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        if at(obj, &["spec", "accessModes"])
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-        {
-            errs.push(FieldError::required(
-                "spec.accessModes",
-                "at least 1 access mode is required",
-            ));
-        }
+        require_access_modes(&mut errs, obj, "at least 1 access mode is required");
         if at(obj, &["spec", "resources", "requests", "storage"]).is_none()
             && at(obj, &["spec", "dataSourceRef"]).is_none()
         {
@@ -272,22 +283,14 @@ impl Strategy for PvStrategy {
         true
     }
     fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-            crate::resources::default_in(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
-            crate::resources::default_in(spec, "volumeMode", json!("Filesystem"));
-        }
+        default_volume_spec(obj, &[("persistentVolumeReclaimPolicy", "Retain")]);
     }
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({"phase": "Pending"})));
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        if at(obj, &["spec", "accessModes"])
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-        {
-            errs.push(FieldError::required("spec.accessModes", ""));
-        }
+        require_access_modes(&mut errs, obj, "");
         if at(obj, &["spec", "capacity", "storage"]).is_none() {
             errs.push(FieldError::required("spec.capacity", ""));
         }
