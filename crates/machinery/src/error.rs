@@ -335,10 +335,9 @@ impl ApiError {
     /// 422 `ConfigMap "x" is invalid: <field errors>`, with one cause per field error.
     pub fn invalid(gvk: &GroupVersionKind, name: &str, errors: &[FieldError]) -> Self {
         let messages: Vec<String> = dedup(errors.iter().map(|e| e.to_string()));
-        let aggregate = if messages.len() == 1 {
-            messages[0].clone()
-        } else {
-            format!("[{}]", messages.join(", "))
+        let aggregate = match messages.as_slice() {
+            [only] => only.clone(),
+            _ => format!("[{}]", messages.join(", ")),
         };
         let causes = errors
             .iter()
@@ -586,14 +585,18 @@ pub fn success_status(details: Option<(&GroupResource, &str, &str)>) -> Value {
     let mut status =
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
     if let Some((gr, name, uid)) = details {
-        let mut d = json!({"name": name, "kind": gr.resource});
+        let mut d = serde_json::Map::new();
+        d.insert("name".into(), json!(name));
+        d.insert("kind".into(), json!(gr.resource));
         if !gr.group.is_empty() {
-            d["group"] = json!(gr.group);
+            d.insert("group".into(), json!(gr.group));
         }
         if !uid.is_empty() {
-            d["uid"] = json!(uid);
+            d.insert("uid".into(), json!(uid));
         }
-        status["details"] = d;
+        if let Some(s) = status.as_object_mut() {
+            s.insert("details".into(), Value::Object(d));
+        }
     }
     status
 }
