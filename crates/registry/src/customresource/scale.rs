@@ -93,7 +93,7 @@ pub fn scale_of(obj: &Object, paths: &ScalePaths) -> Result<Object, ApiError> {
     if let Some(sel) = &paths.selector {
         if let Some(Value::String(s)) = at(obj, sel) {
             if !s.is_empty() {
-                status_json["selector"] = json!(s);
+                status_json = json!({ "replicas": status, "selector": s });
             }
         }
     }
