@@ -2,7 +2,13 @@
 //! kube-controller-manager and upstream's e2e framework), built with k8s-pb's types and framed
 //! as client-go frames them: the magic `k8s\0`, then a `runtime.Unknown` with the type meta
 //! and the message in `raw`. Each case checks the effect on the server, not only the code.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 
