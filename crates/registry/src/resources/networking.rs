@@ -61,8 +61,9 @@ pub fn dns1035_label_errors(s: &str) -> Vec<String> {
     }
     let b = s.as_bytes();
     let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+        && b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.last()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
     if !ok {
@@ -583,16 +584,16 @@ fn validate_np_port(errs: &mut Vec<FieldError>, port: &Value, p: &str) {
 }
 
 fn validate_peer(errs: &mut Vec<FieldError>, peer: &Value, p: &str) {
-    let mut n = 0;
+    let mut n = 0usize;
     for k in ["podSelector", "namespaceSelector"] {
         if let Some(sel) = peer.get(k).filter(|v| !v.is_null()) {
-            n += 1;
+            n = n.saturating_add(1);
             validate_label_selector(errs, Some(sel), &format!("{p}.{k}"));
         }
     }
     let ip_block = peer.get("ipBlock").filter(|v| !v.is_null());
     if let Some(b) = ip_block {
-        n += 1;
+        n = n.saturating_add(1);
         let cidr = s(b, "cidr");
         if cidr.is_empty() {
             errs.push(FieldError::required(format!("{p}.ipBlock.cidr"), ""));

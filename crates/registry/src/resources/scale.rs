@@ -95,7 +95,9 @@ pub fn scale_of(parent: &Object) -> Object {
         other => selector_string(other),
     };
     if !selector.is_empty() {
-        status["selector"] = json!(selector);
+        if let Some(m) = status.as_object_mut() {
+            m.insert("selector".into(), json!(selector));
+        }
     }
     let mut o = Object::new();
     o.set_api_version_kind("autoscaling/v1", "Scale");
