@@ -249,7 +249,9 @@ impl Checker<'_> {
                 .as_slice(),
         ) {
             if TWO_VARIABLE.contains(&name) {
-                return self.two_variable(name, t, (a, b), &call.args[2]);
+                if let Some(body) = call.args.get(2) {
+                    return self.two_variable(name, t, (a, b), body);
+                }
             }
         }
         let anchor = if call.target.is_some() {
@@ -278,7 +280,7 @@ impl Checker<'_> {
         self.scopes.push((a.clone(), ka));
         self.scopes.push((b.clone(), vb));
         let (t, c) = self.expr(body);
-        self.scopes.truncate(self.scopes.len() - 2);
+        self.scopes.truncate(self.scopes.len().saturating_sub(2));
         let ty = match name {
             "transformList" => Ty::List(Box::new(t), range.size()),
             "transformMap" => Ty::Map(Box::new(Ty::Dyn), Box::new(t), range.size()),
@@ -322,7 +324,7 @@ impl Checker<'_> {
         args: &[IdedExpr],
         anchor: Anchor,
     ) -> (Ty, u64) {
-        let mut tys = Vec::with_capacity(args.len() + 1);
+        let mut tys = Vec::with_capacity(args.len().saturating_add(1));
         let mut cost = 0u64;
         for a in target.into_iter().chain(args) {
             let (t, c) = self.expr(a);
@@ -355,10 +357,9 @@ impl Checker<'_> {
                 return (Ty::Error, cost);
             }
             let shown = |ts: &[Ty]| ts.iter().map(Ty::name).collect::<Vec<_>>().join(", ");
-            let applied = if member {
-                format!("{}.({})", tys[0].name(), shown(&tys[1..]))
-            } else {
-                format!("({})", shown(&tys))
+            let applied = match (member, tys.split_first()) {
+                (true, Some((target, rest))) => format!("{}.({})", target.name(), shown(rest)),
+                _ => format!("({})", shown(&tys)),
             };
             return self.error(
                 id,
@@ -418,7 +419,9 @@ fn assignable(t: &Ty, arg: &Ty) -> bool {
 fn unify(param: &Ty, arg: &Ty, binds: &mut [Option<Ty>; 2]) -> bool {
     match (param, arg) {
         (Ty::Param(p), _) => {
-            let slot = &mut binds[*p as usize];
+            let Some(slot) = binds.get_mut(*p as usize) else {
+                return false;
+            };
             match slot {
                 None => {
                     *slot = Some(arg.clone());
@@ -444,7 +447,7 @@ fn unify(param: &Ty, arg: &Ty, binds: &mut [Option<Ty>; 2]) -> bool {
 
 fn substitute(t: &Ty, binds: &[Option<Ty>; 2]) -> Ty {
     match t {
-        Ty::Param(p) => binds[*p as usize].clone().unwrap_or(Ty::Dyn),
+        Ty::Param(p) => binds.get(*p as usize).cloned().flatten().unwrap_or(Ty::Dyn),
         Ty::List(e, n) => Ty::List(Box::new(substitute(e, binds)), *n),
         Ty::Map(k, v, n) => Ty::Map(
             Box::new(substitute(k, binds)),

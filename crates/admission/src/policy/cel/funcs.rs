@@ -323,12 +323,12 @@ fn parse_ty(s: &str) -> Ty {
     let s = s.trim();
     if let Some(inner) = s.strip_suffix(')') {
         let (head, args) = inner.split_once('(').unwrap_or((inner, ""));
-        let mut depth = 0;
+        let mut depth = 0u32;
         let mut parts = vec![String::new()];
         for c in args.chars() {
             match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
+                '(' => depth = depth.saturating_add(1),
+                ')' => depth = depth.saturating_sub(1),
                 ',' if depth == 0 => {
                     parts.push(String::new());
                     continue;
@@ -376,17 +376,17 @@ fn parse_line(line: &str) -> Option<(String, Overload)> {
         Some(n) => (n.to_string(), true),
         None => (sig[..open].to_string(), false),
     };
-    let args = &sig[open + 1..close];
+    let args = sig.get(open.saturating_add(1)..close)?;
     let params = if args.trim() == "*" {
         None
     } else {
         let mut out = Vec::new();
-        let mut depth = 0;
+        let mut depth = 0u32;
         let mut cur = String::new();
         for c in args.chars() {
             match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
+                '(' => depth = depth.saturating_add(1),
+                ')' => depth = depth.saturating_sub(1),
                 ',' if depth == 0 => {
                     out.push(parse_ty(&cur));
                     cur.clear();
@@ -401,7 +401,7 @@ fn parse_line(line: &str) -> Option<(String, Overload)> {
         }
         Some(out)
     };
-    let result = parse_ty(&sig[close + 1..]);
+    let result = parse_ty(sig.get(close.saturating_add(1)..).unwrap_or_default());
     Some((
         name,
         Overload {

@@ -122,6 +122,9 @@ enum Tok<'a> {
 }
 
 /// CEL's tokens with their byte offsets (enough of its lexer to tell tokens apart).
+// why: every index is checked against `b.len()` (or by `get`) on the line before, and every
+// slice starts and ends on an ASCII byte or a char boundary; a byte cursor reads clearer here.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 fn lex(src: &str) -> Vec<(Tok<'_>, usize)> {
     let b = src.as_bytes();
     let mut out = Vec::new();
@@ -210,44 +213,48 @@ const MACROS: [&str; 6] = ["all", "exists", "exists_one", "existsOne", "map", "f
 fn positions(toks: &[(Tok<'_>, usize)], a: &Anchor) -> Vec<usize> {
     let at = |i: usize| toks.get(i).map(|(t, _)| t);
     let is = |i: usize, p: &str| at(i) == Some(&Tok::Punct(p));
-    let prev_is = |i: usize, p: &str| i > 0 && is(i - 1, p);
+    let prev_is = |i: usize, p: &str| i.checked_sub(1).is_some_and(|j| is(j, p));
     let operand_before = |i: usize| {
-        i > 0
-            && matches!(
-                at(i - 1),
+        i.checked_sub(1).is_some_and(|j| {
+            matches!(
+                at(j),
                 Some(Tok::Ident(_) | Tok::Lit | Tok::Punct(")" | "]" | "}"))
             )
+        })
     };
     let mut out = Vec::new();
     for (i, (t, off)) in toks.iter().enumerate() {
         let hit = match (a, t) {
             (Anchor::Ident(n), Tok::Ident(x)) if n == x => {
                 let macro_var = prev_is(i, "(")
-                    && i >= 3
-                    && matches!(at(i - 2), Some(Tok::Ident(m)) if MACROS.contains(m))
-                    && is(i - 3, ".")
-                    && is(i + 1, ",");
-                !prev_is(i, ".") && !is(i + 1, "(") && !macro_var
+                    && i.checked_sub(2).is_some_and(
+                        |j| matches!(at(j), Some(Tok::Ident(m)) if MACROS.contains(m)),
+                    )
+                    && i.checked_sub(3).is_some_and(|j| is(j, "."))
+                    && is(i.saturating_add(1), ",");
+                !prev_is(i, ".") && !is(i.saturating_add(1), "(") && !macro_var
             }
             (Anchor::Select(f), Tok::Punct(".")) => {
-                at(i + 1) == Some(&Tok::Ident(f)) && !is(i + 2, "(")
+                at(i.saturating_add(1)) == Some(&Tok::Ident(f)) && !is(i.saturating_add(2), "(")
             }
-            (Anchor::Call(f), Tok::Ident(x)) if f == x => !prev_is(i, ".") && is(i + 1, "("),
+            (Anchor::Call(f), Tok::Ident(x)) if f == x => {
+                !prev_is(i, ".") && is(i.saturating_add(1), "(")
+            }
             (Anchor::Member(f), Tok::Punct(".")) => {
-                at(i + 1) == Some(&Tok::Ident(f)) && is(i + 2, "(")
+                at(i.saturating_add(1)) == Some(&Tok::Ident(f)) && is(i.saturating_add(2), "(")
             }
             (Anchor::Op("in"), Tok::Ident("in")) => true,
             (Anchor::Op("["), Tok::Punct("[")) => operand_before(i),
             (Anchor::Op("-"), Tok::Punct("-")) => {
-                operand_before(i) || !matches!(at(i + 1), Some(Tok::Lit))
+                operand_before(i) || !matches!(at(i.saturating_add(1)), Some(Tok::Lit))
             }
             (Anchor::Op(op), Tok::Punct(p)) => op == p,
             _ => false,
         };
         if hit {
             let off = match a {
-                Anchor::Call(_) => toks.get(i + 1).map(|t| t.1).unwrap_or(*off),
-                Anchor::Member(_) => toks.get(i + 2).map(|t| t.1).unwrap_or(*off),
+                Anchor::Call(_) => toks.get(i.saturating_add(1)).map(|t| t.1).unwrap_or(*off),
+                Anchor::Member(_) => toks.get(i.saturating_add(2)).map(|t| t.1).unwrap_or(*off),
                 _ => *off,
             };
             out.push(off);
@@ -268,9 +275,9 @@ pub fn render(source: &str, expr: &IdedExpr, issues: &[Issue]) -> String {
             let rank = anchors.iter().filter(|(i, x)| x == a && i < id).count();
             let pos = positions(&toks, a);
             let off = pos.get(rank).or(pos.first()).copied().unwrap_or(0);
-            let line_start = source[..off].rfind('\n').map(|i| i + 1).unwrap_or(0);
-            let line = source[..off].matches('\n').count() + 1;
-            let col = source[line_start..off].chars().count() + 1;
+            let line_start = source[..off].rfind('\n').map_or(0, |i| i.saturating_add(1));
+            let line = source[..off].matches('\n').count().saturating_add(1);
+            let col = source[line_start..off].chars().count().saturating_add(1);
             (line, col, msg.as_str())
         })
         .collect();
@@ -280,12 +287,12 @@ pub fn render(source: &str, expr: &IdedExpr, issues: &[Issue]) -> String {
         .map(|(line, col, msg)| {
             let text = source
                 .lines()
-                .nth(line - 1)
+                .nth(line.saturating_sub(1))
                 .unwrap_or_default()
                 .replace('\t', " ");
             format!(
                 "ERROR: <input>:{line}:{col}: {msg}\n | {text}\n | {}^",
-                ".".repeat(col - 1)
+                ".".repeat(col.saturating_sub(1))
             )
         })
         .collect::<Vec<_>>()

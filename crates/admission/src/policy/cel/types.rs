@@ -105,7 +105,7 @@ impl Ty {
             Ty::Opt(t) => format!("optional_type({})", t.name()),
             Ty::Type(t) => format!("type({})", t.name()),
             Ty::Opaque(n) => (*n).to_string(),
-            Ty::Param(p) => ((b'A' + p) as char).to_string(),
+            Ty::Param(p) => char::from(b'A'.saturating_add(*p)).to_string(),
         }
     }
 }
@@ -113,13 +113,17 @@ impl Ty {
 /// Upstream's `estimateMaxArrayItemsFromMinSize`: a list whose items serialize to at least
 /// `min_size` bytes holds at most this many items in one request.
 pub fn max_items(min_size: u64) -> u64 {
-    (MAX_REQUEST_SIZE - 2) / (min_size + 1)
+    (MAX_REQUEST_SIZE - 2)
+        .checked_div(min_size.saturating_add(1))
+        .unwrap_or(0)
 }
 
 /// Upstream's `estimateMaxAdditionalPropertiesFromMinSize` (each entry is at least `"":`
 /// and a comma besides its value).
 pub fn max_properties(min_size: u64) -> u64 {
-    (MAX_REQUEST_SIZE - 2) / (min_size + 5)
+    (MAX_REQUEST_SIZE - 2)
+        .checked_div(min_size.saturating_add(5))
+        .unwrap_or(0)
 }
 
 /// The smallest serialization of a value of `schema` (upstream's `MinSerializedSize`).
@@ -212,7 +216,12 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
         }
         Some("array") => {
             let items = s.get("items").cloned().unwrap_or(Value::Null);
-            let elem = from_schema_depth(&items, false, &format!("{name}@idx"), depth + 1);
+            let elem = from_schema_depth(
+                &items,
+                false,
+                &format!("{name}@idx"),
+                depth.saturating_add(1),
+            );
             let max = s
                 .get("maxItems")
                 .and_then(Value::as_u64)
@@ -228,7 +237,8 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
                     })
             };
             if let Some(ap) = s.get("additionalProperties").filter(|v| v.is_object()) {
-                let v = from_schema_depth(ap, false, &format!("{name}@elem"), depth + 1);
+                let v =
+                    from_schema_depth(ap, false, &format!("{name}@elem"), depth.saturating_add(1));
                 return Ty::Map(Box::new(Ty::string()), Box::new(v), max());
             }
             let props = s.get("properties").and_then(Value::as_object);
@@ -245,7 +255,12 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
                 let Some(field) = escape_field(k, &RESERVED) else {
                     continue;
                 };
-                let t = from_schema_depth(p, false, &format!("{name}.{field}"), depth + 1);
+                let t = from_schema_depth(
+                    p,
+                    false,
+                    &format!("{name}.{field}"),
+                    depth.saturating_add(1),
+                );
                 fields.insert(field, t);
             }
             let declares_meta = ["apiVersion", "kind", "metadata"]
