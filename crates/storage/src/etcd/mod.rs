@@ -184,7 +184,7 @@ impl EtcdStorage {
             opts = opts.with_tls(tls.options());
         }
         let client = tokio::time::timeout(
-            config.dial_timeout + config.request_timeout,
+            config.dial_timeout.saturating_add(config.request_timeout),
             Client::connect(&config.endpoints, Some(opts)),
         )
         .await
@@ -334,7 +334,10 @@ impl EtcdStorage {
     }
 
     async fn expired(&self, requested: Revision) -> Error {
-        let compacted = self.compacted_revision().await.unwrap_or(requested + 1);
+        let compacted = self
+            .compacted_revision()
+            .await
+            .unwrap_or(requested.saturating_add(1));
         Error::ResourceExpired {
             requested,
             compacted,
@@ -428,7 +431,7 @@ impl EtcdStorage {
             self.compact(previous).await?;
             tracing::debug!(revision = previous, "etcd: compacted");
         }
-        Ok((seen_version + 1, current))
+        Ok((seen_version.saturating_add(1), current))
     }
 }
 
