@@ -458,6 +458,21 @@ impl ApiError {
         )
     }
 
+    /// 504 `Timeout` for a request whose deadline passed (upstream's
+    /// `WithTimeoutForNonLongRunningRequests`, and `finisher.go` for writes): what
+    /// kube-apiserver answers while etcd cannot be reached, its client holding every request
+    /// until the deadline.
+    pub fn request_timeout(write: bool) -> Self {
+        Self::timeout(
+            if write {
+                WRITE_TIMEOUT_MESSAGE
+            } else {
+                TIMEOUT_MESSAGE
+            },
+            0,
+        )
+    }
+
     /// 500 ServerTimeout: the backend did not answer in time.
     pub fn server_timeout(gr: &GroupResource, operation: &str, retry_after_seconds: i64) -> Self {
         Self {
@@ -575,6 +590,12 @@ impl ApiError {
         Value::Object(status)
     }
 }
+
+/// The timeout filter's message (upstream `WithTimeoutForNonLongRunningRequests`).
+pub const TIMEOUT_MESSAGE: &str = "request did not complete within the allotted timeout";
+/// The message upstream's write handlers give when their deadline passes (`finisher.go`).
+pub const WRITE_TIMEOUT_MESSAGE: &str =
+    "request did not complete within requested timeout - context deadline exceeded";
 
 /// Upstream's `registry.OptimisticLockErrorMsg`.
 pub const OPTIMISTIC_LOCK_ERROR: &str =

@@ -175,7 +175,7 @@ impl Writer {
             }
             tracing::error!(error = %e, "embedded storage: commit failed");
             for (reply, _) in results {
-                let _ = reply.send(Err(Error::Unavailable(format!("commit failed: {e}"))));
+                let _ = reply.send(Err(Error::Internal(format!("commit failed: {e}"))));
             }
             return;
         }

@@ -136,6 +136,8 @@ pub(crate) fn classify(e: etcd_client::Error) -> Failure {
                 Failure::Compacted
             } else if msg.contains("required revision is a future revision") {
                 Failure::FutureRevision
+            } else if msg.starts_with("etcdserver:") {
+                Failure::Other(Error::Backend(msg.to_string()))
             } else {
                 match s.code() {
                     tonic::Code::DeadlineExceeded => {
