@@ -458,19 +458,12 @@ impl ApiError {
         )
     }
 
-    /// 504 `Timeout` for a request whose deadline passed (upstream's
-    /// `WithTimeoutForNonLongRunningRequests`, and `finisher.go` for writes): what
-    /// kube-apiserver answers while etcd cannot be reached, its client holding every request
-    /// until the deadline.
-    pub fn request_timeout(write: bool) -> Self {
-        Self::timeout(
-            if write {
-                WRITE_TIMEOUT_MESSAGE
-            } else {
-                TIMEOUT_MESSAGE
-            },
-            0,
-        )
+    /// 504 `Timeout` for a request whose deadline passed, as upstream's
+    /// `WithTimeoutForNonLongRunningRequests` words it: what kube-apiserver answers while etcd
+    /// cannot be reached (its etcd client holds every request until the deadline, and the
+    /// filter answers before the handler can).
+    pub fn request_timeout() -> Self {
+        Self::timeout(TIMEOUT_MESSAGE, 0)
     }
 
     /// 500 ServerTimeout: the backend did not answer in time.

@@ -106,8 +106,10 @@ pub fn too_old_message(requested: i64, compacted: i64) -> String {
 
 impl Error {
     /// Translates a storage error into what the client sees, for `operation` on `gr`/`name`
-    /// (the `interpret_*_error` step of upstream's registry).
-    pub fn into_api_error(self, gr: &GroupResource, name: &str, operation: &str) -> ApiError {
+    /// (the `interpret_*_error` step of upstream's registry). No answer depends on the operation
+    /// since an unreachable etcd is the request timeout's 504, not upstream's unused
+    /// `ServerTimeout` ("The <operation> operation against ..."); callers still name it.
+    pub fn into_api_error(self, gr: &GroupResource, name: &str, _operation: &str) -> ApiError {
         match self {
             Error::NotFound { .. } => ApiError::not_found(gr, name),
             Error::KeyExists { .. } => ApiError::already_exists(gr, name),
@@ -120,10 +122,8 @@ impl Error {
                 ApiError::bad_request(format!("invalid continue token: {m}"))
             }
             // kube-apiserver's etcd client holds a request while etcd cannot be reached, so the
-            // client gets the request timeout's 504 (the write handlers' wording for writes).
-            Error::Unavailable(_) | Error::Timeout(_) => {
-                ApiError::request_timeout(!matches!(operation, "get" | "list" | "watch"))
-            }
+            // client gets the request timeout's 504.
+            Error::Unavailable(_) | Error::Timeout(_) => ApiError::request_timeout(),
             // An error etcd itself answered is not a Status upstream: `ErrorToAPIStatus`
             // makes it a 500 with no reason and the error's text.
             Error::Backend(m) => ApiError::new(500, StatusReason::Unknown, m),
