@@ -328,10 +328,12 @@ impl Options {
             Ok(net) if net.trunc() != net => errors.push(format!(
                 "--service-cluster-ip-range {net}: not a network address"
             )),
-            Ok(net) if (net.max_prefix_len() - net.prefix_len()) < 2 => errors.push(format!(
-                "--service-cluster-ip-range {net}: too small (at least a /{} is needed)",
-                net.max_prefix_len() - 2
-            )),
+            Ok(net) if net.max_prefix_len().saturating_sub(net.prefix_len()) < 2 => {
+                errors.push(format!(
+                    "--service-cluster-ip-range {net}: too small (at least a /{} is needed)",
+                    net.max_prefix_len().saturating_sub(2)
+                ))
+            }
             Ok(net) => config.service_cluster_ip_range = net,
             Err(e) => errors.push(format!(
                 "--service-cluster-ip-range {:?}: {e}",

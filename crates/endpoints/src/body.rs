@@ -15,7 +15,7 @@ pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, 
         let frame =
             frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > limit {
+            if buf.len().saturating_add(data.len()) > limit {
                 return Err(ApiError::request_entity_too_large(format!(
                     "limit is {limit}"
                 )));

@@ -1,6 +1,11 @@
 //! Discovery and OpenAPI over the real built-in registry (embedded store in a temporary
 //! directory): the documents kubectl reads, checked field by field.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 // Helpers outside `#[test]` functions index into documents the tests just built.
 #![allow(clippy::unwrap_used)]
 

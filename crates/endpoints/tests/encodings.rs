@@ -1,4 +1,10 @@
 //! Encodings: YAML in and out, `?pretty`, `as=Table` and `as=PartialObjectMetadata[List]`.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -1,4 +1,10 @@
 //! Error bodies: each failure is a `metav1.Status` with kube-apiserver's code, reason and message.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

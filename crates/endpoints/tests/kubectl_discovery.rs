@@ -3,9 +3,14 @@
 //! discovery for a client that only knows v2beta1 when that is switched off) and `explain`
 //! (OpenAPI v3, and v2 in protobuf for kubectl 1.27 and 1.28). Skipped when the bundled
 //! kubectl binaries are not installed.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 // Helpers outside `#[test]` functions work on documents and processes the tests just made.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};

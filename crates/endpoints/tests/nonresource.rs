@@ -1,4 +1,10 @@
 //! Discovery and OpenAPI paths are routed to their documents through the same handler.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

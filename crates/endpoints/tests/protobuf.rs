@@ -1,5 +1,11 @@
 //! Protobuf bodies and responses through the handler: kubectl's typed create, Status errors,
 //! lists, and the 415 for kinds without a protobuf form.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

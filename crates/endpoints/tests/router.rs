@@ -1,4 +1,10 @@
 //! Groups added, replaced and removed while serving: the router swaps snapshots.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

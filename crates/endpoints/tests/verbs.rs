@@ -1,4 +1,10 @@
 //! create/get/list/update/patch/delete of configmaps through the real handler and registry.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

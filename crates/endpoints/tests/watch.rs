@@ -1,5 +1,11 @@
 //! Watch streams: synthetic ADDED events, changes, Table events, bookmarks, timeouts and the
 //! ERROR event for a compacted resourceVersion.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -335,10 +335,9 @@ impl ApiError {
     /// 422 `ConfigMap "x" is invalid: <field errors>`, with one cause per field error.
     pub fn invalid(gvk: &GroupVersionKind, name: &str, errors: &[FieldError]) -> Self {
         let messages: Vec<String> = dedup(errors.iter().map(|e| e.to_string()));
-        let aggregate = if messages.len() == 1 {
-            messages[0].clone()
-        } else {
-            format!("[{}]", messages.join(", "))
+        let aggregate = match messages.as_slice() {
+            [only] => only.clone(),
+            _ => format!("[{}]", messages.join(", ")),
         };
         let causes = errors
             .iter()
@@ -459,6 +458,14 @@ impl ApiError {
         )
     }
 
+    /// 504 `Timeout` for a request whose deadline passed, as upstream's
+    /// `WithTimeoutForNonLongRunningRequests` words it: what kube-apiserver answers while etcd
+    /// cannot be reached (its etcd client holds every request until the deadline, and the
+    /// filter answers before the handler can).
+    pub fn request_timeout() -> Self {
+        Self::timeout(TIMEOUT_MESSAGE, 0)
+    }
+
     /// 500 ServerTimeout: the backend did not answer in time.
     pub fn server_timeout(gr: &GroupResource, operation: &str, retry_after_seconds: i64) -> Self {
         Self {
@@ -577,6 +584,12 @@ impl ApiError {
     }
 }
 
+/// The timeout filter's message (upstream `WithTimeoutForNonLongRunningRequests`).
+pub const TIMEOUT_MESSAGE: &str = "request did not complete within the allotted timeout";
+/// The message upstream's write handlers give when their deadline passes (`finisher.go`).
+pub const WRITE_TIMEOUT_MESSAGE: &str =
+    "request did not complete within requested timeout - context deadline exceeded";
+
 /// Upstream's `registry.OptimisticLockErrorMsg`.
 pub const OPTIMISTIC_LOCK_ERROR: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
@@ -586,14 +599,18 @@ pub fn success_status(details: Option<(&GroupResource, &str, &str)>) -> Value {
     let mut status =
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
     if let Some((gr, name, uid)) = details {
-        let mut d = json!({"name": name, "kind": gr.resource});
+        let mut d = serde_json::Map::new();
+        d.insert("name".into(), json!(name));
+        d.insert("kind".into(), json!(gr.resource));
         if !gr.group.is_empty() {
-            d["group"] = json!(gr.group);
+            d.insert("group".into(), json!(gr.group));
         }
         if !uid.is_empty() {
-            d["uid"] = json!(uid);
+            d.insert("uid".into(), json!(uid));
         }
-        status["details"] = d;
+        if let Some(s) = status.as_object_mut() {
+            s.insert("details".into(), Value::Object(d));
+        }
     }
     status
 }

@@ -101,12 +101,12 @@ impl FieldSelector {
                     "invalid selector: '{s}'; can't understand '{term}'"
                 ))
             };
-            let (field, value, negated) = if let Some(i) = find_unescaped(&term, "!=") {
-                (&term[..i], &term[i + 2..], true)
-            } else if let Some(i) = find_unescaped(&term, "==") {
-                (&term[..i], &term[i + 2..], false)
-            } else if let Some(i) = find_unescaped(&term, "=") {
-                (&term[..i], &term[i + 1..], false)
+            let (field, value, negated) = if let Some((f, v)) = split_unescaped_once(&term, "!=") {
+                (f, v, true)
+            } else if let Some((f, v)) = split_unescaped_once(&term, "==") {
+                (f, v, false)
+            } else if let Some((f, v)) = split_unescaped_once(&term, "=") {
+                (f, v, false)
             } else {
                 return Err(bad());
             };
@@ -151,19 +151,19 @@ impl FieldSelector {
     }
 }
 
-fn find_unescaped(s: &str, needle: &str) -> Option<usize> {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            i += 2;
-            continue;
+/// Splits `s` around the first `needle` not preceded by a backslash escape.
+fn split_unescaped_once<'a>(s: &'a str, needle: &str) -> Option<(&'a str, &'a str)> {
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if let Some((before, after)) = s.split_at_checked(i) {
+            if let Some(rest) = after.strip_prefix(needle) {
+                return Some((before, rest));
+            }
         }
-        // Bytes, not `s[i..]`: `i` may sit inside a multi-byte character.
-        if bytes[i..].starts_with(needle.as_bytes()) {
-            return Some(i);
-        }
-        i += 1;
     }
     None
 }

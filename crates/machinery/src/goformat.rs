@@ -8,7 +8,7 @@ use std::fmt::Write;
 /// Go's `strconv.Quote` (`%q` of a string): `"`-delimited, `\a \b \f \n \r \t \v \\ \"`
 /// escaped, other non-printable runes as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let mut out = String::with_capacity(s.len().saturating_add(2));
     out.push('"');
     for c in s.chars() {
         match c {

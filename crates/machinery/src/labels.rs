@@ -94,65 +94,43 @@ enum Token {
 
 fn tokenize(s: &str) -> Result<Vec<Token>, SelectorParseError> {
     let mut out = Vec::new();
-    let chars: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            ' ' | '\t' | '\n' => i += 1,
-            ',' => {
-                out.push(Token::Comma);
-                i += 1
-            }
-            '(' => {
-                out.push(Token::Open);
-                i += 1
-            }
-            ')' => {
-                out.push(Token::Close);
-                i += 1
-            }
-            '>' => {
-                out.push(Token::Gt);
-                i += 1
-            }
-            '<' => {
-                out.push(Token::Lt);
-                i += 1
-            }
-            '=' => {
-                if chars.get(i + 1) == Some(&'=') {
-                    out.push(Token::DoubleEq);
-                    i += 2
-                } else {
-                    out.push(Token::Eq);
-                    i += 1
-                }
-            }
-            '!' => {
-                if chars.get(i + 1) == Some(&'=') {
-                    out.push(Token::NotEq);
-                    i += 2
-                } else {
-                    out.push(Token::Bang);
-                    i += 1
-                }
-            }
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let token = match c {
+            ' ' | '\t' | '\n' => continue,
+            ',' => Token::Comma,
+            '(' => Token::Open,
+            ')' => Token::Close,
+            '>' => Token::Gt,
+            '<' => Token::Lt,
+            '=' if chars.next_if_eq(&'=').is_some() => Token::DoubleEq,
+            '=' => Token::Eq,
+            '!' if chars.next_if_eq(&'=').is_some() => Token::NotEq,
+            '!' => Token::Bang,
             _ => {
-                let start = i;
-                while i < chars.len()
-                    && !matches!(
-                        chars[i],
+                let mut ident = String::from(c);
+                while let Some(n) = chars.next_if(|n| {
+                    !matches!(
+                        n,
                         ' ' | '\t' | '\n' | ',' | '(' | ')' | '=' | '!' | '<' | '>'
                     )
-                {
-                    i += 1;
+                }) {
+                    ident.push(n);
                 }
-                out.push(Token::Ident(chars[start..i].iter().collect()));
+                Token::Ident(ident)
             }
-        }
+        };
+        out.push(token);
     }
     Ok(out)
+}
+
+/// Takes the next token if it is an identifier.
+fn take_ident(tokens: &mut std::iter::Peekable<std::vec::IntoIter<Token>>) -> Option<String> {
+    match tokens.next_if(|t| matches!(t, Token::Ident(_))) {
+        Some(Token::Ident(v)) => Some(v),
+        _ => None,
+    }
 }
 
 impl LabelSelector {
@@ -177,73 +155,50 @@ impl LabelSelector {
 
     /// Parses the query-string syntax.
     pub fn parse(s: &str) -> Result<Self, SelectorParseError> {
-        let tokens = tokenize(s)?;
+        let mut tokens = tokenize(s)?.into_iter().peekable();
         let mut reqs = Vec::new();
-        let mut i = 0;
         let err = |m: String| SelectorParseError(format!("unable to parse requirement: {m}"));
-        while i < tokens.len() {
-            let negate = if tokens[i] == Token::Bang {
-                i += 1;
-                true
-            } else {
-                false
-            };
-            let key = match tokens.get(i) {
-                Some(Token::Ident(k)) => k.clone(),
-                other => {
-                    return Err(err(format!(
-                        "found '{}', expected: identifier",
-                        token_text(other)
-                    )))
-                }
+        let found = |t: Option<&Token>, expected: &str| {
+            err(format!("found '{}', expected: {expected}", token_text(t)))
+        };
+        while tokens.peek().is_some() {
+            let negate = tokens.next_if_eq(&Token::Bang).is_some();
+            let key = match tokens.next() {
+                Some(Token::Ident(k)) => k,
+                other => return Err(found(other.as_ref(), "identifier")),
             };
             validate_key(&key).map_err(err)?;
-            i += 1;
             if negate {
                 reqs.push(Requirement::DoesNotExist(key));
             } else {
-                match tokens.get(i) {
+                match tokens.peek() {
                     None | Some(Token::Comma) => reqs.push(Requirement::Exists(key)),
                     Some(Token::Eq) | Some(Token::DoubleEq) | Some(Token::NotEq) => {
-                        let op = tokens[i].clone();
-                        i += 1;
-                        let value = match tokens.get(i) {
-                            Some(Token::Ident(v)) => {
-                                i += 1;
-                                v.clone()
-                            }
-                            None | Some(Token::Comma) => String::new(),
-                            other => {
-                                return Err(err(format!(
-                                    "found '{}', expected: identifier",
-                                    token_text(other)
-                                )))
-                            }
+                        let not_eq = tokens.next() == Some(Token::NotEq);
+                        let value = match take_ident(&mut tokens) {
+                            Some(v) => v,
+                            None => match tokens.peek() {
+                                None | Some(Token::Comma) => String::new(),
+                                other => return Err(found(other, "identifier")),
+                            },
                         };
                         validate_value(&value).map_err(err)?;
-                        reqs.push(if op == Token::NotEq {
+                        reqs.push(if not_eq {
                             Requirement::NotEquals(key, value)
                         } else {
                             Requirement::Equals(key, value)
                         });
                     }
                     Some(Token::Gt) | Some(Token::Lt) => {
-                        let gt = tokens[i] == Token::Gt;
-                        i += 1;
-                        let n = match tokens.get(i) {
+                        let gt = tokens.next() == Some(Token::Gt);
+                        let n = match tokens.next() {
                             Some(Token::Ident(v)) => v.parse::<i64>().map_err(|_| {
                                 err(format!(
                                     "for 'Gt', 'Lt' operators, the value must be an integer: {v}"
                                 ))
                             })?,
-                            other => {
-                                return Err(err(format!(
-                                    "found '{}', expected: identifier",
-                                    token_text(other)
-                                )))
-                            }
+                            other => return Err(found(other.as_ref(), "identifier")),
                         };
-                        i += 1;
                         reqs.push(if gt {
                             Requirement::GreaterThan(key, n)
                         } else {
@@ -252,32 +207,21 @@ impl LabelSelector {
                     }
                     Some(Token::Ident(op)) if op == "in" || op == "notin" => {
                         let is_in = op == "in";
-                        i += 1;
-                        if tokens.get(i) != Some(&Token::Open) {
-                            return Err(err(format!(
-                                "found '{}', expected: '('",
-                                token_text(tokens.get(i))
-                            )));
+                        tokens.next();
+                        if tokens.next_if_eq(&Token::Open).is_none() {
+                            return Err(found(tokens.peek(), "'('"));
                         }
-                        i += 1;
                         let mut values = Vec::new();
                         loop {
-                            match tokens.get(i) {
+                            match tokens.next() {
                                 Some(Token::Ident(v)) => {
-                                    validate_value(v).map_err(err)?;
-                                    values.push(v.clone());
-                                    i += 1;
+                                    validate_value(&v).map_err(err)?;
+                                    values.push(v);
                                 }
-                                Some(Token::Close) => {
-                                    i += 1;
-                                    break;
-                                }
-                                Some(Token::Comma) => i += 1,
+                                Some(Token::Close) => break,
+                                Some(Token::Comma) => {}
                                 other => {
-                                    return Err(err(format!(
-                                        "found '{}', expected: ',', ')' or identifier",
-                                        token_text(other)
-                                    )))
+                                    return Err(found(other.as_ref(), "',', ')' or identifier"))
                                 }
                             }
                         }
@@ -289,23 +233,17 @@ impl LabelSelector {
                             Requirement::NotIn(key, values)
                         });
                     }
-                    other => {
-                        return Err(err(format!(
-                            "found '{}', expected: in, notin, =, ==, !=, gt, lt",
-                            token_text(other)
-                        )))
-                    }
+                    other => return Err(found(other, "in, notin, =, ==, !=, gt, lt")),
                 }
             }
-            match tokens.get(i) {
+            match tokens.next() {
                 None => break,
                 Some(Token::Comma) => {
-                    i += 1;
-                    if i == tokens.len() {
+                    if tokens.peek().is_none() {
                         return Err(err("found '', expected: identifier".into()));
                     }
                 }
-                other => return Err(err(format!("found '{}', expected: ','", token_text(other)))),
+                other => return Err(found(other.as_ref(), "','")),
             }
         }
         Ok(Self { requirements: reqs })

@@ -40,7 +40,9 @@ impl RequestInfo {
         if parts.is_empty() {
             return info;
         }
-        let prefix = parts[0].clone();
+        let Some(prefix) = parts.first().cloned() else {
+            return info;
+        };
         if prefix != "api" && prefix != "apis" {
             return info;
         }
@@ -69,7 +71,7 @@ impl RequestInfo {
             _ => "",
         }
         .to_string();
-        if parts[0] == "watch" || parts[0] == "proxy" {
+        if matches!(parts.first().map(String::as_str), Some("watch" | "proxy")) {
             if parts.len() < 2 {
                 info.is_resource_request = false;
                 return info;
@@ -78,19 +80,24 @@ impl RequestInfo {
         }
         // `/namespaces/<ns>/<resource>...` addresses a resource inside the namespace; the
         // namespace's own subresources (`status`, `finalize`) keep `namespaces` as the resource.
-        if parts[0] == "namespaces" && parts.len() > 1 {
-            info.namespace = parts[1].clone();
-            if parts.len() > 2 && parts[2] != "status" && parts[2] != "finalize" {
-                parts.drain(..2);
+        if let [first, ns, rest @ ..] = parts.as_slice() {
+            if first == "namespaces" {
+                info.namespace = ns.clone();
+                if rest
+                    .first()
+                    .is_some_and(|p| p != "status" && p != "finalize")
+                {
+                    parts.drain(..2);
+                }
             }
         }
-        if parts.len() >= 3 {
-            info.subresource = parts[2].clone();
+        if let Some(subresource) = parts.get(2) {
+            info.subresource = subresource.clone();
         }
-        if parts.len() >= 2 {
-            info.name = parts[1].clone();
+        if let Some(name) = parts.get(1) {
+            info.name = name.clone();
         }
-        info.resource = parts[0].clone();
+        info.resource = parts.first().cloned().unwrap_or_default();
         info.parts = parts;
 
         if info.name.is_empty() && info.verb == "get" {

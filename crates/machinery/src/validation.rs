@@ -35,8 +35,8 @@ fn is_alnum_lower(c: u8) -> bool {
 fn matches_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
-        && is_alnum_lower(b[0])
-        && is_alnum_lower(b[b.len() - 1])
+        && b.first().is_some_and(|&c| is_alnum_lower(c))
+        && b.last().is_some_and(|&c| is_alnum_lower(c))
         && b.iter().all(|&c| is_alnum_lower(c) || c == b'-')
 }
 
@@ -64,8 +64,8 @@ pub fn is_dns1035_label(s: &str) -> Vec<String> {
     }
     let b = s.as_bytes();
     let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && is_alnum_lower(b[b.len() - 1])
+        && b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.last().is_some_and(|&c| is_alnum_lower(c))
         && b.iter().all(|&c| is_alnum_lower(c) || c == b'-');
     if !ok {
         errs.push(regex_error(
@@ -96,8 +96,8 @@ pub fn is_dns1123_subdomain(s: &str) -> Vec<String> {
 fn matches_qualified_name_part(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
         && b.iter()
             .all(|&c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
 }
@@ -173,6 +173,20 @@ pub fn is_valid_path_segment_name(s: &str) -> Vec<String> {
         }
     }
     errs
+}
+
+/// The alphabet of upstream's `utilrand.String`: no vowels and no look-alikes, so no words
+/// are formed.
+const RANDOM_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `n` random characters of upstream's `utilrand.String` alphabet (generated names' suffixes).
+pub fn random_suffix(n: usize) -> String {
+    use rand::seq::IndexedRandom;
+    let mut rng = rand::rng();
+    (0..n)
+        .filter_map(|_| RANDOM_ALPHABET.choose(&mut rng))
+        .map(|&b| char::from(b))
+        .collect()
 }
 
 #[cfg(test)]

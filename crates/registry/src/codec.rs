@@ -148,7 +148,7 @@ pub fn unrecognized(kind: &str, err: &str, body: &[u8]) -> ApiError {
 
 /// Upstream's `summarizeData`: an object's first bytes as text, anything else in hex.
 fn summarize(body: &[u8], max: usize) -> String {
-    let head = &body[..body.len().min(max)];
+    let head = body.get(..max).unwrap_or(body);
     let more = if body.len() > max { " ..." } else { "" };
     match body.first() {
         None => "<empty>".to_string(),
@@ -289,7 +289,7 @@ impl<'de> Visitor<'de> for TrackingSeed<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        let mut i = 0;
+        let mut i = 0usize;
         loop {
             let seed = TrackingSeed {
                 path: format!("{}[{i}]", self.path),
@@ -299,7 +299,7 @@ impl<'de> Visitor<'de> for TrackingSeed<'_> {
                 Some(v) => out.push(v),
                 None => break,
             }
-            i += 1;
+            i = i.saturating_add(1);
         }
         Ok(Value::Array(out))
     }

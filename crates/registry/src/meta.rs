@@ -8,15 +8,12 @@ use kapi_machinery::validation::{
     is_valid_path_segment_name,
 };
 use kapi_machinery::{FieldError, Object};
-use rand::Rng;
 use serde_json::Value;
 
 /// Upstream's `TotalAnnotationSizeLimitB`.
 pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 /// Upstream's `maxGeneratedNameLength` (63 minus the random suffix).
 const MAX_GENERATED_NAME_LENGTH: usize = 58;
-/// The alphabet of `utilrand.String`: no vowels and no look-alikes, so no words are formed.
-const RANDOM_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// `<generateName><5 random characters>`, as upstream's `SimpleNameGenerator`.
 pub fn generate_name(base: &str) -> String {
@@ -25,11 +22,7 @@ pub fn generate_name(base: &str) -> String {
     } else {
         base.to_string()
     };
-    let mut rng = rand::rng();
-    let suffix: String = (0..5)
-        .map(|_| RANDOM_ALPHABET[rng.random_range(0..RANDOM_ALPHABET.len())] as char)
-        .collect();
-    format!("{base}{suffix}")
+    format!("{base}{}", kapi_machinery::validation::random_suffix(5))
 }
 
 /// RFC 3339 in seconds with `Z`, as `metav1.Time` encodes.
@@ -74,7 +67,9 @@ fn validate_annotations(annotations: Option<&Value>) -> Vec<FieldError> {
         for msg in is_qualified_name(&k.to_lowercase()) {
             errs.push(FieldError::invalid("metadata.annotations", k.as_str(), msg));
         }
-        total += k.len() + v.as_str().map(str::len).unwrap_or_default();
+        total = total
+            .saturating_add(k.len())
+            .saturating_add(v.as_str().map(str::len).unwrap_or_default());
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errs.push(FieldError::too_long(
@@ -207,7 +202,9 @@ mod tests {
         let n = generate_name("web-");
         assert_eq!(n.len(), 9);
         assert!(n.starts_with("web-"));
-        assert!(n[4..].bytes().all(|c| RANDOM_ALPHABET.contains(&c)));
+        assert!(n[4..]
+            .bytes()
+            .all(|c| b"bcdfghjklmnpqrstvwxz2456789".contains(&c)));
         assert_eq!(generate_name(&"a".repeat(70)).len(), 63);
     }
 

@@ -2,6 +2,12 @@
 //! a valid object and an invalid one, it checks create, get, list, update, delete, watch,
 //! `generateName`, conflicts and dry-run, asserting codes, reasons and wording. Run it
 //! against a real storage backend.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test support, never on a request path: a panic is a failed test"
+)]
 
 use crate::rest::{self, Context, FieldValidation, Storage, UpdatedObjectFn, WriteOptions};
 use futures::StreamExt;

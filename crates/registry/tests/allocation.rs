@@ -1,6 +1,11 @@
 //! Service ClusterIP and NodePort allocation shared by two independent registries on one
 //! storage (as two replicas are): against a real etcd and against the embedded store.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 #![allow(clippy::unwrap_used)]
 
 mod common;

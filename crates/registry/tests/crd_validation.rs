@@ -1,6 +1,12 @@
 //! CustomResourceDefinitions through the Store on the embedded store: defaults, storedVersions,
 //! generation, validation causes, `/status`, and the first delete that only marks the
 //! definition (cleanup finalizer, `Terminating=True`).
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

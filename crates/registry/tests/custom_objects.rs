@@ -2,8 +2,13 @@
 //! store: pruning per fieldValidation, defaults, schema and CEL validation (422 with the kind's
 //! group), generation, `/status`, two versions over one key prefix, printer columns, `/scale`,
 //! selectable fields and the refusal of creates while the definition terminates.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
+#![allow(clippy::unwrap_used)]
 mod common;
 
 use common::{create, ctx, get, obj, put, registry};

@@ -1,6 +1,12 @@
 //! The resource harness and focused cases for the API groups beyond core, apps, batch and the
 //! small groups: rbac, scheduling, policy, networking, storage, node, autoscaling, and the core
 //! additions (replicationcontrollers, podtemplates).
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

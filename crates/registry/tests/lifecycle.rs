@@ -1,5 +1,11 @@
 //! Focused lifecycle tests on the embedded store: finalizers, namespace termination, status
 //! subresources, secrets, service allocation, strict decoding (reads are in `reads.rs`).
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

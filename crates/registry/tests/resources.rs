@@ -1,4 +1,10 @@
 //! The resource harness run for every built-in resource against the embedded store.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -41,7 +41,7 @@ pub fn lease_name(host: &str, advertise: SocketAddr) -> String {
     format!(
         "apiserver-{}",
         data_encoding::BASE32_NOPAD
-            .encode(&hash[..16])
+            .encode(hash.get(..16).unwrap_or_default())
             .to_ascii_lowercase()
     )
 }
@@ -107,7 +107,9 @@ async fn renew(lock: &mut LeaseLock, holder: &str) -> Result<(), kapi_machinery:
 /// Whether an identity Lease's `renewTime + leaseDurationSeconds` has passed.
 fn expired(record: &LeaseRecord, now: chrono::DateTime<chrono::Utc>) -> bool {
     match record.renew_time.as_deref().and_then(parse_time) {
-        Some(renewed) => renewed + chrono::Duration::seconds(record.lease_duration_seconds) < now,
+        Some(renewed) => chrono::Duration::try_seconds(record.lease_duration_seconds)
+            .and_then(|d| renewed.checked_add_signed(d))
+            .is_none_or(|end| end < now),
         None => true,
     }
 }

@@ -25,7 +25,7 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, ParseDurationError> {
         let mut end = start;
         while let Some(&(i, c)) = chars.peek() {
             if c.is_ascii_digit() || c == '.' {
-                end = i + c.len_utf8();
+                end = i.saturating_add(c.len_utf8());
                 chars.next();
             } else {
                 break;
@@ -41,7 +41,7 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, ParseDurationError> {
             if c.is_ascii_digit() || c == '.' {
                 break;
             }
-            uend = i + c.len_utf8();
+            uend = i.saturating_add(c.len_utf8());
             chars.next();
         }
         let unit = match &rest[ustart..uend] {

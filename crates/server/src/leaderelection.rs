@@ -100,7 +100,8 @@ impl LeaderElector {
     fn lease_valid(&self, now: Instant) -> bool {
         let secs = u64::try_from(self.observed.lease_duration_seconds).unwrap_or(0);
         self.observed_at
-            .is_some_and(|at| at + Duration::from_secs(secs) > now)
+            .and_then(|at| at.checked_add(Duration::from_secs(secs)))
+            .is_some_and(|end| end > now)
     }
 
     fn set_observed(&mut self, record: LeaseRecord) {
@@ -174,7 +175,7 @@ impl LeaderElector {
             record.acquire_time = old.acquire_time;
             record.lease_transitions = old.lease_transitions;
         } else {
-            record.lease_transitions = old.lease_transitions + 1;
+            record.lease_transitions = old.lease_transitions.saturating_add(1);
         }
         match self.lock.update(&record).await {
             Ok(()) => {
@@ -237,14 +238,20 @@ impl LeaderElector {
             if stopped_within(stop, self.config.retry_period).await {
                 return true;
             }
-            let deadline = Instant::now() + self.config.renew_deadline;
+            let started = Instant::now();
+            let deadline = started
+                .checked_add(self.config.renew_deadline)
+                .unwrap_or(started);
             let renewed = loop {
                 match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
                     Ok(true) => break true,
                     Ok(false) => {}
                     Err(_) => break false,
                 }
-                if Instant::now() + self.config.retry_period >= deadline {
+                if Instant::now()
+                    .checked_add(self.config.retry_period)
+                    .is_none_or(|next| next >= deadline)
+                {
                     break false;
                 }
                 if stopped_within(stop, self.config.retry_period).await {

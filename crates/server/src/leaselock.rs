@@ -50,8 +50,8 @@ impl LeaseRecord {
             ("acquireTime", &self.acquire_time),
             ("renewTime", &self.renew_time),
         ] {
-            if let Some(v) = v {
-                spec[k] = json!(v);
+            if let (Some(v), Some(spec)) = (v, spec.as_object_mut()) {
+                spec.insert(k.into(), json!(v));
             }
         }
         spec
@@ -138,8 +138,10 @@ impl LeaseLock {
             .as_creater()
             .ok_or_else(|| unsupported("create"))?;
         let mut metadata = json!({"name": self.name, "namespace": self.ctx.namespace});
-        if self.labels.as_object().is_some_and(|l| !l.is_empty()) {
-            metadata["labels"] = self.labels.clone();
+        if let (Some(m), Some(l)) = (metadata.as_object_mut(), self.labels.as_object()) {
+            if !l.is_empty() {
+                m.insert("labels".into(), self.labels.clone());
+            }
         }
         let body = Object::from_value(json!({
             "apiVersion": "coordination.k8s.io/v1",

@@ -139,10 +139,9 @@ pub fn load_or_create(cfg: &ServerConfig) -> Result<Pki, ServerError> {
         if !ca_pem.ends_with('\n') {
             ca_pem.push('\n');
         }
-        let issuers = if serving_chain.len() > 1 {
-            &serving_chain[1..]
-        } else {
-            &serving_chain[..]
+        let issuers = match serving_chain.split_first() {
+            Some((_, rest)) if !rest.is_empty() => rest,
+            _ => serving_chain.as_slice(),
         };
         for der in issuers {
             ca_pem.push_str(&pem_certificate(der));
@@ -174,7 +173,10 @@ fn load_or_create_ca(dir: &Path, now: OffsetDateTime) -> Result<LoadedCa, Server
                 let expires = x509.validity().not_after.timestamp();
                 let same_key =
                     x509.public_key().subject_public_key.data.as_ref() == key.public_key_raw();
-                if x509.is_ca() && same_key && expires > (now + RENEW_BEFORE).unix_timestamp() {
+                if x509.is_ca()
+                    && same_key
+                    && expires > now.saturating_add(RENEW_BEFORE).unix_timestamp()
+                {
                     let subject = x509.subject().as_raw().to_vec();
                     let issuer = Issuer::from_ca_cert_der(&CertificateDer::from(der.clone()), key)?;
                     return Ok((issuer, pem, subject, false));
@@ -199,8 +201,8 @@ fn load_or_create_ca(dir: &Path, now: OffsetDateTime) -> Result<LoadedCa, Server
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    params.not_before = now - TimeDuration::hours(1);
-    params.not_after = now + TimeDuration::days(3650);
+    params.not_before = now.saturating_sub(TimeDuration::hours(1));
+    params.not_after = now.saturating_add(TimeDuration::days(3650));
     let cert = params.self_signed(&key)?;
     let pem = cert.pem();
     write_file(&cert_path, pem.as_bytes(), 0o644)?;
@@ -231,8 +233,8 @@ fn leaf_params(
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.use_authority_key_identifier_extension = true;
-    params.not_before = now - TimeDuration::hours(1);
-    params.not_after = now + TimeDuration::days(365);
+    params.not_before = now.saturating_sub(TimeDuration::hours(1));
+    params.not_after = now.saturating_add(TimeDuration::days(365));
     Ok(params)
 }
 
@@ -266,7 +268,8 @@ fn leaf_still_good(
     };
     if x509.issuer().as_raw() != ca_subject
         || x509.public_key().subject_public_key.data.as_ref() != key.public_key_raw()
-        || x509.validity().not_after.timestamp() <= (now + RENEW_BEFORE).unix_timestamp()
+        || x509.validity().not_after.timestamp()
+            <= now.saturating_add(RENEW_BEFORE).unix_timestamp()
     {
         return false;
     }

@@ -255,15 +255,17 @@ impl Drop for ActiveRequest {
 /// The size of a request line and headers as upstream's `MaxHeaderBytes` counts them.
 fn header_bytes<B>(req: &http::Request<B>) -> usize {
     let uri = req.uri();
-    let line = req.method().as_str().len()
-        + uri.authority().map_or(0, |a| a.as_str().len())
-        + uri.path_and_query().map_or(0, |p| p.as_str().len())
-        + 12;
+    let line = req
+        .method()
+        .as_str()
+        .len()
+        .saturating_add(uri.authority().map_or(0, |a| a.as_str().len()))
+        .saturating_add(uri.path_and_query().map_or(0, |p| p.as_str().len()))
+        .saturating_add(12);
     req.headers()
         .iter()
-        .map(|(n, v)| n.as_str().len() + v.len() + 4)
-        .sum::<usize>()
-        + line
+        .map(|(n, v)| n.as_str().len().saturating_add(v.len()).saturating_add(4))
+        .fold(line, usize::saturating_add)
 }
 
 /// The 431 Status for a request whose line and headers are too large.
@@ -364,7 +366,7 @@ impl Drop for DrainOnDrop {
             let mut read = 0usize;
             let drain = async {
                 while let Some(Ok(frame)) = body.frame().await {
-                    read += frame.data_ref().map_or(0, bytes::Bytes::len);
+                    read = read.saturating_add(frame.data_ref().map_or(0, bytes::Bytes::len));
                     if read > DRAIN_LIMIT {
                         break;
                     }

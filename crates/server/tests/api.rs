@@ -1,6 +1,12 @@
 //! The server end to end through kube-rs: configmaps' lifecycle and watch, `/version`, the
 //! health endpoints and `/metrics`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

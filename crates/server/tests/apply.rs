@@ -1,7 +1,13 @@
 //! Server-side apply end to end through kube-rs: create-on-apply, a repeated apply that
 //! changes nothing (same managedFields, same resourceVersion), conflicts between two field
 //! managers and forcing them, and managedFields recorded by an ordinary create and update.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -3,7 +3,13 @@
 //! the account is deleted), TokenReview and SelfSubjectReview answer, static tokens work, bad
 //! tokens are upstream's 401. The authorizer is explicit (AlwaysAllow): this is about who, not
 //! what.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

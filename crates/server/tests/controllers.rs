@@ -1,7 +1,13 @@
 //! The in-process controllers and the default-on ServiceAccount admission against a real
 //! server: a new namespace gets its `default` ServiceAccount and `kube-root-ca.crt` (holding the
 //! server's CA), and a pod created there gets the account and the projected token volume.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

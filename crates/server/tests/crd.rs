@@ -2,7 +2,13 @@
 //! and Established, its objects created, read, listed, replaced, patched, watched, written
 //! through /status and /scale and deleted; name conflicts refused with upstream's reasons;
 //! deleting the CRD deletes its objects and withdraws its routes.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

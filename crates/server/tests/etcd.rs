@@ -1,6 +1,12 @@
 //! The server on a real etcd process: objects go through etcd, and `/readyz` fails (500,
 //! `[-]etcd failed: reason withheld`) while etcd is unreachable.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -1,6 +1,12 @@
 //! The filter stack over real HTTPS: authentication (x509, anonymous, 401), authorization
 //! denials, max-in-flight (429), panic recovery and the request timeout.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

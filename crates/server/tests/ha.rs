@@ -2,7 +2,13 @@
 //! controllers; when it stops, the other takes the Lease over (one more `leaseTransitions`)
 //! and the controllers keep working. Each replica keeps its identity Lease, and the
 //! `kubernetes` Endpoints/EndpointSlice list the live replicas.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

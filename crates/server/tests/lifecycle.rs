@@ -1,6 +1,12 @@
 //! Start-up and shutdown: certificates and kubeconfig on disk and their reuse, and a graceful
 //! shutdown that lets in-flight requests finish and ends watches.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

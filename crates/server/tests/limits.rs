@@ -1,7 +1,13 @@
 //! The server's own refusals reach the client as a Status over HTTP/2 as over HTTP/1.1 (a body
 //! over the limit, headers over the limit, 429, 504 while the body is still arriving), and
 //! connections are bounded (a client that never finishes its headers is disconnected).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

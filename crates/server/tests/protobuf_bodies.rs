@@ -4,7 +4,13 @@
 //! and the message in `raw`. Each case checks the effect on the server, not only the code.
 //! Subresource bodies (binding, eviction, tokens, reviews) are in `protobuf_subresources.rs`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Key-level storage errors. The registry turns them into API errors with the resource and
 //! name the wording needs ([`Error::into_api_error`]).
 
+use kapi_machinery::error::StatusReason;
 use kapi_machinery::{ApiError, GroupResource};
 
 /// What went wrong at the storage level.
@@ -25,13 +26,17 @@ pub enum Error {
     /// The backend did not answer within the request timeout.
     #[error("storage request timed out: {0}")]
     Timeout(String),
+    /// The backend answered with a failure of its own (etcd's `etcdserver: request timed
+    /// out`, `etcdserver: no leader`, ...), passed to the client as its text.
+    #[error("{0}")]
+    Backend(String),
     /// The stored bytes are not a valid object.
     #[error("corrupt object at {key}: {message}")]
     Corrupt { key: String, message: String },
     /// An error raised by a caller's closure (update function, delete validation), passed through.
     #[error("{0}")]
     Api(Box<ApiError>),
-    #[error("internal storage error: {0}")]
+    #[error("{0}")]
     Internal(String),
 }
 
@@ -101,8 +106,10 @@ pub fn too_old_message(requested: i64, compacted: i64) -> String {
 
 impl Error {
     /// Translates a storage error into what the client sees, for `operation` on `gr`/`name`
-    /// (the `interpret_*_error` step of upstream's registry).
-    pub fn into_api_error(self, gr: &GroupResource, name: &str, operation: &str) -> ApiError {
+    /// (the `interpret_*_error` step of upstream's registry). No answer depends on the operation
+    /// since an unreachable etcd is the request timeout's 504, not upstream's unused
+    /// `ServerTimeout` ("The <operation> operation against ..."); callers still name it.
+    pub fn into_api_error(self, gr: &GroupResource, name: &str, _operation: &str) -> ApiError {
         match self {
             Error::NotFound { .. } => ApiError::not_found(gr, name),
             Error::KeyExists { .. } => ApiError::already_exists(gr, name),
@@ -114,14 +121,23 @@ impl Error {
             Error::InvalidContinue(m) => {
                 ApiError::bad_request(format!("invalid continue token: {m}"))
             }
-            Error::Unavailable(_) | Error::Timeout(_) => ApiError::server_timeout(gr, operation, 2),
+            // kube-apiserver's etcd client holds a request while etcd cannot be reached, so the
+            // client gets the request timeout's 504.
+            Error::Unavailable(_) | Error::Timeout(_) => ApiError::request_timeout(),
+            // An error etcd itself answered is not a Status upstream: `ErrorToAPIStatus`
+            // makes it a 500 with no reason and the error's text.
+            Error::Backend(m) => ApiError::new(500, StatusReason::Unknown, m),
             Error::Api(e) => *e,
-            e @ (Error::Corrupt { .. } | Error::Internal(_)) => ApiError::internal(e),
+            Error::Internal(m) => ApiError::internal(m),
+            e @ Error::Corrupt { .. } => ApiError::internal(e),
         }
     }
 
     /// True for errors that mean "the backend is down or slow", not "the request is wrong".
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, Error::Unavailable(_) | Error::Timeout(_))
+        matches!(
+            self,
+            Error::Unavailable(_) | Error::Timeout(_) | Error::Backend(_)
+        )
     }
 }

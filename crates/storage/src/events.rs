@@ -150,12 +150,18 @@ pub(crate) fn prefix_end(prefix: &str) -> String {
     let mut bytes = prefix.as_bytes().to_vec();
     while let Some(last) = bytes.pop() {
         if last < 0x7f {
-            bytes.push(last + 1);
+            bytes.push(last.saturating_add(1));
             // Only an ASCII byte was changed, so this stays valid UTF-8.
             return String::from_utf8(bytes).unwrap_or_else(|_| format!("{prefix}\u{10FFFF}"));
         }
     }
     format!("{prefix}\u{10FFFF}")
+}
+
+/// The bookmark ticker of a watch: first tick one `period` from now, not at once.
+pub(crate) fn bookmark_ticker(period: std::time::Duration) -> tokio::time::Interval {
+    let now = tokio::time::Instant::now();
+    tokio::time::interval_at(now.checked_add(period).unwrap_or(now), period)
 }
 
 #[cfg(test)]

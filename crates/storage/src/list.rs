@@ -139,10 +139,10 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
         };
         revision = Some(page.revision);
         let fetched = page.kvs.len();
-        let mut consumed = 0;
+        let mut consumed = 0usize;
         let mut full = false;
         for kv in page.kvs {
-            consumed += 1;
+            consumed = consumed.saturating_add(1);
             let obj = decode_stored(&kv.key, &kv.value, kv.mod_revision)?;
             last_key = Some(kv.key);
             if everything || pred.matches(&obj) {
@@ -156,7 +156,7 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
         more = page.more || consumed < fetched;
         if full || !more {
             if let Some(count) = page.count.filter(|_| more && everything) {
-                remaining = Some((count - consumed as i64).max(0));
+                remaining = Some(count.saturating_sub(consumed as i64).max(0));
             }
             break;
         }
@@ -164,7 +164,7 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
             Some(k) => start = format!("{k}\u{0}"),
             None => break,
         }
-        fetch = (fetch * 2).min(MAX_FETCH);
+        fetch = fetch.saturating_mul(2).min(MAX_FETCH);
     }
     let revision = revision.unwrap_or(0);
     if let ReadAt::Latest { min: Some(min) } = plan.read {

@@ -2,7 +2,12 @@
 //! anyone up, objects are shared between watchers, the window is bounded, and `limit` with
 //! `resourceVersion=0` is ignored when served from memory, and bookmarks come before a
 //! watch's timeout.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 #![allow(clippy::unwrap_used)]
 
 use futures::{FutureExt, StreamExt};

@@ -1,5 +1,10 @@
 //! The conformance suite against the embedded backend, directly and through the watch cache.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 #![allow(clippy::unwrap_used)]
 
 use kapi_storage::cacher::{Cacher, CacherConfig};

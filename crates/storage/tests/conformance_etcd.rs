@@ -1,6 +1,11 @@
 //! The conformance suite against a real etcd (started on free loopback ports by the test),
 //! directly and through the watch cache, and etcd going away and coming back.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 #![cfg(feature = "etcd")]
 #![allow(clippy::unwrap_used)]
 

@@ -1,7 +1,12 @@
 //! Crash safety of the embedded backend: a child process writes and prints every acknowledged
 //! write, is killed with SIGKILL mid-stream, and every acknowledged write must be there after
 //! reopening. The child is this test binary run again with `KAPI_CRASH_CHILD_DIR` set.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 #![allow(clippy::unwrap_used)]
 
 use kapi_storage::embedded::EmbeddedStorage;

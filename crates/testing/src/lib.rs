@@ -17,6 +17,12 @@
 //! [`TestServer::builder`] chooses the storage, admission plugins, authorizers, the CRDs to
 //! install (and wait for) and whether the built-in controllers run. [`raw`] is an HTTPS client
 //! for what kube-rs does not show (status lines, headers, streamed bodies).
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 pub mod raw;
 

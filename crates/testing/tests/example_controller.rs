@@ -5,6 +5,12 @@
 //! up to date) one ConfigMap per Greeting, owned by it, and writes the ConfigMap's name and the
 //! generation it acted on into the Greeting's status. kapi's garbage collector removes the
 //! ConfigMap when its Greeting is deleted.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;

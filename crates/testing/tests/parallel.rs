@@ -1,5 +1,11 @@
 //! Servers started at once in one test binary stay apart: each has its own port, certificates
 //! and data, and a client of one never sees another's objects.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kapi_testing::{Storage, TestServer};

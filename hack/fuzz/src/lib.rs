@@ -8,6 +8,12 @@
 //! panic or a broken property (a bad body answered with a 5xx, a selector that does not read
 //! back as itself, ...); proptest then shrinks the input. Inputs that once failed are kept in
 //! `regressions/<target>/` and replayed first.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "fuzz harness, never on a request path: a panic is a finding"
+)]
 
 mod targets;
 

@@ -5,6 +5,12 @@
 //! (presence kept for an explicit zero) from `go-pointer-fields.txt` and
 //! `go-pointer-fields.by-hand.txt` beside this crate. The output is committed so that the
 //! build never looks anything up; `tests/up_to_date.rs` fails when it is stale.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "code generator run by hand on trusted sources, never on a request path"
+)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;

@@ -68,8 +68,11 @@ impl Limit {
             LimitType::SourceAndObject => {
                 let ev = a.object.as_ref();
                 let get = |path: &[&str]| {
-                    let mut v = ev.and_then(|o| o.get(path[0]));
-                    for p in &path[1..] {
+                    let Some((first, rest)) = path.split_first() else {
+                        return String::new();
+                    };
+                    let mut v = ev.and_then(|o| o.get(first));
+                    for p in rest {
                         v = v.and_then(|x| x.get(*p));
                     }
                     v.and_then(Value::as_str).unwrap_or("").to_string()
@@ -209,9 +212,9 @@ impl ValidationInterface for EventRateLimit {
                     .then(|| format!("limit reached on type {} for key {key}", l.ty.as_str()))
             })
             .collect();
-        let msg = match errs.len() {
-            0 => return Ok(()),
-            1 => errs[0].clone(),
+        let msg = match errs.as_slice() {
+            [] => return Ok(()),
+            [only] => only.clone(),
             _ => format!("[{}]", errs.join(", ")),
         };
         Err(ApiError::new(

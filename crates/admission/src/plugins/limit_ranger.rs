@@ -354,9 +354,9 @@ impl ValidationInterface for LimitRanger {
                 _ => {}
             }
         }
-        match errs.len() {
-            0 => Ok(()),
-            1 => Err(a.forbidden(&errs[0])),
+        match errs.as_slice() {
+            [] => Ok(()),
+            [only] => Err(a.forbidden(only)),
             _ => Err(a.forbidden(format!("[{}]", errs.join(", ")))),
         }
     }

@@ -79,15 +79,6 @@ fn account_name(pod: &Object) -> &str {
         .unwrap_or("")
 }
 
-/// Five characters from upstream's name generator alphabet (no vowels, no look-alikes).
-fn random_suffix() -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    uuid::Uuid::new_v4().as_bytes()[..5]
-        .iter()
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-        .collect()
-}
-
 /// The projected volume source upstream mounts for the API token.
 pub fn token_volume_source() -> Value {
     json!({
@@ -126,9 +117,12 @@ fn mount_token(pod: &mut Object) {
                 .find(|n| n.starts_with(VOLUME_PREFIX))
                 .map(str::to_string)
         });
-    let volume_name = existing
-        .clone()
-        .unwrap_or_else(|| format!("{VOLUME_PREFIX}{}", random_suffix()));
+    let volume_name = existing.clone().unwrap_or_else(|| {
+        format!(
+            "{VOLUME_PREFIX}{}",
+            kapi_machinery::validation::random_suffix(5)
+        )
+    });
     let mount = json!({"name": volume_name, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH});
     let mut needs_volume = false;
     for key in ["initContainers", "containers"] {

@@ -55,11 +55,11 @@ fn options(attrs: &Attributes) -> Value {
         Operation::Delete => "DeleteOptions",
         Operation::Connect => return Value::Null,
     };
-    let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
     if attrs.dry_run {
-        o["dryRun"] = json!(["All"]);
+        json!({"kind": kind, "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
+    } else {
+        json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"})
     }
-    o
 }
 
 /// The review body for `version` (`v1` or `v1beta1`).

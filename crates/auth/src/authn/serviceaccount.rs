@@ -122,13 +122,19 @@ impl ServiceAccountAuthenticator {
 
 /// go-jose's time checks, in its order.
 fn check_times(c: &Claims, now: i64) -> Result<(), String> {
-    if c.nbf.is_some_and(|nbf| now + LEEWAY_SECONDS < nbf) {
+    if c.nbf
+        .is_some_and(|nbf| now.saturating_add(LEEWAY_SECONDS) < nbf)
+    {
         return Err("service account token is not valid yet".into());
     }
-    if c.exp.is_some_and(|exp| now - LEEWAY_SECONDS > exp) {
+    if c.exp
+        .is_some_and(|exp| now.saturating_sub(LEEWAY_SECONDS) > exp)
+    {
         return Err("service account token has expired".into());
     }
-    if c.iat.is_some_and(|iat| now + LEEWAY_SECONDS < iat) {
+    if c.iat
+        .is_some_and(|iat| now.saturating_add(LEEWAY_SECONDS) < iat)
+    {
         return Err("service account token is issued in the future".into());
     }
     Ok(())
@@ -158,24 +164,11 @@ fn deleted_before(o: &Object, cutoff: i64) -> bool {
     }
 }
 
-/// `2006-01-02T15:04:05Z` to Unix seconds.
+/// An RFC 3339 timestamp (`2006-01-02T15:04:05Z`) to Unix seconds.
 fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
-    let (h, mi, se) = (n(11..13)?, n(14..16)?, n(17..19)?);
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    Some(days * 86400 + h * 3600 + mi * 60 + se)
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp())
 }
 
 fn lookup_failed(
@@ -196,7 +189,7 @@ impl ServiceAccountAuthenticator {
         let Some(k) = &c.kubernetes else {
             return Err("service account token claims could not be validated: the kubernetes.io claim is missing".into());
         };
-        let cutoff = now - LEEWAY_SECONDS;
+        let cutoff = now.saturating_sub(LEEWAY_SECONDS);
         let ns = &k.namespace;
         let sa_name = &k.serviceaccount.name;
         let sa = lookup_failed(
@@ -297,7 +290,7 @@ impl ServiceAccountAuthenticator {
         if c.sub != service_account_username(&ns, &sa_name) {
             return Err("sub claim is invalid".into());
         }
-        let cutoff = now - LEEWAY_SECONDS;
+        let cutoff = now.saturating_sub(LEEWAY_SECONDS);
         let secret = match self.lookup.secret(&ns, &secret_name).await {
             Ok(Some(s)) if !deleted_before(&s, cutoff) => s,
             _ => return Err("Token has been invalidated".into()),

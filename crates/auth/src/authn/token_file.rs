@@ -52,25 +52,25 @@ impl StaticTokens {
     ) -> Result<Self, TokenFileError> {
         let mut tokens = HashMap::new();
         for (line, record) in parse_csv(text, path)? {
-            if record.len() < 3 {
+            let [token, name, uid, rest @ ..] = record.as_slice() else {
                 return Err(TokenFileError::Columns {
                     path: path.into(),
                     found: record.len(),
                 });
-            }
-            if record[0].is_empty() {
+            };
+            if token.is_empty() {
                 tracing::warn!(path, line, "empty token in the token file; skipped");
                 continue;
             }
             let mut user = UserInfo {
-                name: record[1].clone(),
-                uid: record[2].clone(),
+                name: name.clone(),
+                uid: uid.clone(),
                 ..Default::default()
             };
-            if let Some(groups) = record.get(3) {
+            if let Some(groups) = rest.first() {
                 user.groups = groups.split(',').map(String::from).collect();
             }
-            if tokens.insert(record[0].clone(), user).is_some() {
+            if tokens.insert(token.clone(), user).is_some() {
                 tracing::warn!(path, line, "duplicate token in the token file");
             }
         }
@@ -126,7 +126,7 @@ fn parse_csv(text: &str, path: &str) -> Result<Vec<(usize, Vec<String>)>, TokenF
     };
     let mut records = Vec::new();
     let mut chars = text.chars().peekable();
-    let mut line = 1;
+    let mut line = 1usize;
     while chars.peek().is_some() {
         let start = line;
         let mut record = Vec::new();
@@ -139,7 +139,7 @@ fn parse_csv(text: &str, path: &str) -> Result<Vec<(usize, Vec<String>)>, TokenF
                     break;
                 }
                 Some('\n') => {
-                    line += 1;
+                    line = line.saturating_add(1);
                     record.push(std::mem::take(&mut field));
                     break;
                 }
@@ -162,7 +162,7 @@ fn parse_csv(text: &str, path: &str) -> Result<Vec<(usize, Vec<String>)>, TokenF
                             Some('"') => break,
                             Some(c) => {
                                 if c == '\n' {
-                                    line += 1;
+                                    line = line.saturating_add(1);
                                 }
                                 field.push(c);
                             }
@@ -182,7 +182,7 @@ fn parse_csv(text: &str, path: &str) -> Result<Vec<(usize, Vec<String>)>, TokenF
                 }
             }
         }
-        if !(blank && record.len() == 1 && record[0].is_empty()) {
+        if !(blank && matches!(record.as_slice(), [only] if only.is_empty())) {
             records.push((start, record));
         }
     }

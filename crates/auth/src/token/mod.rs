@@ -199,7 +199,7 @@ impl TokenIssuer {
         }
         Claims {
             aud: spec.audiences.clone(),
-            exp: Some(now + spec.expiration_seconds),
+            exp: Some(now.saturating_add(spec.expiration_seconds)),
             iat: Some(now),
             iss: self.issuer.clone(),
             jti: Some(uuid::Uuid::new_v4().to_string()),
@@ -216,7 +216,7 @@ impl TokenIssuer {
         let token = self.sign(&claims)?;
         Ok(IssuedToken {
             token,
-            expires_at: now + spec.expiration_seconds,
+            expires_at: now.saturating_add(spec.expiration_seconds),
         })
     }
 

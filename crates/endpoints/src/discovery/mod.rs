@@ -65,7 +65,7 @@ pub fn verbs_of(storage: &dyn Storage) -> Vec<&'static str> {
 pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     use base64::Engine;
     let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+    base64::engine::general_purpose::STANDARD.encode(digest.get(..8).unwrap_or_default())
 }
 
 /// The group/version/kind a storage answers with. `ResourceInfo` carries the kind only;

@@ -128,7 +128,7 @@ fn timeout_of(opts: &ListOptions, min: Duration) -> Duration {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
         _ => {
             let min_s = min.as_secs().max(1);
-            Duration::from_secs(rand::random_range(min_s..=min_s * 2))
+            Duration::from_secs(rand::random_range(min_s..=min_s.saturating_mul(2)))
         }
     }
 }

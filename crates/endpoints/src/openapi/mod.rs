@@ -498,7 +498,9 @@ impl OpenApi {
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("public, immutable"),
             );
-            let expires = (chrono::Utc::now() + chrono::Duration::days(365))
+            let expires = chrono::Utc::now()
+                .checked_add_signed(chrono::Duration::days(365))
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
                 .format("%a, %d %b %Y %H:%M:%S UTC")
                 .to_string();
             if let Ok(v) = HeaderValue::from_str(&expires) {

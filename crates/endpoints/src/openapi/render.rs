@@ -67,11 +67,11 @@ fn operation(op: &Operation, tag: &str, style: RefStyle) -> Value {
     let mut params: Vec<Value> = Vec::new();
     if let (RefStyle::V2, Some(body)) = (style, &op.body) {
         let (_, schema, required) = body_parts(body);
-        let mut b = json!({ "in": "body", "name": "body", "schema": style.reference(schema) });
-        if required {
-            b["required"] = json!(true);
-        }
-        params.push(b);
+        params.push(if required {
+            json!({ "in": "body", "name": "body", "schema": style.reference(schema), "required": true })
+        } else {
+            json!({ "in": "body", "name": "body", "schema": style.reference(schema) })
+        });
     }
     params.extend(op.params.iter().map(|p| param(p, style)));
     if !params.is_empty() {
@@ -82,10 +82,12 @@ fn operation(op: &Operation, tag: &str, style: RefStyle) -> Value {
     }
     if let (RefStyle::V3, Some(body)) = (style, &op.body) {
         let (types, schema, required) = body_parts(body);
-        let mut rb = json!({ "content": content(types, schema, style) });
-        if required {
-            rb["required"] = json!(true);
-        }
+        let content = content(types, schema, style);
+        let rb = if required {
+            json!({ "content": content, "required": true })
+        } else {
+            json!({ "content": content })
+        };
         m.insert("requestBody".into(), rb);
     }
     let mut responses = Map::new();

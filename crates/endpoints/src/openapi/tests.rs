@@ -1,5 +1,11 @@
 //! OpenAPI documents over storages whose capabilities are a test double of the REST traits,
 //! with real k8s-openapi schemas.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 use super::*;
 use crate::discovery::testing::{group, storage, Caps};

@@ -166,7 +166,10 @@ pub fn ref_name(schema: &Value) -> Option<String> {
         return r.rsplit('/').next().map(str::to_string);
     }
     match schema.get("allOf").and_then(Value::as_array) {
-        Some(all) if all.len() == 1 => ref_name(&all[0]),
+        Some(all) => match all.as_slice() {
+            [only] => ref_name(only),
+            _ => None,
+        },
         _ => None,
     }
 }

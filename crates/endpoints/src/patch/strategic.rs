@@ -329,13 +329,13 @@ fn merge_by_key(
                 merge_key
             )));
         };
-        match original.iter().position(|o| o.get(merge_key) == Some(&key)) {
-            Some(i) => {
-                let current = match std::mem::take(&mut original[i]) {
+        match original.iter_mut().find(|o| o.get(merge_key) == Some(&key)) {
+            Some(slot) => {
+                let current = match std::mem::take(slot) {
                     Value::Object(m) => m,
                     _ => Map::new(),
                 };
-                original[i] = Value::Object(merge_map(current, map, schema)?);
+                *slot = Value::Object(merge_map(current, map, schema)?);
             }
             None => original.push(Value::Object(strip_nulls(map))),
         }
@@ -365,7 +365,7 @@ fn normalize_order(
 ) -> Vec<Value> {
     patch_items.sort_by_key(|v| index_of(patch_order, v, merge_key).unwrap_or(usize::MAX));
     server_only.sort_by_key(|v| index_of(server_order, v, merge_key).unwrap_or(usize::MAX));
-    let mut out = Vec::with_capacity(patch_items.len() + server_only.len());
+    let mut out = Vec::with_capacity(patch_items.len().saturating_add(server_only.len()));
     let mut left = server_only.into_iter().peekable();
     let mut right = patch_items.into_iter().peekable();
     loop {

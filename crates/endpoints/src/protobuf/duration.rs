@@ -39,7 +39,7 @@ pub fn parse(s: &str) -> Option<i64> {
         rest = &rest[unit_len..];
     }
     let total = total.round() as i64;
-    Some(if neg { -total } else { total })
+    Some(if neg { total.saturating_neg() } else { total })
 }
 
 /// Formats nanoseconds as Go's `Duration.String()`.
@@ -81,8 +81,9 @@ pub fn format(nanos: i64) -> String {
 }
 
 fn frac(v: u64, scale: u64) -> String {
-    let whole = v / scale;
-    let rem = v % scale;
+    let (Some(whole), Some(rem)) = (v.checked_div(scale), v.checked_rem(scale)) else {
+        return v.to_string();
+    };
     if rem == 0 {
         return whole.to_string();
     }

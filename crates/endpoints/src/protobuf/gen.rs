@@ -71,7 +71,7 @@ impl Gen {
                     (0, SecondsFormat::Secs)
                 } else {
                     (
-                        self.rng.random_range(0..1_000_000u32) * 1000,
+                        self.rng.random_range(0..1_000_000u32).saturating_mul(1000),
                         SecondsFormat::Micros,
                     )
                 };

@@ -20,6 +20,11 @@ fn mismatch(m: &MessageDef, v: &Value) -> ProtoError {
     ProtoError::Mismatch(format!("{}: unexpected JSON {v}", m.name))
 }
 
+/// A special message whose schema lacks the fields its kind needs (a schema bug, not input).
+fn special_shape(m: &MessageDef) -> ProtoError {
+    ProtoError::NoSchema(format!("{} (fields of its special kind)", m.name))
+}
+
 /// Encodes a JSON value as message `m` (without the envelope).
 pub fn encode_message(m: &MessageDef, v: &Value) -> Result<Vec<u8>, ProtoError> {
     let mut out = Vec::new();
@@ -242,21 +247,29 @@ pub fn decode_message(m: &MessageDef, bytes: &[u8]) -> Result<Value, ProtoError>
             _ => Value::Null,
         },
         Special::Items => {
-            let f = &m.fields[0];
+            let f = m.fields.first().ok_or_else(|| special_shape(m))?;
             Value::Array(decode_repeated(f, &fields)?)
         }
         Special::OrArray | Special::OrStringArray => {
-            let items = decode_repeated(&m.fields[1], &fields)?;
+            let [single, repeated, ..] = m.fields else {
+                return Err(special_shape(m));
+            };
+            let items = decode_repeated(repeated, &fields)?;
             if items.is_empty() {
-                decode_single(&m.fields[0], &fields)?.unwrap_or(Value::Null)
+                decode_single(single, &fields)?.unwrap_or(Value::Null)
             } else {
                 Value::Array(items)
             }
         }
-        Special::OrBool => match decode_single(&m.fields[1], &fields)? {
-            Some(schema) => schema,
-            None => Value::Bool(int(m.fields[0].number) != 0),
-        },
+        Special::OrBool => {
+            let [flag, schema, ..] = m.fields else {
+                return Err(special_shape(m));
+            };
+            match decode_single(schema, &fields)? {
+                Some(schema) => schema,
+                None => Value::Bool(int(flag.number) != 0),
+            }
+        }
         Special::None => {
             let mut obj = Map::new();
             for f in m.fields {

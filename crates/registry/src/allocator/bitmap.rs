@@ -29,7 +29,7 @@ impl Bitmap {
         }
         if !max.is_multiple_of(8) {
             if let Some(last) = b.bytes.last_mut() {
-                *last &= (1u8 << (max % 8)) - 1;
+                *last &= (1u8 << (max % 8)).wrapping_sub(1);
             }
         }
         b
@@ -48,7 +48,11 @@ impl Bitmap {
     }
 
     pub fn has(&self, i: usize) -> bool {
-        i < self.max && self.bytes[i / 8] & (1 << (i % 8)) != 0
+        i < self.max
+            && self
+                .bytes
+                .get(i / 8)
+                .is_some_and(|b| b & (1 << (i % 8)) != 0)
     }
 
     /// Sets bit `i`; false if it was already set or is out of the range.
@@ -56,13 +60,20 @@ impl Bitmap {
         if i >= self.max || self.has(i) {
             return false;
         }
-        self.bytes[i / 8] |= 1 << (i % 8);
-        true
+        match self.bytes.get_mut(i / 8) {
+            Some(b) => {
+                *b |= 1 << (i % 8);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn clear(&mut self, i: usize) {
         if i < self.max {
-            self.bytes[i / 8] &= !(1 << (i % 8));
+            if let Some(b) = self.bytes.get_mut(i / 8) {
+                *b &= !(1 << (i % 8));
+            }
         }
     }
 
@@ -82,12 +93,11 @@ impl Bitmap {
         let offset = offset.min(self.max);
         let free = |i: &usize| !self.has(*i) && Some(*i) != skip;
         let band = |lo: usize, hi: usize| {
-            let size = hi - lo;
-            if size == 0 {
+            if lo >= hi {
                 return None;
             }
-            let start = (rand::random::<u64>() % size as u64) as usize;
-            (0..size).map(|k| lo + (start + k) % size).find(free)
+            let start = rand::random_range(lo..hi);
+            (start..hi).chain(lo..start).find(free)
         };
         band(offset, self.max).or_else(|| band(0, offset))
     }

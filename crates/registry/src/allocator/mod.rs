@@ -51,7 +51,7 @@ fn range_offset(size: u128, min: u128, max: u128, step: u128) -> usize {
     if size <= min {
         return 0;
     }
-    (size / step).clamp(min, max) as usize
+    size.checked_div(step).unwrap_or(0).clamp(min, max) as usize
 }
 
 /// Cluster IPs from one CIDR. Offset `i` is the address `network + 1 + i`: the network
@@ -65,9 +65,9 @@ pub struct IpAllocator {
 impl IpAllocator {
     pub fn new(net: IpNet, storage: DynStorage) -> Self {
         let size: u128 = match net {
-            IpNet::V4(n) => 1u128 << (32 - n.prefix_len()),
+            IpNet::V4(n) => 1u128 << 32u8.saturating_sub(n.prefix_len()),
             IpNet::V6(n) => 1u128
-                .checked_shl(128 - n.prefix_len() as u32)
+                .checked_shl(128u32.saturating_sub(u32::from(n.prefix_len())))
                 .unwrap_or(u128::MAX),
         };
         let max = match net {
@@ -94,7 +94,7 @@ impl IpAllocator {
     }
 
     fn base(&self) -> u128 {
-        ip_to_u128(self.net.network()) + 1
+        ip_to_u128(self.net.network()).saturating_add(1)
     }
 
     fn addr(&self, n: u128) -> IpAddr {
@@ -106,21 +106,23 @@ impl IpAllocator {
 
     /// The `index`-th address (`1` is `.1`, kept for the `kubernetes` service).
     pub fn nth(&self, index: u128) -> IpAddr {
-        self.addr(ip_to_u128(self.net.network()) + index)
+        self.addr(ip_to_u128(self.net.network()).saturating_add(index))
     }
 
     /// The bitmap offset of `ip`.
     pub fn offset_of(&self, ip: IpAddr) -> Result<usize, AllocationError> {
         let n = ip_to_u128(ip);
         let base = self.base();
-        if !self.net.contains(&ip) || n < base || n - base >= self.store.max() as u128 {
-            return Err(AllocationError::IpOutOfRange(self.net.to_string()));
+        match n.checked_sub(base) {
+            Some(offset) if self.net.contains(&ip) && offset < self.store.max() as u128 => {
+                Ok(offset as usize)
+            }
+            _ => Err(AllocationError::IpOutOfRange(self.net.to_string())),
         }
-        Ok((n - base) as usize)
     }
 
     pub fn at(&self, offset: usize) -> IpAddr {
-        self.addr(self.base() + offset as u128)
+        self.addr(self.base().saturating_add(offset as u128))
     }
 
     /// Claims a specific address.
@@ -156,7 +158,9 @@ pub struct PortAllocator {
 
 impl PortAllocator {
     pub fn new(range: RangeInclusive<u16>, storage: DynStorage) -> Self {
-        let size = (*range.end() as u128 + 1).saturating_sub(*range.start() as u128);
+        let size = u128::from(*range.end())
+            .saturating_add(1)
+            .saturating_sub(u128::from(*range.start()));
         let spec = format!("{}-{}", range.start(), range.end());
         Self {
             store: RangeStore {
@@ -173,14 +177,14 @@ impl PortAllocator {
     }
 
     pub fn offset_of(&self, port: u16) -> Result<usize, AllocationError> {
-        if !self.range.contains(&port) {
-            return Err(AllocationError::PortOutOfRange(self.store.spec().into()));
+        match port.checked_sub(*self.range.start()) {
+            Some(offset) if self.range.contains(&port) => Ok(usize::from(offset)),
+            _ => Err(AllocationError::PortOutOfRange(self.store.spec().into())),
         }
-        Ok((port - self.range.start()) as usize)
     }
 
     pub fn at(&self, offset: usize) -> u16 {
-        self.range.start() + offset as u16
+        self.range.start().saturating_add(offset as u16)
     }
 
     pub async fn allocate(&self, port: u16) -> Result<(), AllocationError> {

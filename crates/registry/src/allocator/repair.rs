@@ -147,9 +147,9 @@ impl Repair {
         report: &mut RepairReport,
     ) -> Result<(), RepairError> {
         let read_err = |message: String| RepairError::Read { what, message };
-        let mut attempt = 0;
+        let mut attempt = 0usize;
         loop {
-            attempt += 1;
+            attempt = attempt.saturating_add(1);
             // The snapshot first, then the Services: an allocation in between changes the
             // snapshot's revision and the write below conflicts.
             let snapshot = store.get().await.map_err(|e| read_err(e.to_string()))?;
@@ -213,7 +213,7 @@ impl Repair {
                 };
                 if count > 0 {
                     // Still counted as in use until the count runs out.
-                    leaks_now.insert(i, count - 1);
+                    leaks_now.insert(i, count.saturating_sub(1));
                     rebuilt.set(i);
                 } else {
                     leaks_now.remove(&i);
@@ -238,7 +238,8 @@ impl Repair {
                     return Ok(());
                 }
                 Err(WriteError::Conflict) if attempt < CONFLICT_ATTEMPTS => {
-                    tokio::time::sleep(Duration::from_millis(10 * attempt as u64)).await;
+                    tokio::time::sleep(Duration::from_millis(10u64.saturating_mul(attempt as u64)))
+                        .await;
                 }
                 Err(WriteError::Conflict) => {
                     return Err(RepairError::Write {

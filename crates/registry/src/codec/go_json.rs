@@ -94,6 +94,12 @@ impl<'a> Scanner<'a> {
         self.data.get(self.pos).copied()
     }
 
+    /// Moves past the byte at the cursor (the cursor never passes `data.len()`, far below
+    /// `usize::MAX`).
+    fn bump(&mut self) {
+        self.pos = self.pos.saturating_add(1);
+    }
+
     fn invalid(c: u8, context: &str) -> String {
         format!("invalid character {} {context}", quote_char(c))
     }
@@ -105,7 +111,7 @@ impl<'a> Scanner<'a> {
 
     fn skip_space(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-            self.pos += 1;
+            self.bump();
         }
     }
 
@@ -136,10 +142,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn object(&mut self) -> ScanResult {
-        self.pos += 1;
+        self.bump();
         self.skip_space();
         if self.peek() == Some(b'}') {
-            self.pos += 1;
+            self.bump();
             return Ok(());
         }
         loop {
@@ -155,7 +161,7 @@ impl<'a> Scanner<'a> {
             }
             self.skip_space();
             match self.peek() {
-                Some(b':') => self.pos += 1,
+                Some(b':') => self.bump(),
                 Some(c) => return Err(Self::invalid(c, "after object key")),
                 None => return Err(Self::unexpected_end()),
             }
@@ -163,9 +169,9 @@ impl<'a> Scanner<'a> {
             self.value()?;
             self.skip_space();
             match self.peek() {
-                Some(b',') => self.pos += 1,
+                Some(b',') => self.bump(),
                 Some(b'}') => {
-                    self.pos += 1;
+                    self.bump();
                     return Ok(());
                 }
                 Some(c) => return Err(Self::invalid(c, "after object key:value pair")),
@@ -176,19 +182,19 @@ impl<'a> Scanner<'a> {
     }
 
     fn array(&mut self) -> ScanResult {
-        self.pos += 1;
+        self.bump();
         self.skip_space();
         if self.peek() == Some(b']') {
-            self.pos += 1;
+            self.bump();
             return Ok(());
         }
         loop {
             self.value()?;
             self.skip_space();
             match self.peek() {
-                Some(b',') => self.pos += 1,
+                Some(b',') => self.bump(),
                 Some(b']') => {
-                    self.pos += 1;
+                    self.bump();
                     return Ok(());
                 }
                 Some(c) => return Err(Self::invalid(c, "after array element")),
@@ -199,19 +205,19 @@ impl<'a> Scanner<'a> {
     }
 
     fn string(&mut self) -> ScanResult {
-        self.pos += 1;
+        self.bump();
         loop {
             let Some(c) = self.peek() else {
                 return Err(Self::unexpected_end());
             };
-            self.pos += 1;
+            self.bump();
             match c {
                 b'"' => return Ok(()),
                 b'\\' => {
                     let Some(e) = self.peek() else {
                         return Err(Self::unexpected_end());
                     };
-                    self.pos += 1;
+                    self.bump();
                     match e {
                         b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => {}
                         b'u' => {
@@ -225,7 +231,7 @@ impl<'a> Scanner<'a> {
                                         "in \\u hexadecimal character escape",
                                     ));
                                 }
-                                self.pos += 1;
+                                self.bump();
                             }
                         }
                         e => return Err(Self::invalid(e, "in string escape code")),
@@ -244,34 +250,34 @@ impl<'a> Scanner<'a> {
 
     fn digits(&mut self) {
         while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
+            self.bump();
         }
     }
 
     fn number(&mut self) -> ScanResult {
         if self.peek() == Some(b'-') {
-            self.pos += 1;
+            self.bump();
             match self.next_or_space() {
                 b'0'..=b'9' => {}
                 c => return Err(Self::invalid(c, "in numeric literal")),
             }
         }
         if self.peek() == Some(b'0') {
-            self.pos += 1;
+            self.bump();
         } else {
             self.digits();
         }
         if self.peek() == Some(b'.') {
-            self.pos += 1;
+            self.bump();
             match self.next_or_space() {
                 b'0'..=b'9' => self.digits(),
                 c => return Err(Self::invalid(c, "after decimal point in numeric literal")),
             }
         }
         if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.pos += 1;
+            self.bump();
             if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
+                self.bump();
             }
             match self.next_or_space() {
                 b'0'..=b'9' => self.digits(),
@@ -282,7 +288,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn literal(&mut self, word: &str) -> ScanResult {
-        self.pos += 1;
+        self.bump();
         for expected in word.bytes().skip(1) {
             let c = self.next_or_space();
             if c != expected {
@@ -291,7 +297,7 @@ impl<'a> Scanner<'a> {
                     &format!("in literal {word} (expecting {})", quote_char(expected)),
                 ));
             }
-            self.pos += 1;
+            self.bump();
         }
         Ok(())
     }

@@ -34,34 +34,29 @@ impl JsonPath {
             .and_then(|s| s.strip_suffix('}'))
             .unwrap_or(t);
         let t = t.strip_prefix('$').unwrap_or(t);
-        let chars: Vec<char> = t.chars().collect();
         let mut steps = Vec::new();
-        let mut i = 0;
-        while i < chars.len() {
-            match chars[i] {
+        let mut rest = t;
+        while let Some(c) = rest.chars().next() {
+            match c {
                 '.' => {
-                    let start = i + 1;
-                    let mut j = start;
-                    while j < chars.len() && chars[j] != '.' && chars[j] != '[' {
-                        j += 1;
-                    }
-                    let name: String = chars[start..j].iter().collect();
+                    let after = rest.get(1..).unwrap_or_default();
+                    let end = after.find(['.', '[']).unwrap_or(after.len());
+                    let (name, tail) = after.split_at_checked(end).unwrap_or((after, ""));
                     if name.is_empty() {
                         return Err(format!("unrecognized path {text:?}"));
                     }
                     steps.push(if name == "*" {
                         Step::All
                     } else {
-                        Step::Field(name)
+                        Step::Field(name.to_string())
                     });
-                    i = j;
+                    rest = tail;
                 }
                 '[' => {
-                    let close =
-                        find_close(&chars, i).ok_or_else(|| format!("unclosed [ in {text:?}"))?;
-                    let inner: String = chars[i + 1..close].iter().collect();
+                    let (inner, tail) =
+                        split_bracket(rest).ok_or_else(|| format!("unclosed [ in {text:?}"))?;
                     steps.push(parse_bracket(inner.trim())?);
-                    i = close + 1;
+                    rest = tail;
                 }
                 _ => return Err(format!("unrecognized path {text:?}")),
             }
@@ -83,7 +78,11 @@ impl JsonPath {
                     }
                     Step::Index(n) => {
                         if let Some(a) = v.as_array() {
-                            let idx = if *n < 0 { a.len() as i64 + n } else { *n };
+                            let idx = if *n < 0 {
+                                (a.len() as i64).saturating_add(*n)
+                            } else {
+                                *n
+                            };
                             if let Some(x) = usize::try_from(idx).ok().and_then(|i| a.get(i)) {
                                 next.push(x);
                             }
@@ -130,19 +129,22 @@ impl JsonPath {
     }
 }
 
-fn find_close(chars: &[char], open: usize) -> Option<usize> {
+/// Splits `s` (starting at a `[`) into the text inside the matching `]` and what follows it;
+/// brackets inside quotes do not count.
+fn split_bracket(s: &str) -> Option<(&str, &str)> {
     let mut quote: Option<char> = None;
-    let mut depth = 0;
-    for (j, c) in chars.iter().enumerate().skip(open) {
+    let mut depth = 0u32;
+    for (j, c) in s.char_indices() {
         match (quote, c) {
-            (Some(q), c) if *c == q => quote = None,
+            (Some(q), c) if c == q => quote = None,
             (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(*c),
-            (None, '[') => depth += 1,
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '[') => depth = depth.saturating_add(1),
             (None, ']') => {
-                depth -= 1;
+                depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return Some(j);
+                    let (head, tail) = s.split_at_checked(j)?;
+                    return Some((head.get(1..)?, tail.get(1..)?));
                 }
             }
             _ => {}

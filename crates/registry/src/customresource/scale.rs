@@ -71,7 +71,7 @@ pub fn custom_scale_of(obj: &Object, paths: &ScalePaths) -> Result<Object, ApiEr
     if let Some(sel) = &paths.selector {
         if let Some(Value::String(s)) = at(obj, sel) {
             if !s.is_empty() {
-                status_json["selector"] = json!(s);
+                status_json = json!({ "replicas": status, "selector": s });
             }
         }
     }

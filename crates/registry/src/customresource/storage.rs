@@ -155,8 +155,10 @@ pub fn group_info(
                         version: version.clone(),
                         storages: Vec::new(),
                     });
-                    let last = versions.len() - 1;
-                    &mut versions[last]
+                    match versions.last_mut() {
+                        Some(v) => v,
+                        None => continue,
+                    }
                 }
             };
             for s in storages {

@@ -329,7 +329,7 @@ impl Strategy for CustomResourceStrategy {
     /// Without a `/status`, a status change is a change like any other (generation + 1).
     fn prepare_for_update(&self, new: &mut Object, old: &Object) {
         if !self.status && new.get("status") != old.get("status") {
-            new.set_generation(old.generation().max(1) + 1);
+            new.set_generation(old.generation().max(1).saturating_add(1));
         }
     }
 

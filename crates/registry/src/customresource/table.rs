@@ -81,7 +81,7 @@ impl CustomResourceTable {
             ("number", Value::Number(n)) => json!(n.as_f64()),
             ("boolean", Value::Bool(b)) => json!(b),
             ("date", Value::String(s)) => match parse_time(s) {
-                Some(t) => json!(human_duration(now - t)),
+                Some(t) => json!(human_duration(now.signed_duration_since(t))),
                 None => json!("<invalid>"),
             },
             _ => Value::Null,

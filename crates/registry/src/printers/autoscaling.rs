@@ -95,7 +95,11 @@ fn format_metrics(specs: &[Value], statuses: &[Value]) -> String {
     let count = list.len();
     if count > MAX {
         list.truncate(MAX);
-        return format!("{} + {} more...", list.join(", "), count - MAX);
+        return format!(
+            "{} + {} more...",
+            list.join(", "),
+            count.saturating_sub(MAX)
+        );
     }
     list.join(", ")
 }

@@ -62,8 +62,8 @@ fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     let completion = parse_time(str_at(&v, &["status", "completionTime"]));
     let duration = match (start, completion) {
         (None, _) => String::new(),
-        (Some(s), None) => human_duration(now - s),
-        (Some(s), Some(c)) => human_duration(c - s),
+        (Some(s), None) => human_duration(now.signed_duration_since(s)),
+        (Some(s), Some(c)) => human_duration(c.signed_duration_since(s)),
     };
     let conditions = arr_at(&v, &["status", "conditions"]);
     // The first condition of a type decides, as upstream's hasJobCondition.

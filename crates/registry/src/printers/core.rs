@@ -83,7 +83,9 @@ const CONFIG_MAP_COLUMNS: &[Column] = &[
 
 fn config_map_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     let v = value(obj);
-    let n = obj_at(&v, &["data"]).len() + obj_at(&v, &["binaryData"]).len();
+    let n = obj_at(&v, &["data"])
+        .len()
+        .saturating_add(obj_at(&v, &["binaryData"]).len());
     vec![json!(obj.name()), json!(n), age(obj, now)]
 }
 

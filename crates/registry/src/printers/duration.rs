@@ -102,7 +102,7 @@ pub fn parse_time(ts: &str) -> Option<DateTime<Utc>> {
 /// `translateTimestampSince`: the age of `timestamp` at `now`, `<unknown>` when unset.
 pub fn translate_timestamp_since(timestamp: &str, now: DateTime<Utc>) -> String {
     match parse_time(timestamp) {
-        Some(t) => human_duration(now - t),
+        Some(t) => human_duration(now.signed_duration_since(t)),
         None => "<unknown>".into(),
     }
 }

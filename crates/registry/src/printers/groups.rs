@@ -111,9 +111,9 @@ fn endpoint_slice_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
 
 /// `listWithMoreString`: up to `max` items, `+ N more...`, `<unset>` when empty.
 fn list_with_more(items: &[String], max: usize) -> String {
-    let shown = items[..items.len().min(max)].join(",");
+    let shown = items.get(..max).unwrap_or(items).join(",");
     if items.len() > max {
-        format!("{shown} + {} more...", items.len() - max)
+        format!("{shown} + {} more...", items.len().saturating_sub(max))
     } else if shown.is_empty() {
         "<unset>".into()
     } else {

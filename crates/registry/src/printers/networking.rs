@@ -87,7 +87,7 @@ fn format_hosts(rules: &[Value]) -> String {
     }
     let ret = list.join(",");
     if more {
-        format!("{ret} + {} more...", rules.len() - MAX)
+        format!("{ret} + {} more...", rules.len().saturating_sub(MAX))
     } else {
         ret
     }

@@ -78,7 +78,7 @@ struct Restarts {
 
 impl Restarts {
     fn add(&mut self, status: &Value) {
-        self.count += i64_at(status, &["restartCount"]);
+        self.count = self.count.saturating_add(i64_at(status, &["restartCount"]));
         let finished = parse_time(str_at(status, &["lastState", "terminated", "finishedAt"]));
         if let Some(t) = finished {
             if self.last.is_none_or(|last| last < t) {
@@ -114,8 +114,10 @@ fn summarize(pod: &Value, deleting: bool, now: DateTime<Utc>) -> Summary {
         .iter()
         .filter(|c| str_at(c, &["restartPolicy"]) == "Always")
         .count();
-    let total = arr_at(pod, &["spec", "containers"]).len() + sidecars;
-    let mut ready = 0;
+    let total = arr_at(pod, &["spec", "containers"])
+        .len()
+        .saturating_add(sidecars);
+    let mut ready = 0usize;
 
     let mut restarts = Restarts::default();
     let mut sidecar_restarts = Restarts::default();
@@ -136,7 +138,7 @@ fn summarize(pod: &Value, deleting: bool, now: DateTime<Utc>) -> Summary {
         }
         if is_sidecar && bool_at(c, &["started"]) {
             if bool_at(c, &["ready"]) {
-                ready += 1;
+                ready = ready.saturating_add(1);
             }
             continue;
         }
@@ -182,7 +184,7 @@ fn summarize(pod: &Value, deleting: bool, now: DateTime<Utc>) -> Summary {
                 };
             } else if bool_at(c, &["ready"]) && c.pointer("/state/running").is_some() {
                 has_running = true;
-                ready += 1;
+                ready = ready.saturating_add(1);
             }
         }
         // A completed container next to a running one: the pod is still up.

@@ -47,18 +47,17 @@ fn parse(s: &str) -> Option<Quantity> {
     } else {
         digits.parse().ok()?
     };
-    let mut scale = -(frac_part.len() as i32);
+    let mut scale = 0i32.checked_sub(i32::try_from(frac_part.len()).ok()?)?;
     let format = match suffix {
         "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => {
-            let power = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+            let power = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
                 .iter()
-                .position(|p| *p == suffix)? as u32
-                + 1;
-            mantissa = mantissa.checked_mul(1i128.checked_shl(10 * power)?)?;
+                .position(|p| *p == suffix)? as u32;
+            mantissa = mantissa.checked_mul(1i128.checked_shl(10u32.checked_mul(power)?)?)?;
             Format::BinarySi
         }
         "n" | "u" | "m" | "" | "k" | "M" | "G" | "T" | "P" | "E" => {
-            scale += match suffix {
+            scale = scale.checked_add(match suffix {
                 "n" => -9,
                 "u" => -6,
                 "m" => -3,
@@ -69,23 +68,23 @@ fn parse(s: &str) -> Option<Quantity> {
                 "T" => 12,
                 "P" => 15,
                 _ => 18,
-            };
+            })?;
             Format::DecimalSi
         }
         _ => {
             let exp = suffix.strip_prefix(['e', 'E'])?;
-            scale += exp.parse::<i32>().ok()?;
+            scale = scale.checked_add(exp.parse::<i32>().ok()?)?;
             Format::DecimalExponent
         }
     };
     if negative {
-        mantissa = -mantissa;
+        mantissa = mantissa.checked_neg()?;
     }
     // Precision below nano units is rounded up, as upstream does.
     if scale < -9 {
-        let shift = 10i128.checked_pow((-9 - scale) as u32)?;
-        let (q, r) = (mantissa / shift, mantissa % shift);
-        mantissa = if r > 0 { q + 1 } else { q };
+        let shift = 10i128.checked_pow(u32::try_from((-9i32).checked_sub(scale)?).ok()?)?;
+        let (q, r) = (mantissa.checked_div(shift)?, mantissa.checked_rem(shift)?);
+        mantissa = if r > 0 { q.checked_add(1)? } else { q };
         scale = -9;
     }
     Some(Quantity {
@@ -110,18 +109,21 @@ impl std::fmt::Display for Quantity {
                 None
             };
             let exact_integer = integer.or_else(|| {
-                let p = 10i128.checked_pow((-self.scale) as u32)?;
-                (self.mantissa % p == 0).then(|| self.mantissa / p)
+                let p = 10i128.checked_pow(u32::try_from(self.scale.checked_neg()?).ok()?)?;
+                (self.mantissa.checked_rem(p)? == 0).then(|| self.mantissa.checked_div(p))?
             });
             match exact_integer {
                 // Small and fractional values read better in decimal.
                 Some(v) if v.abs() >= 1024 => {
-                    let (mut amount, mut power) = (v, 0);
+                    let (mut amount, mut power) = (v, 0usize);
                     while amount % 1024 == 0 && power < 6 {
                         amount /= 1024;
-                        power += 1;
+                        power = power.saturating_add(1);
                     }
-                    let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+                    let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+                        .get(power)
+                        .copied()
+                        .unwrap_or_default();
                     return write!(f, "{amount}{suffix}");
                 }
                 _ => format = Format::DecimalSi,
@@ -130,16 +132,16 @@ impl std::fmt::Display for Quantity {
         let (mut amount, mut exponent) = (self.mantissa, self.scale);
         while amount % 10 == 0 {
             amount /= 10;
-            exponent += 1;
+            exponent = exponent.saturating_add(1);
         }
         match exponent.rem_euclid(3) {
             1 => {
-                amount *= 10;
-                exponent -= 1;
+                amount = amount.saturating_mul(10);
+                exponent = exponent.saturating_sub(1);
             }
             2 => {
-                amount *= 100;
-                exponent -= 2;
+                amount = amount.saturating_mul(100);
+                exponent = exponent.saturating_sub(2);
             }
             _ => {}
         }
@@ -151,8 +153,8 @@ impl std::fmt::Display for Quantity {
             };
         }
         while exponent > 18 {
-            amount *= 1000;
-            exponent -= 3;
+            amount = amount.saturating_mul(1000);
+            exponent = exponent.saturating_sub(3);
         }
         let suffix = match exponent {
             -9 => "n",

@@ -174,13 +174,13 @@ fn format_endpoints(subsets: &[Value]) -> String {
     }
     let mut list: Vec<String> = Vec::new();
     let mut more = false;
-    let mut count = 0;
+    let mut count = 0usize;
     for ss in subsets {
         let addresses = arr_at(ss, &["addresses"]);
         let ports = arr_at(ss, &["ports"]);
         if ports.is_empty() {
             // Headless services may have addresses without ports.
-            count += addresses.len();
+            count = count.saturating_add(addresses.len());
             for a in addresses {
                 if list.len() == MAX {
                     more = true;
@@ -191,7 +191,7 @@ fn format_endpoints(subsets: &[Value]) -> String {
             continue;
         }
         for port in ports {
-            count += addresses.len();
+            count = count.saturating_add(addresses.len());
             for a in addresses {
                 if list.len() == MAX {
                     more = true;
@@ -203,7 +203,7 @@ fn format_endpoints(subsets: &[Value]) -> String {
     }
     let ret = list.join(",");
     if more {
-        format!("{ret} + {} more...", count - MAX)
+        format!("{ret} + {} more...", count.saturating_sub(MAX))
     } else {
         ret
     }

@@ -27,7 +27,9 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     let mut s: Vec<Arc<dyn Storage>> = Vec::new();
     let main = push(&mut s, ctx, Arc::new(CsrStrategy));
     // the main storage sets the requesting user on create
-    s[0] = Arc::new(CsrStore(main.clone()));
+    if let Some(first) = s.first_mut() {
+        *first = Arc::new(CsrStore(main.clone()));
+    }
     let approval = Store::new(Arc::new(CsrApprovalStrategy), main.storage().clone())
         .subresource(Subresource::Status);
     s.push(Arc::new(ApprovalStore::new(approval)));
@@ -302,7 +304,10 @@ fn validate_signer_name(errs: &mut Vec<FieldError>, name: &str) {
         ));
         return;
     }
-    let (domain, path) = (segments[0], segments[1]);
+    let [domain, path, ..] = segments.as_slice() else {
+        return;
+    };
+    let (domain, path) = (*domain, *path);
     if domain.len() > 253 {
         errs.push(FieldError::too_long(F, "must have at most 253 bytes"));
     }
@@ -363,10 +368,14 @@ fn validate_csr(obj: &Object, old: Option<&Object>) -> Vec<FieldError> {
             }
         }
     }
-    let has_duplicates = |u: &[&str]| u.iter().enumerate().any(|(i, x)| u[..i].contains(x));
+    let has_duplicates = |u: &[&str]| {
+        u.iter()
+            .enumerate()
+            .any(|(i, x)| u.iter().take(i).any(|y| y == x))
+    };
     if !old_usages.as_deref().is_some_and(has_duplicates) {
         for (i, u) in usages.iter().enumerate() {
-            if usages[..i].contains(u) {
+            if usages.iter().take(i).any(|x| x == u) {
                 errs.push(FieldError::duplicate(format!("spec.usages[{i}]"), *u));
             }
         }
@@ -418,7 +427,7 @@ fn validate_conditions(errs: &mut Vec<FieldError>, obj: &Object, old: Option<&Ob
     let allow_duplicates = old_types
         .iter()
         .enumerate()
-        .any(|(i, t)| old_types[..i].contains(t));
+        .any(|(i, t)| old_types.iter().take(i).any(|x| x == t));
     let allow_empty = old_types.contains(&"");
     let (mut approved, mut denied) = (false, false);
     let mut seen: Vec<&str> = Vec::new();

@@ -93,7 +93,9 @@ pub fn scale_of(parent: &Object) -> Object {
         other => selector_string(other),
     };
     if !selector.is_empty() {
-        status["selector"] = json!(selector);
+        if let Some(m) = status.as_object_mut() {
+            m.insert("selector".into(), json!(selector));
+        }
     }
     scale_object(parent, replicas, status)
 }

@@ -95,7 +95,7 @@ impl Strategy for StorageClassStrategy {
                     format!("may not have more than {MAX_PARAMETERS} items"),
                 ));
             } else {
-                let mut size = 0;
+                let mut size = 0usize;
                 for (k, v) in params {
                     if k.is_empty() {
                         errs.push(FieldError::invalid(
@@ -104,7 +104,9 @@ impl Strategy for StorageClassStrategy {
                             "field can not be empty.",
                         ));
                     }
-                    size += k.len() + v.as_str().map_or(0, str::len);
+                    size = size
+                        .saturating_add(k.len())
+                        .saturating_add(v.as_str().map_or(0, str::len));
                 }
                 if size > MAX_PARAMETERS_SIZE {
                     errs.push(FieldError::too_long(

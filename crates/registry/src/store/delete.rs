@@ -98,7 +98,10 @@ impl Store {
         obj.set_finalizers(finalizers);
         match grace {
             GracefulDelete::Graceful(secs) => {
-                let when = chrono::Utc::now() + chrono::Duration::seconds(secs);
+                // A grace period past chrono's range is the far future, not a panic.
+                let when = chrono::Duration::try_seconds(secs)
+                    .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
                 if obj.deletion_timestamp().is_none() {
                     obj.set_deletion_timestamp(Some(
                         &when.format("%Y-%m-%dT%H:%M:%SZ").to_string(),

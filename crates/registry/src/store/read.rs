@@ -93,11 +93,12 @@ impl Store {
     }
 
     fn bookmark(&self, revision: i64, initial_end: bool) -> Object {
-        let mut metadata =
-            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
-        if initial_end {
-            metadata["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
-        }
+        let metadata = if initial_end {
+            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null,
+                "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}})
+        } else {
+            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null})
+        };
         let mut o = Object::new();
         o.set_api_version_kind(&self.api_version(), &self.info.kind);
         o.insert("metadata", metadata);

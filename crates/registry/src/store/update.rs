@@ -121,7 +121,7 @@ impl Store {
         if self.sub == Subresource::Main {
             self.strategy.prepare_for_update(&mut new, old);
             if self.strategy.tracks_generation() && spec_part(&new) != spec_part(old) {
-                new.set_generation(old.generation().max(1) + 1);
+                new.set_generation(old.generation().max(1).saturating_add(1));
             }
         }
         let mut errs =

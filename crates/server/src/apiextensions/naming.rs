@@ -94,8 +94,8 @@ pub fn calculate(crd: &Crd, used: &UsedNames) -> (Names, Condition, Condition) {
             names.short_names = requested.short_names.clone();
         } else {
             // utilerrors.NewAggregate: one message as is, several in brackets
-            let msg = if errs.len() == 1 {
-                errs[0].clone()
+            let msg = if let [only] = errs.as_slice() {
+                only.clone()
             } else {
                 format!("[{}]", errs.join(", "))
             };

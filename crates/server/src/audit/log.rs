@@ -134,11 +134,11 @@ impl RotatingFile {
                 self.max_bytes
             )));
         }
-        if self.size + len > self.max_bytes {
+        if self.size.saturating_add(len) > self.max_bytes {
             self.rotate()?;
         }
         self.out.write_all(line)?;
-        self.size += len;
+        self.size = self.size.saturating_add(len);
         Ok(())
     }
 
@@ -167,7 +167,7 @@ impl RotatingFile {
         let cutoff = self
             .max_age
             .and_then(|age| chrono::Duration::from_std(age).ok())
-            .map(|age| Utc::now() - age);
+            .and_then(|age| Utc::now().checked_sub_signed(age));
         for (i, (time, path)) in backups.iter().enumerate() {
             let too_many = self.max_backups > 0 && i >= self.max_backups;
             let too_old = cutoff.is_some_and(|c| *time < c);
@@ -289,7 +289,7 @@ impl LogBackend {
             .spawn(move || {
                 let mut failures: u64 = 0;
                 let mut report = |e: io::Error| {
-                    failures += 1;
+                    failures = failures.saturating_add(1);
                     // The first failure and then every thousandth, so a full disk does not
                     // flood the server's own log.
                     if failures % 1000 == 1 {
@@ -352,7 +352,7 @@ impl LogBackend {
     }
 
     fn count_drop(&self) {
-        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         if n % 1000 == 1 {
             tracing::warn!(
                 dropped = n,

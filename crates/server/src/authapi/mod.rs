@@ -77,7 +77,11 @@ pub async fn setup(
     )));
     let tokens = Arc::new(TokenUnion(tokens));
 
-    let issuer = TokenIssuer::new(signing, issuers[0].clone());
+    let first_issuer = issuers
+        .first()
+        .cloned()
+        .unwrap_or_else(|| DEFAULT_ISSUER.into());
+    let issuer = TokenIssuer::new(signing, first_issuer);
     let token_storage: Arc<dyn Storage> = Arc::new(token_request::token_request_storage(
         issuer,
         audiences.clone(),

@@ -119,9 +119,9 @@ impl Creater for TokenReviewer {
                 status.insert("error".into(), json!(INVALID_BEARER_TOKEN));
             }
         }
-        review["status"] = Value::Object(status);
-        if review.get("metadata").is_none() {
-            review["metadata"] = json!({});
+        if let Some(fields) = review.as_object_mut() {
+            fields.insert("status".into(), Value::Object(status));
+            fields.entry("metadata").or_insert_with(|| json!({}));
         }
         Ok(WriteResult {
             object: Object::from_value(review)?,

@@ -226,17 +226,32 @@ impl Creater for TokenRequester {
             .filter(|v| !v.is_null())
             .cloned();
         let now = now_unix();
-        req["metadata"] = json!({
-            "name": name,
-            "namespace": namespace,
-            "creationTimestamp": rfc3339(now),
-        });
-        req["spec"]["audiences"] = json!(audiences);
-        req["spec"]["expirationSeconds"] = json!(expiration);
-        if bound_ref.is_none() {
-            req["spec"]["boundObjectRef"] = Value::Null;
+        // The body was decoded as a TokenRequest, so it is an object and `spec` one or null.
+        if let Some(fields) = req.as_object_mut() {
+            fields.insert(
+                "metadata".into(),
+                json!({
+                    "name": name,
+                    "namespace": namespace,
+                    "creationTimestamp": rfc3339(now),
+                }),
+            );
+            let spec = fields.entry("spec").or_insert_with(|| json!({}));
+            if !spec.is_object() {
+                *spec = json!({});
+            }
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("audiences".into(), json!(audiences));
+                spec.insert("expirationSeconds".into(), json!(expiration));
+                if bound_ref.is_none() {
+                    spec.insert("boundObjectRef".into(), Value::Null);
+                }
+            }
+            fields.insert(
+                "status".into(),
+                json!({"token": "", "expirationTimestamp": null}),
+            );
         }
-        req["status"] = json!({"token": "", "expirationTimestamp": null});
 
         let mut errors = Vec::new();
         if expiration < MIN_EXPIRATION_SECONDS {
@@ -280,10 +295,15 @@ impl Creater for TokenRequester {
             .issue(&spec, now)
             .map_err(|e| ApiError::internal(format!("failed to generate token: {e}")))?;
         let mut out = request.into_value();
-        out["status"] = json!({
-            "token": issued.token,
-            "expirationTimestamp": rfc3339(issued.expires_at),
-        });
+        if let Some(fields) = out.as_object_mut() {
+            fields.insert(
+                "status".into(),
+                json!({
+                    "token": issued.token,
+                    "expirationTimestamp": rfc3339(issued.expires_at),
+                }),
+            );
+        }
         Ok(WriteResult {
             object: Object::from_value(out)?,
             warnings: Vec::new(),

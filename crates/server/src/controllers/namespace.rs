@@ -297,7 +297,8 @@ impl NamespaceController {
             content.remaining.insert(gr, left.len());
             for obj in &left {
                 for f in obj.finalizers() {
-                    *content.finalizers.entry(f).or_default() += 1;
+                    let n = content.finalizers.entry(f).or_default();
+                    *n = n.saturating_add(1);
                 }
             }
         }

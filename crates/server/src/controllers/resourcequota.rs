@@ -114,7 +114,7 @@ impl QuotaController {
                 }
             }
             if s.names().into_iter().cloned().collect::<BTreeSet<_>>() != before {
-                s.generation += 1;
+                s.generation = s.generation.wrapping_add(1);
             }
         }
         if present {

@@ -59,8 +59,14 @@ fn remaining(job: &Object, now: DateTime<Utc>) -> Option<Result<Duration, String
         return None;
     }
     Some(finished_at(job)?.map(|finished| {
-        let expire = finished + chrono::Duration::seconds(ttl);
-        (expire - now).to_std().unwrap_or(Duration::ZERO)
+        // A TTL past chrono's range never expires, rather than panicking.
+        let expire = chrono::Duration::try_seconds(ttl)
+            .and_then(|d| finished.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        expire
+            .signed_duration_since(now)
+            .to_std()
+            .unwrap_or(Duration::ZERO)
     }))
 }
 

@@ -9,11 +9,7 @@ use crate::duration::parse_go_duration;
 use kapi_machinery::{ApiError, RequestInfo};
 use std::time::Duration;
 
-/// The filter's own message (upstream `WithTimeoutForNonLongRunningRequests`).
-pub const TIMEOUT_MESSAGE: &str = "request did not complete within the allotted timeout";
-/// The message upstream's write handlers give when their deadline passes (`finisher.go`).
-pub const WRITE_TIMEOUT_MESSAGE: &str =
-    "request did not complete within requested timeout - context deadline exceeded";
+pub use kapi_machinery::error::{TIMEOUT_MESSAGE, WRITE_TIMEOUT_MESSAGE};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Timeout {

@@ -18,7 +18,7 @@ pub(super) async fn reconcile(
     let updater = cluster_roles
         .as_updater()
         .ok_or_else(|| ApiError::internal("the clusterroles storage cannot update"))?;
-    let mut written = 0;
+    let mut written = 0usize;
     for role in index.aggregated_cluster_roles() {
         let Some(rules) = index.aggregated_rules(&role.name) else {
             continue;
@@ -48,7 +48,7 @@ pub(super) async fn reconcile(
             )
             .await;
         match result {
-            Ok(_) => written += 1,
+            Ok(_) => written = written.saturating_add(1),
             // Deleted meanwhile: nothing to aggregate into.
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),

@@ -399,7 +399,7 @@ pub(super) async fn ensure(
     let creater = storage
         .as_creater()
         .ok_or_else(|| ApiError::internal("the RBAC storage cannot create"))?;
-    let mut created = 0;
+    let mut created = 0usize;
     for v in objects {
         let obj = Object::from_value(v)?;
         let name = obj.name().to_string();
@@ -412,7 +412,7 @@ pub(super) async fn ensure(
             )
             .await
         {
-            Ok(_) => created += 1,
+            Ok(_) => created = created.saturating_add(1),
             Err(e) if e.is_already_exists() => {}
             Err(e) => {
                 return Err(ApiError::internal(format!(

@@ -145,7 +145,7 @@ impl Authorization {
             bootstrap::cluster_role_bindings(),
         )
         .await?;
-        if roles + bindings > 0 {
+        if roles.saturating_add(bindings) > 0 {
             tracing::info!(
                 cluster_roles = roles,
                 cluster_role_bindings = bindings,
@@ -162,8 +162,11 @@ impl Authorization {
             if aggregation::reconcile(&rt.index, &rt.cluster_roles).await? == 0 {
                 break;
             }
-            let cluster_role_feed = &rt.feeds[0];
-            versions[0] = cluster_role_feed.sync(&rt.index).await?;
+            if let (Some(cluster_role_feed), Some(version)) =
+                (rt.feeds.first(), versions.first_mut())
+            {
+                *version = cluster_role_feed.sync(&rt.index).await?;
+            }
         }
         let changed = Arc::new(Notify::new());
         for (f, rv) in rt.feeds.iter().cloned().zip(versions) {

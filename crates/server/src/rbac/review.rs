@@ -290,7 +290,9 @@ impl Reviewer {
             "incomplete": r.incomplete,
         });
         if !r.evaluation_error.is_empty() {
-            status["evaluationError"] = r.evaluation_error.into();
+            if let Some(fields) = status.as_object_mut() {
+                fields.insert("evaluationError".into(), r.evaluation_error.into());
+            }
         }
         Ok(status)
     }

@@ -180,7 +180,7 @@ async fn reflect(shared: Arc<Shared>) {
             Err(e) => {
                 tracing::warn!(prefix = %shared.prefix, error = %e, "watch cache: relisting");
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                backoff = backoff.saturating_mul(2).min(Duration::from_secs(5));
             }
         }
     }
@@ -428,15 +428,20 @@ impl Storage for Cacher {
             })
             .filter_map(|c| crate::events::to_event(c, &opts.predicate))
             .collect();
-        let (tx, rx) = mpsc::channel(initial.len() + self.shared.config.watcher_buffer);
+        let (tx, rx) = mpsc::channel(
+            initial
+                .len()
+                .saturating_add(self.shared.config.watcher_buffer),
+        );
         for ev in initial {
             // Cannot fail: the channel was sized for these.
             let _ = tx.try_send(Ok(ev));
         }
         let id = st.next_id;
-        st.next_id += 1;
+        st.next_id = st.next_id.wrapping_add(1);
         let now = tokio::time::Instant::now();
-        let deadline = opts.timeout.map(|t| now + t);
+        // A timeout past the clock's range is no timeout (a client's timeoutSeconds can be huge).
+        let deadline = opts.timeout.and_then(|t| now.checked_add(t));
         st.watchers.insert(
             id,
             Slot {

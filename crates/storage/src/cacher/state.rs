@@ -44,7 +44,7 @@ pub(super) fn next_bookmark_time(
     if !bookmarks {
         return None;
     }
-    let periodic = now + frequency;
+    let periodic = now.checked_add(frequency).unwrap_or(now);
     let Some(deadline) = deadline else {
         return Some(periodic);
     };
@@ -249,7 +249,7 @@ impl State {
             if limit.is_some_and(|l| page.items.len() >= l) {
                 page.more = true;
                 // Upstream's `count - limit`: the keys left from this one on.
-                page.remaining = everything.then(|| 1 + keys.count() as i64);
+                page.remaining = everything.then(|| (keys.count() as i64).saturating_add(1));
                 break;
             }
             if everything || pred.matches(&o.object) {

@@ -297,7 +297,11 @@ impl RangeReader for EmbeddedStorage {
                 if rev > current {
                     return Err(too_large_resource_version(rev, current));
                 }
-                let fetch = if limit == 0 { 0 } else { limit + 1 };
+                let fetch = if limit == 0 {
+                    0
+                } else {
+                    limit.saturating_add(1)
+                };
                 let mut rows = db::range(&tx, &start, &end, rev, fetch)?;
                 let more = limit > 0 && rows.len() > limit;
                 rows.truncate(if limit == 0 { rows.len() } else { limit });

@@ -73,7 +73,7 @@ impl Watch {
             return;
         }
         let period = self.inner.config.bookmark_interval;
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let mut ticker = crate::events::bookmark_ticker(period);
         loop {
             tokio::select! {
                 _ = self.tx.closed() => return,

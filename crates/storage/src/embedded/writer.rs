@@ -175,7 +175,7 @@ impl Writer {
             }
             tracing::error!(error = %e, "embedded storage: commit failed");
             for (reply, _) in results {
-                let _ = reply.send(Err(Error::Unavailable(format!("commit failed: {e}"))));
+                let _ = reply.send(Err(Error::Internal(format!("commit failed: {e}"))));
             }
             return;
         }
@@ -273,9 +273,9 @@ fn apply(
             if existing.as_ref().is_some_and(|r| !r.deleted) {
                 return Ok((Err(Error::KeyExists { key }), None));
             }
-            let rev = *current + 1;
+            let rev = current.saturating_add(1);
             let expires = ttl.map_or(0, |t| {
-                now_ms() + i64::try_from(t.as_millis()).unwrap_or(i64::MAX / 2)
+                now_ms().saturating_add(i64::try_from(t.as_millis()).unwrap_or(i64::MAX / 2))
             });
             insert(
                 tx,
@@ -317,7 +317,7 @@ fn apply(
                     None,
                 ));
             };
-            let rev = *current + 1;
+            let rev = current.saturating_add(1);
             insert(
                 tx,
                 NewRow {
@@ -357,7 +357,7 @@ fn apply(
                     None,
                 ));
             };
-            let rev = *current + 1;
+            let rev = current.saturating_add(1);
             insert(
                 tx,
                 NewRow {

@@ -36,21 +36,25 @@ pub(super) async fn track_members(client: Client, endpoints: Vec<String>) {
         tokio::time::sleep(PROBE_INTERVAL).await;
         for (i, endpoint) in endpoints.iter().enumerate() {
             let up = reachable(endpoint).await;
-            if !up && in_set[i] && in_set.iter().filter(|s| **s).count() > 1 {
+            let members_in = in_set.iter().filter(|s| **s).count();
+            let Some(member) = in_set.get_mut(i) else {
+                continue;
+            };
+            if !up && *member && members_in > 1 {
                 match client.remove_endpoint(endpoint).await {
                     Ok(()) => {
                         tracing::warn!(endpoint = %endpoint, "etcd member unreachable: requests go to the others");
-                        in_set[i] = false;
+                        *member = false;
                     }
                     Err(e) => {
                         tracing::debug!(endpoint = %endpoint, error = %e, "etcd: removing a member")
                     }
                 }
-            } else if up && !in_set[i] {
+            } else if up && !*member {
                 match client.add_endpoint(endpoint).await {
                     Ok(()) => {
                         tracing::info!(endpoint = %endpoint, "etcd member reachable again");
-                        in_set[i] = true;
+                        *member = true;
                     }
                     Err(e) => {
                         tracing::debug!(endpoint = %endpoint, error = %e, "etcd: adding a member back")

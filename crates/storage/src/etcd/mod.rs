@@ -136,6 +136,8 @@ pub(crate) fn classify(e: etcd_client::Error) -> Failure {
                 Failure::Compacted
             } else if msg.contains("required revision is a future revision") {
                 Failure::FutureRevision
+            } else if msg.starts_with("etcdserver:") {
+                Failure::Other(Error::Backend(msg.to_string()))
             } else {
                 match s.code() {
                     tonic::Code::DeadlineExceeded => {
@@ -184,7 +186,7 @@ impl EtcdStorage {
             opts = opts.with_tls(tls.options());
         }
         let client = tokio::time::timeout(
-            config.dial_timeout + config.request_timeout,
+            config.dial_timeout.saturating_add(config.request_timeout),
             Client::connect(&config.endpoints, Some(opts)),
         )
         .await
@@ -334,7 +336,10 @@ impl EtcdStorage {
     }
 
     async fn expired(&self, requested: Revision) -> Error {
-        let compacted = self.compacted_revision().await.unwrap_or(requested + 1);
+        let compacted = self
+            .compacted_revision()
+            .await
+            .unwrap_or(requested.saturating_add(1));
         Error::ResourceExpired {
             requested,
             compacted,
@@ -428,7 +433,7 @@ impl EtcdStorage {
             self.compact(previous).await?;
             tracing::debug!(revision = previous, "etcd: compacted");
         }
-        Ok((seen_version + 1, current))
+        Ok((seen_version.saturating_add(1), current))
     }
 }
 

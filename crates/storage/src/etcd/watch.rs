@@ -30,7 +30,7 @@ pub(super) async fn watch(
     opts: WatchOptions,
 ) -> Result<WatchStream> {
     let progress = storage.progress.subscribe();
-    let start = opts.from_revision.map_or(0, |r| r + 1);
+    let start = opts.from_revision.map_or(0, |r| r.saturating_add(1));
     let (stream, created_at) = open(&storage, key, &opts, start).await?;
     let last = opts.from_revision.unwrap_or(created_at);
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
@@ -79,7 +79,7 @@ async fn open(
     let first = first.ok_or_else(|| Error::Unavailable("etcd closed the watch stream".into()))?;
     if first.compact_revision() > 0 {
         return Err(Error::ResourceExpired {
-            requested: start - 1,
+            requested: start.saturating_sub(1),
             compacted: first.compact_revision(),
         });
     }
@@ -101,7 +101,7 @@ impl Watch {
         mut progress: tokio::sync::broadcast::Receiver<()>,
     ) {
         let period = self.storage.config.bookmark_interval;
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        let mut ticker = crate::events::bookmark_ticker(period);
         loop {
             let bookmarks = self.opts.bookmarks;
             tokio::select! {
@@ -147,7 +147,14 @@ impl Watch {
             if self.tx.is_closed() {
                 return None;
             }
-            match open(&self.storage, &self.key, &self.opts, self.last + 1).await {
+            match open(
+                &self.storage,
+                &self.key,
+                &self.opts,
+                self.last.saturating_add(1),
+            )
+            .await
+            {
                 Ok((s, _)) => return Some(s),
                 Err(e @ Error::ResourceExpired { .. }) => {
                     let _ = self.tx.send(Err(e)).await;
@@ -156,7 +163,7 @@ impl Watch {
                 Err(e) => tracing::debug!(error = %e, "etcd watch: reconnecting"),
             }
             tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
+            backoff = backoff.saturating_mul(2).min(Duration::from_secs(2));
         }
     }
 

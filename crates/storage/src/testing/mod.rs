@@ -4,7 +4,12 @@
 //!
 //! Every case keeps its keys under [`PREFIX`], so a watch cache for that prefix can stand in
 //! for the backend.
-
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test support, never on a request path: a panic is a failed test"
+)]
 #![allow(clippy::unwrap_used)]
 
 mod cases;

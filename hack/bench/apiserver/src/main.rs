@@ -19,6 +19,12 @@
 //! `--etcd-servers`), `paging` (first/last page of `limit=500` and the paged walk over
 //! `--paged-objects` ConfigMaps), `namespace` (LIST of a namespace of 10, empty server vs
 //! `--paged-objects` elsewhere). See `lists`.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "benchmark driver, never on a request path: a panic is a failed run"
+)]
 
 mod admission;
 mod crd;

@@ -9,6 +9,12 @@
 //! `cargo run --release -p kapi-bench-storage -- [--objects 10000] [--concurrency 1,16,64]
 //! [--rounds 5] [--etcd http://127.0.0.1:2379 --etcd-pid <pid>]`; without `--etcd` it starts
 //! its own etcd on free ports.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "benchmark driver, never on a request path: a panic is a failed run"
+)]
 
 mod creates;
 

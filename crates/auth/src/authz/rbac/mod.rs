@@ -49,9 +49,9 @@ impl RbacAuthorizer {
         if let Some(source) = allowed_by {
             return (Decision::Allow, format!("RBAC: allowed by {source}"));
         }
-        let reason = match errors.len() {
-            0 => String::new(),
-            1 => format!("RBAC: {}", errors[0]),
+        let reason = match errors.as_slice() {
+            [] => String::new(),
+            [only] => format!("RBAC: {only}"),
             _ => format!("RBAC: [{}]", errors.join(", ")),
         };
         (Decision::NoOpinion(reason.clone()), reason)

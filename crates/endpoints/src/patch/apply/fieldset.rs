@@ -43,11 +43,9 @@ pub fn keyed_items<'a>(
             });
         };
         if out.iter().any(|(p, _)| *p == pe) {
-            let mut key_path = path.to_vec();
-            key_path.push(pe);
             return Err(WalkError::Duplicate {
                 path: path_text(path),
-                key: super::set::path_string(&key_path[path.len()..]),
+                key: super::set::path_string(std::slice::from_ref(&pe)),
             });
         }
         out.push((pe, item));

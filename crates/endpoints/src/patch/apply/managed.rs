@@ -317,14 +317,16 @@ pub fn update(
         e.set = e.set.difference(&changed).difference(&c.removed);
     }
     if !changed.is_empty() {
-        match managed.position(
-            &writer.manager,
-            Operation::Update,
-            &writer.api_version,
-            &writer.subresource,
-        ) {
-            Some(i) => {
-                let e = &mut managed.entries[i];
+        match managed
+            .position(
+                &writer.manager,
+                Operation::Update,
+                &writer.api_version,
+                &writer.subresource,
+            )
+            .and_then(|i| managed.entries.get_mut(i))
+        {
+            Some(e) => {
                 e.set = e.set.union(&changed);
                 e.time = Some(writer.now.clone());
             }
@@ -401,11 +403,12 @@ pub fn apply(
     let mut merged = merge(&live, &config, ty)?;
 
     let previous = managed.position(&writer.manager, Operation::Apply, "", &writer.subresource);
-    let last = previous.map(|i| managed.entries[i].set.clone());
-    let before_time = previous.and_then(|i| managed.entries[i].time.clone());
+    let previous_entry = previous.and_then(|i| managed.entries.get(i));
+    let last = previous_entry.map(|e| e.set.clone());
+    let before_time = previous_entry.and_then(|e| e.time.clone());
     let mut next = managed.clone();
-    match previous {
-        Some(i) => next.entries[i].set = applied.clone(),
+    match previous.and_then(|i| next.entries.get_mut(i)) {
+        Some(e) => e.set = applied.clone(),
         None => next.entries.push(Entry {
             manager: writer.manager.clone(),
             operation: Operation::Apply,
@@ -455,13 +458,15 @@ pub fn apply(
         return Err(ApplyError::Conflicts(conflicts));
     }
     let unchanged = merged == live;
-    next.entries[me].api_version = writer.api_version.clone();
-    // The time says when the applier last changed the object (kept on a no-op).
-    next.entries[me].time = if unchanged && before_time.is_some() {
-        before_time
-    } else {
-        Some(writer.now.clone())
-    };
+    if let Some(e) = next.entries.get_mut(me) {
+        e.api_version = writer.api_version.clone();
+        // The time says when the applier last changed the object (kept on a no-op).
+        e.time = if unchanged && before_time.is_some() {
+            before_time
+        } else {
+            Some(writer.now.clone())
+        };
+    }
     next.drop_empty();
     *managed = next;
     Ok((!unchanged).then_some(merged))
@@ -479,12 +484,13 @@ fn collect_prunable(last: &Set, all: Option<&Set>, prefix: &mut Path, out: &mut 
         let owned_here_or_below = {
             let mut node = all;
             let mut ok = true;
-            for (i, pe) in path.iter().enumerate() {
+            let mut elements = path.iter().peekable();
+            while let Some(pe) = elements.next() {
                 let Some(n) = node else {
                     ok = false;
                     break;
                 };
-                if i + 1 == path.len() {
+                if elements.peek().is_none() {
                     ok = n.touches(pe);
                 } else if n.has_member(pe) && n.child(pe).is_none() {
                     // An ancestor is owned as a whole.
@@ -497,9 +503,10 @@ fn collect_prunable(last: &Set, all: Option<&Set>, prefix: &mut Path, out: &mut 
             ok
         };
         if !owned_here_or_below {
+            let depth = prefix.len();
             prefix.extend(path.iter().cloned());
             out.insert(prefix);
-            prefix.truncate(prefix.len() - path.len());
+            prefix.truncate(depth);
         }
     }
 }

@@ -46,7 +46,7 @@ fn merge_at(live: &Value, config: &Value, ty: &Ty, path: &mut Path) -> Result<Va
             let li = keyed_items(&kind, ll, path)?;
             let ci = keyed_items(&kind, cl, path)?;
             let item_ty = ty.item();
-            let mut out = Vec::with_capacity(ll.len() + cl.len());
+            let mut out = Vec::with_capacity(ll.len().saturating_add(cl.len()));
             for (pe, lv) in &li {
                 match ci.iter().find(|(p, _)| p == pe) {
                     Some((_, cv)) => {

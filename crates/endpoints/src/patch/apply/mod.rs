@@ -36,7 +36,7 @@ pub fn manager_from_user_agent(user_agent: &str) -> String {
     let head = user_agent.split('/').next().unwrap_or("");
     let mut out = String::new();
     for c in head.chars().filter(|c| !c.is_control()) {
-        if out.len() + c.len_utf8() > crate::params::FIELD_MANAGER_MAX_LENGTH {
+        if out.len().saturating_add(c.len_utf8()) > crate::params::FIELD_MANAGER_MAX_LENGTH {
             break;
         }
         out.push(c);

@@ -185,7 +185,7 @@ impl RuleTree {
         for (k, p) in &node.properties {
             if let Some(child) = raw_props
                 .and_then(|rp| rp.get(k))
-                .and_then(|r| Self::build(r, p, depth + 1))
+                .and_then(|r| Self::build(r, p, depth.saturating_add(1)))
             {
                 t.properties.insert(k.clone(), child);
             }
@@ -193,10 +193,10 @@ impl RuleTree {
         if let (Some(ap), Some(raw_ap)) =
             (node.additional_schema(), raw.get("additionalProperties"))
         {
-            t.additional = Self::build(raw_ap, ap, depth + 1).map(Box::new);
+            t.additional = Self::build(raw_ap, ap, depth.saturating_add(1)).map(Box::new);
         }
         if let (Some(items), Some(raw_items)) = (node.items.as_deref(), raw.get("items")) {
-            t.items = Self::build(raw_items, items, depth + 1).map(Box::new);
+            t.items = Self::build(raw_items, items, depth.saturating_add(1)).map(Box::new);
         }
         let empty = t.here.is_none()
             && t.properties.is_empty()
@@ -247,33 +247,30 @@ pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldE
 fn optional_old_self(rule: &str) -> String {
     const NAME: &str = "oldSelf";
     const OPTIONAL: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
-    let mut out = String::with_capacity(rule.len() + OPTIONAL.len());
+    let mut out = String::with_capacity(rule.len().saturating_add(OPTIONAL.len()));
     let mut quote: Option<char> = None;
     let mut prev: Option<char> = None;
-    let mut i = 0;
-    while i < rule.len() {
-        let Some(c) = rule[i..].chars().next() else {
-            break;
-        };
+    let mut rest = rule;
+    while let Some(c) = rest.chars().next() {
         if let Some(q) = quote {
             if c == q && prev != Some('\\') {
                 quote = None;
             }
         } else if c == '\'' || c == '"' {
             quote = Some(c);
-        } else if rule[i..].starts_with(NAME) {
-            let after = rule[i + NAME.len()..].chars().next();
+        } else if let Some(after_name) = rest.strip_prefix(NAME) {
+            let after = after_name.chars().next();
             let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
             if !word(prev) && prev != Some('.') && !word(after) {
                 out.push_str(OPTIONAL);
-                i += NAME.len();
+                rest = after_name;
                 prev = Some('f');
                 continue;
             }
         }
         out.push(c);
         prev = Some(c);
-        i += c.len_utf8();
+        rest = rest.get(c.len_utf8()..).unwrap_or_default();
     }
     out
 }
@@ -294,9 +291,9 @@ fn estimated_cost(size: i64, depth: u32) -> i64 {
 
 fn value_size(v: &Value) -> i64 {
     match v {
-        Value::Array(a) => 1 + a.iter().map(value_size).sum::<i64>(),
-        Value::Object(m) => 1 + m.values().map(value_size).sum::<i64>(),
-        Value::String(s) => 1 + (s.len() as i64) / 8,
+        Value::Array(a) => a.iter().map(value_size).fold(1, i64::saturating_add),
+        Value::Object(m) => m.values().map(value_size).fold(1, i64::saturating_add),
+        Value::String(s) => 1i64.saturating_add((s.len() / 8) as i64),
         _ => 1,
     }
 }
@@ -316,7 +313,7 @@ fn loop_depth(rule: &str) -> u32 {
                     .map(|x| depth(&x.expr))
                     .max()
                     .unwrap_or(0);
-                depth(&c.iter_range.expr).max(1 + inner)
+                depth(&c.iter_range.expr).max(inner.saturating_add(1))
             }
             Expr::Call(c) => c
                 .target
@@ -474,7 +471,7 @@ fn charge(
             *budget = -1;
             return false;
         }
-        *budget -= cost;
+        *budget = budget.saturating_sub(cost);
     }
     true
 }
@@ -519,11 +516,16 @@ fn evaluate(
     // that rules with the same text keep their own message and fieldPath.
     let mut next = 0;
     for e in found.into_vec() {
-        let Some(i) = (next..here.rules.len()).find(|&i| here.evaluated[i] == e.rule) else {
+        let Some((i, rule)) = here
+            .rules
+            .iter()
+            .enumerate()
+            .skip(next)
+            .find(|(i, _)| here.evaluated.get(*i) == Some(&e.rule))
+        else {
             continue;
         };
-        next = i + 1;
-        let rule = &here.rules[i];
+        next = i.saturating_add(1);
         if ratchet && !rule.rule.contains("oldSelf") {
             continue;
         }

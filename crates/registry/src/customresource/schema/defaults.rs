@@ -121,7 +121,7 @@ fn walk(
             false,
             meta,
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     if let Some(ap) = s.additional_schema() {
@@ -131,7 +131,7 @@ fn walk(
             false,
             inside_meta,
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     if let Some(items) = s.items.as_deref() {
@@ -141,7 +141,7 @@ fn walk(
             false,
             inside_meta,
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
 }

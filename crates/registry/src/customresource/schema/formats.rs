@@ -186,7 +186,7 @@ fn is_isbn10(s: &str) -> bool {
                 None => return false,
             },
         };
-        sum += (10 - i as u32) * d;
+        sum = sum.saturating_add(10u32.saturating_sub(i as u32).saturating_mul(d));
     }
     sum.is_multiple_of(11)
 }
@@ -204,8 +204,8 @@ fn is_isbn13(s: &str) -> bool {
     let sum: u32 = c
         .iter()
         .enumerate()
-        .map(|(i, d)| if i % 2 == 0 { *d } else { d * 3 })
-        .sum();
+        .map(|(i, d)| if i % 2 == 0 { *d } else { d.saturating_mul(3) })
+        .fold(0, u32::saturating_add);
     sum.is_multiple_of(10)
 }
 
@@ -220,9 +220,9 @@ fn is_request_uri(s: &str) -> bool {
 
 /// Go's `net/mail.ParseAddress`, closely enough for bare and named addresses.
 fn is_email(s: &str) -> bool {
-    let addr = match (s.rfind('<'), s.ends_with('>')) {
-        (Some(i), true) => &s[i + 1..s.len() - 1],
-        _ => s.trim(),
+    let addr = match s.rsplit_once('<').and_then(|(_, r)| r.strip_suffix('>')) {
+        Some(inner) => inner,
+        None => s.trim(),
     };
     let Some((local, domain)) = addr.rsplit_once('@') else {
         return false;
@@ -256,11 +256,14 @@ fn is_date_time(s: &str) -> bool {
         return false;
     }
     let lower = s.to_lowercase();
-    let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
+    let mut parts = lower.split('t');
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    if !is_date(date) {
         return false;
     }
-    let Some(c) = TIME.as_ref().and_then(|r| r.captures(parts[1])) else {
+    let Some(c) = TIME.as_ref().and_then(|r| r.captures(time)) else {
         return false;
     };
     let get = |i: usize| c.get(i).map(|m| m.as_str()).unwrap_or("99");
@@ -292,9 +295,8 @@ fn is_duration(s: &str) -> bool {
             .map(|m| m.as_str().trim().to_lowercase())
             .unwrap_or_default();
         UNITS.iter().any(|variants| {
-            variants.iter().enumerate().any(|(i, v)| {
-                (i == variants.len() - 1 && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v)
-            })
+            variants.iter().any(|v| unit.eq_ignore_ascii_case(v))
+                || variants.last().is_some_and(|long| unit.starts_with(long))
         })
     })
 }

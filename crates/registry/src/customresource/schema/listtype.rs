@@ -85,7 +85,7 @@ fn second_occurrences(ids: impl Iterator<Item = Option<String>>) -> Vec<usize> {
     for (i, id) in ids.enumerate() {
         let Some(id) = id else { continue };
         let times = seen.entry(id).or_insert(0);
-        *times += 1;
+        *times = times.saturating_add(1);
         if *times == 2 {
             out.push(i);
         }
@@ -97,10 +97,12 @@ fn array(s: &Node, items: &[Value], path: &str, errs: &mut Vec<FieldError>) {
     match s.list_type.as_deref() {
         Some("set") => {
             for i in second_occurrences(items.iter().map(|v| Some(identity(v)))) {
-                errs.push(FieldError::duplicate(
-                    format!("{path}[{i}]"),
-                    to_bad_value(&items[i]),
-                ));
+                if let Some(item) = items.get(i) {
+                    errs.push(FieldError::duplicate(
+                        format!("{path}[{i}]"),
+                        to_bad_value(item),
+                    ));
+                }
             }
         }
         Some("map") => list_map(s, items, path, errs),
@@ -149,9 +151,11 @@ fn list_map(s: &Node, items: &[Value], path: &str, errs: &mut Vec<FieldError>) {
         .iter()
         .map(|m| Some(canonical(&Value::Object(m.clone()))));
     for i in second_occurrences(ids) {
-        errs.push(FieldError::duplicate(
-            format!("{path}[{i}]"),
-            BadValue::Go(go_syntax(&Value::Object(keys[i].clone()))),
-        ));
+        if let Some(key) = keys.get(i) {
+            errs.push(FieldError::duplicate(
+                format!("{path}[{i}]"),
+                BadValue::Go(go_syntax(&Value::Object(key.clone()))),
+            ));
+        }
     }
 }

@@ -78,12 +78,16 @@ impl Node {
         let sub = |key: &str| -> Option<Box<Node>> {
             m.get(key)
                 .filter(|v| v.is_object())
-                .map(|v| Box::new(Self::parse_depth(v, depth + 1)))
+                .map(|v| Box::new(Self::parse_depth(v, depth.saturating_add(1))))
         };
         let list = |key: &str| -> Vec<Node> {
             m.get(key)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().map(|v| Self::parse_depth(v, depth + 1)).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|v| Self::parse_depth(v, depth.saturating_add(1)))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let properties = m
@@ -91,7 +95,7 @@ impl Node {
             .and_then(Value::as_object)
             .map(|p| {
                 p.iter()
-                    .map(|(k, v)| (k.clone(), Self::parse_depth(v, depth + 1)))
+                    .map(|(k, v)| (k.clone(), Self::parse_depth(v, depth.saturating_add(1))))
                     .collect()
             })
             .unwrap_or_default();
@@ -99,15 +103,19 @@ impl Node {
             Some(Value::Bool(b)) => Some(Additional::Bool(*b)),
             Some(v @ Value::Object(_)) => Some(Additional::Schema(Box::new(Self::parse_depth(
                 v,
-                depth + 1,
+                depth.saturating_add(1),
             )))),
             _ => None,
         };
         // `items` may also be an array of schemas in JSON Schema; CRDs refuse that, the
         // first one stands in so the tree stays usable.
         let items = match m.get("items") {
-            Some(v @ Value::Object(_)) => Some(Box::new(Self::parse_depth(v, depth + 1))),
-            Some(Value::Array(a)) => a.first().map(|v| Box::new(Self::parse_depth(v, depth + 1))),
+            Some(v @ Value::Object(_)) => {
+                Some(Box::new(Self::parse_depth(v, depth.saturating_add(1))))
+            }
+            Some(Value::Array(a)) => a
+                .first()
+                .map(|v| Box::new(Self::parse_depth(v, depth.saturating_add(1)))),
             _ => None,
         };
         let pattern = str_of(m, "pattern").map(|p| {

@@ -75,13 +75,13 @@ fn visit(s: &mut Map<String, Value>, depth: usize) {
     if let Some(Value::Object(p)) = s.get_mut("properties") {
         for v in p.values_mut() {
             if let Value::Object(m) = v {
-                visit(m, depth + 1);
+                visit(m, depth.saturating_add(1));
             }
         }
     }
     for k in ["items", "additionalProperties"] {
         if let Some(Value::Object(m)) = s.get_mut(k) {
-            visit(m, depth + 1);
+            visit(m, depth.saturating_add(1));
         }
     }
 }

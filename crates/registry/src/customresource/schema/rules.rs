@@ -100,7 +100,14 @@ fn check_node(
         for k in keys {
             if let Some(child) = p[k].as_object() {
                 let child_path = format!("{path}.properties[{k}]");
-                check_node(child, &child_path, uncorrelatable, card, out, depth + 1);
+                check_node(
+                    child,
+                    &child_path,
+                    uncorrelatable,
+                    card,
+                    out,
+                    depth.saturating_add(1),
+                );
             }
         }
     }
@@ -114,7 +121,7 @@ fn check_node(
             within,
             card,
             out,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     if let Some(ap) = s.get("additionalProperties").and_then(Value::as_object) {
@@ -124,7 +131,7 @@ fn check_node(
             uncorrelatable,
             times(card, s, "maxProperties"),
             out,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
@@ -149,7 +156,11 @@ fn check_node(
     let self_ty = types::from_schema(&Value::Object(s.clone()), with_meta, "selfType");
     let node = Value::Object(s.clone());
     // Upstream's `maxCardinality(MinSerializedSize)` where an enclosing bound is missing.
-    let card = card.unwrap_or_else(|| types::MAX_REQUEST_SIZE / (types::min_size(&node) + 1));
+    let card = card.unwrap_or_else(|| {
+        types::MAX_REQUEST_SIZE
+            .checked_div(types::min_size(&node).saturating_add(1))
+            .unwrap_or(0)
+    });
     for (i, r) in rules.iter().enumerate() {
         compile_rule(
             r,

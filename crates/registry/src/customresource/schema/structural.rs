@@ -96,7 +96,13 @@ fn invariants(
         ));
     }
     if let Some(items) = items {
-        invariants(items, Level::Item, &child(path, "items"), errs, depth + 1);
+        invariants(
+            items,
+            Level::Item,
+            &child(path, "items"),
+            errs,
+            depth.saturating_add(1),
+        );
     }
     let properties = props(s);
     for (k, p) in &properties {
@@ -105,7 +111,7 @@ fn invariants(
             Level::Field,
             &key(&child(path, "properties"), k),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     let ap = s
@@ -124,7 +130,7 @@ fn invariants(
                 Level::Field,
                 &child(path, "additionalProperties"),
                 errs,
-                depth + 1,
+                depth.saturating_add(1),
             );
         }
     }
@@ -297,7 +303,7 @@ fn value_validation(
                 lvl,
                 &format!("{}[{i}]", child(path, "anyOf")),
                 errs,
-                depth + 1,
+                depth.saturating_add(1),
             );
         }
     }
@@ -310,7 +316,7 @@ fn value_validation(
             lvl,
             &format!("{}[{i}]", child(path, "allOf")),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     for (i, v) in list(s, "oneOf").into_iter().enumerate() {
@@ -321,11 +327,19 @@ fn value_validation(
             lvl,
             &format!("{}[{i}]", child(path, "oneOf")),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     if let Some(not) = obj(s.get("not")) {
-        nested(not, false, false, lvl, &child(path, "not"), errs, depth + 1);
+        nested(
+            not,
+            false,
+            false,
+            lvl,
+            &child(path, "not"),
+            errs,
+            depth.saturating_add(1),
+        );
     }
     if let Some(p) = s.get("pattern").and_then(Value::as_str) {
         if let Err(e) = regex::Regex::new(p) {
@@ -356,7 +370,7 @@ fn nested(
             lvl,
             &child(path, "items"),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     for (k, p) in props(v) {
@@ -367,7 +381,7 @@ fn nested(
             Level::Field,
             &key(&child(path, "properties"), k),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     let forbid = |errs: &mut Vec<FieldError>, k: &str, msg: &str| {
@@ -460,7 +474,14 @@ fn completeness(
         return;
     }
     if let Some(not) = obj(v.get("not")) {
-        nested_completeness(not, Some(s), s_path, &child(v_path, "not"), errs, depth + 1);
+        nested_completeness(
+            not,
+            Some(s),
+            s_path,
+            &child(v_path, "not"),
+            errs,
+            depth.saturating_add(1),
+        );
     }
     for k in ["allOf", "anyOf", "oneOf"] {
         for (i, n) in list(v, k).into_iter().enumerate() {
@@ -470,7 +491,7 @@ fn completeness(
                 s_path,
                 &format!("{}[{i}]", child(v_path, k)),
                 errs,
-                depth + 1,
+                depth.saturating_add(1),
             );
         }
     }
@@ -499,7 +520,7 @@ fn nested_completeness(
             &child(s_path, "items"),
             &child(v_path, "items"),
             errs,
-            depth + 1,
+            depth.saturating_add(1),
         );
     }
     let s_props = s.get("properties").and_then(Value::as_object);
@@ -511,7 +532,7 @@ fn nested_completeness(
                 sp,
                 format!("because it is defined in {vp}"),
             )),
-            Some(sf) => nested_completeness(vf, Some(sf), &sp, &vp, errs, depth + 1),
+            Some(sf) => nested_completeness(vf, Some(sf), &sp, &vp, errs, depth.saturating_add(1)),
         }
     }
 }

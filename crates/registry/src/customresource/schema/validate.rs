@@ -368,10 +368,12 @@ fn validate_node(s: &Node, data: &Value, old: Option<&Value>, path: &str, out: &
 }
 
 fn has_duplicates(items: &[Value]) -> bool {
-    items
-        .iter()
-        .enumerate()
-        .any(|(i, a)| items[i + 1..].iter().any(|b| json_equal(a, b)))
+    items.iter().enumerate().any(|(i, a)| {
+        items
+            .iter()
+            .skip(i.saturating_add(1))
+            .any(|b| json_equal(a, b))
+    })
 }
 
 fn string_check(s: &Node, v: &str, path: &str, out: &mut Vec<OErr>) {
@@ -441,7 +443,9 @@ fn number_check(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
             false
         } else {
             match int_value {
-                Some(i) if factor.trunc() == factor && factor >= 1.0 => i % (factor as i64) != 0,
+                Some(i) if factor.trunc() == factor && factor >= 1.0 => {
+                    i.checked_rem(factor as i64).is_some_and(|r| r != 0)
+                }
                 _ => {
                     let mult = if factor < 1.0 {
                         1.0 / factor * f
@@ -651,11 +655,11 @@ fn schema_props(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
     }
     if !s.one_of.is_empty() {
         let mut best: Option<Vec<OErr>> = None;
-        let mut validated = 0;
+        let mut validated = 0usize;
         for branch in &s.one_of {
             let r = errors_of(branch, data, path);
             if r.is_empty() {
-                validated += 1;
+                validated = validated.saturating_add(1);
                 best = None;
                 continue;
             }
@@ -681,11 +685,11 @@ fn schema_props(s: &Node, data: &Value, path: &str, out: &mut Vec<OErr>) {
         }
     }
     if !s.all_of.is_empty() {
-        let mut validated = 0;
+        let mut validated = 0usize;
         for branch in &s.all_of {
             let r = errors_of(branch, data, path);
             if r.is_empty() {
-                validated += 1;
+                validated = validated.saturating_add(1);
             }
             out.extend(r);
         }

@@ -56,7 +56,8 @@ fn match_resources(errs: &mut Vec<FieldError>, m: &Value, p: &str) {
 fn is_cel_identifier(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.first()
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
         && !crate::customresource::schema::CEL_RESERVED_SYMBOLS.contains(&name)
 }

@@ -143,16 +143,16 @@ fn parse_go_url(s: &str) -> Result<GoUrl<'_>, String> {
     let mut scheme = "";
     let mut rest = rest;
     if let Some(i) = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c))) {
-        if rest.as_bytes()[i] == b':' {
+        if rest.as_bytes().get(i) == Some(&b':') {
             if i == 0 {
                 return Err(format!(
                     "parse {}: missing protocol scheme",
                     goformat::quote(s)
                 ));
             }
-            if rest.as_bytes()[0].is_ascii_alphabetic() {
+            if rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
                 scheme = &rest[..i];
-                rest = &rest[i + 1..];
+                rest = rest[i..].get(1..).unwrap_or_default();
             }
         }
     }

@@ -12,26 +12,28 @@ fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
 /// Splits a JSON path into `.`, `[`, `]` and the text between them (single-quoted strings
 /// whole), as upstream's scanner.
 fn path_tokens(p: &str) -> Vec<&str> {
-    let b = p.as_bytes();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\'' {
-            let mut j = i + 1;
-            while j < b.len() && !(b[j] == b'\'' && b[j - 1] != b'\\') {
-                j += 1;
-            }
-            let end = (j + 1).min(b.len());
-            out.push(&p[i..end]);
-            i = end;
-        } else if matches!(b[i], b'.' | b'[' | b']') {
-            out.push(&p[i..i + 1]);
-            i += 1;
+    let mut rest = p;
+    while let Some(c) = rest.chars().next() {
+        let len = if c == '\'' {
+            // Up to the next quote not escaped by a backslash, or the end.
+            let mut prev = c;
+            rest.char_indices()
+                .skip(1)
+                .find(|&(_, ch)| {
+                    let close = ch == '\'' && prev != '\\';
+                    prev = ch;
+                    close
+                })
+                .map_or(rest.len(), |(k, _)| k.saturating_add(1))
+        } else if matches!(c, '.' | '[' | ']') {
+            1
         } else {
-            let j = p[i..].find(['.', '[', ']']).map_or(b.len(), |k| i + k);
-            out.push(&p[i..j]);
-            i = j;
-        }
+            rest.find(['.', '[', ']']).unwrap_or(rest.len())
+        };
+        let (token, tail) = rest.split_at_checked(len).unwrap_or((rest, ""));
+        out.push(token);
+        rest = tail;
     }
     out
 }
@@ -60,7 +62,11 @@ pub fn valid_field_path<'a>(
                 if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
                     return Err(format!("expected single quoted string but got {t}"));
                 }
-                let name = t[1..t.len() - 1].replace("\\'", "'").replace("\\\\", "\\");
+                let name = t
+                    .get(1..t.len().saturating_sub(1))
+                    .unwrap_or_default()
+                    .replace("\\'", "'")
+                    .replace("\\\\", "\\");
                 let close = it.next().ok_or_else(end)?;
                 if close != "]" {
                     return Err(format!("expected ] but got {close}"));

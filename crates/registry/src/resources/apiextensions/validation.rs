@@ -297,12 +297,12 @@ fn validate_spec(spec: &Spec, mut opts: Opts, path: &str) -> Vec<FieldError> {
         opts.require_structural = true;
     }
 
-    let mut storage = 0;
+    let mut storage = 0usize;
     let mut seen: Vec<&str> = Vec::new();
     let mut unique = true;
     for (i, v) in spec.versions.iter().enumerate() {
         if v.storage() {
-            storage += 1;
+            storage = storage.saturating_add(1);
         }
         if seen.contains(&v.name()) {
             unique = false;

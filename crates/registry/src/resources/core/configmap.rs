@@ -35,7 +35,7 @@ pub fn config_key_errors(key: &str) -> Vec<String> {
 
 /// Key checks for a `data`-like map, at `<field>[<key>]`.
 pub fn validate_keys(errs: &mut Vec<FieldError>, m: Option<&Value>, field: &str) -> usize {
-    let mut size = 0;
+    let mut size = 0usize;
     if let Some(m) = m.and_then(Value::as_object) {
         for (k, v) in m {
             for msg in config_key_errors(k) {
@@ -45,7 +45,7 @@ pub fn validate_keys(errs: &mut Vec<FieldError>, m: Option<&Value>, field: &str)
                     msg,
                 ));
             }
-            size += v.as_str().map(str::len).unwrap_or_default();
+            size = size.saturating_add(v.as_str().map(str::len).unwrap_or_default());
         }
     }
     size
@@ -99,7 +99,11 @@ impl Strategy for ConfigMapStrategy {
                         "duplicate of key present in binaryData",
                     ));
                 }
-                size += v.as_str().map(|s| s.len() * 3 / 4).unwrap_or_default();
+                size = size.saturating_add(
+                    v.as_str()
+                        .map(|s| s.len().saturating_mul(3) / 4)
+                        .unwrap_or_default(),
+                );
             }
         }
         if size > MAX_DATA_SIZE {

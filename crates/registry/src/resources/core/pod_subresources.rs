@@ -391,8 +391,11 @@ fn check_and_decrement(mut pdb: Object, pod_name: &str) -> Result<Object, ApiErr
     }
     let observed = int_at(&pdb, &["status", "observedGeneration"]);
     let status = crate::resources::obj_mut(&mut pdb, &["status"]);
-    status.insert("disruptionsAllowed".into(), json!(allowed - 1));
-    if allowed - 1 == 0 {
+    status.insert(
+        "disruptionsAllowed".into(),
+        json!(allowed.saturating_sub(1)),
+    );
+    if allowed.saturating_sub(1) == 0 {
         set_condition(
             status,
             json!({
@@ -418,7 +421,7 @@ fn set_condition(status: &mut serde_json::Map<String, Value>, mut condition: Val
     let Some(list) = conditions.as_array_mut() else {
         return;
     };
-    let ty = condition["type"].clone();
+    let ty = condition.get("type").cloned().unwrap_or(Value::Null);
     match list.iter_mut().find(|c| c.get("type") == Some(&ty)) {
         Some(existing) => {
             let changed = existing.get("status") != condition.get("status");
@@ -430,11 +433,15 @@ fn set_condition(status: &mut serde_json::Map<String, Value>, mut condition: Val
                     .cloned()
                     .unwrap_or_else(|| json!(now()))
             };
-            condition["lastTransitionTime"] = time;
+            if let Some(c) = condition.as_object_mut() {
+                c.insert("lastTransitionTime".into(), time);
+            }
             *existing = condition;
         }
         None => {
-            condition["lastTransitionTime"] = json!(now());
+            if let Some(c) = condition.as_object_mut() {
+                c.insert("lastTransitionTime".into(), json!(now()));
+            }
             list.push(condition);
         }
     }
@@ -519,7 +526,7 @@ impl Creater for EvictionStorage {
 
         // A pod that needs no budget is deleted at once; a conflict (the pod changed since it
         // was read) reads it again, unless the caller set the resourceVersion.
-        let mut attempts = 0;
+        let mut attempts = 0usize;
         let pod = loop {
             let pod = rest::Getter::get(&self.pods, ctx, &name, &Default::default()).await?;
             if !can_ignore_budgets(&pod) {
@@ -532,7 +539,7 @@ impl Creater for EvictionStorage {
             if !terminal && !caller_set_version {
                 opts.preconditions.resource_version = Some(pod.resource_version().to_string());
             }
-            attempts += 1;
+            attempts = attempts.saturating_add(1);
             match self.delete_pod(ctx, &name, &opts).await {
                 Err(e) if e.is_conflict() && !caller_set_version && attempts < EVICTION_RETRIES => {
                     continue

@@ -81,7 +81,7 @@ impl Strategy for SecretStrategy {
             }
             _ => {}
         }
-        if size * 3 / 4 > MAX_DATA_SIZE {
+        if size.saturating_mul(3) / 4 > MAX_DATA_SIZE {
             errs.push(FieldError::too_long(
                 "data",
                 format!("must have at most {MAX_DATA_SIZE} bytes"),

@@ -185,7 +185,9 @@ impl ServiceStrategy {
                 match r {
                     Ok(n) => {
                         taken.push(n);
-                        chosen[i] = n;
+                        if let Some(slot) = chosen.get_mut(i) {
+                            *slot = n;
+                        }
                     }
                     Err(e) => {
                         failed = Some(e);

@@ -54,8 +54,9 @@ pub fn dns1035_label_errors(s: &str) -> Vec<String> {
     }
     let b = s.as_bytes();
     let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
+        && b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.last()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
     if !ok {
