@@ -1,5 +1,11 @@
 //! Reads on the embedded store: field selectors per resource (upstream's field labels and
 //! their errors), and a watch from revision 0 with its initial state and bookmarks.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 mod common;
 

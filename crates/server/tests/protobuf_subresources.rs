@@ -2,8 +2,13 @@
 //! (binding, eviction in policy/v1 and v1beta1, TokenRequest, TokenReview, the access
 //! reviews), and the authorization of subresources by their own name. Each case checks the
 //! effect on the server, not only the code.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

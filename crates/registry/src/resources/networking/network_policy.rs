@@ -68,16 +68,16 @@ fn validate_np_port(errs: &mut Vec<FieldError>, port: &Value, p: &str) {
 }
 
 fn validate_peer(errs: &mut Vec<FieldError>, peer: &Value, p: &str) {
-    let mut n = 0;
+    let mut n = 0u32;
     for k in ["podSelector", "namespaceSelector"] {
         if let Some(sel) = peer.get(k).filter(|v| !v.is_null()) {
-            n += 1;
+            n = n.saturating_add(1);
             validate_label_selector(errs, Some(sel), &format!("{p}.{k}"));
         }
     }
     let ip_block = peer.get("ipBlock").filter(|v| !v.is_null());
     if let Some(b) = ip_block {
-        n += 1;
+        n = n.saturating_add(1);
         let cidr = s(b, "cidr");
         if cidr.is_empty() {
             errs.push(FieldError::required(format!("{p}.ipBlock.cidr"), ""));
