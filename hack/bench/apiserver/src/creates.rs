@@ -41,16 +41,27 @@ fn stored(i: usize) -> Object {
 
 /// `n` creates through `storage`, `concurrency` in flight: creates per second.
 async fn storage_rate(storage: &DynStorage, n: usize, concurrency: usize) -> Result<f64> {
+    timed(n, concurrency, |i| {
+        let storage = storage.clone();
+        async move {
+            storage
+                .create(&format!("/configmaps/bench-ref/cm-{i}"), stored(i), None)
+                .await
+        }
+    })
+    .await
+}
+
+/// `n` operations made by `op`, `concurrency` in flight: operations per second.
+async fn timed<F, Fut, T, E>(n: usize, concurrency: usize, op: F) -> Result<f64>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let started = Instant::now();
     let results: Vec<_> = stream::iter(0..n)
-        .map(|i| {
-            let storage = storage.clone();
-            async move {
-                storage
-                    .create(&format!("/configmaps/bench-ref/cm-{i}"), stored(i), None)
-                    .await
-            }
-        })
+        .map(op)
         .buffer_unordered(concurrency)
         .collect()
         .await;
@@ -68,26 +79,18 @@ async fn raw_txn_rate(url: &str, n: usize, concurrency: usize) -> Result<f64> {
         .context("connecting to etcd")?;
     let prefix = format!("/bench-raw-{}/configmaps/", std::process::id());
     let value = stored(0).to_vec();
-    let started = Instant::now();
-    let results: Vec<_> = stream::iter(0..n)
-        .map(|i| {
-            let mut kv = client.kv_client();
-            let key = format!("{prefix}cm-{i}");
-            let value = value.clone();
-            async move {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(key, value, None)]);
-                kv.txn(txn).await
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    for r in results {
-        r?;
-    }
-    Ok(n as f64 / started.elapsed().as_secs_f64())
+    timed(n, concurrency, |i| {
+        let mut kv = client.kv_client();
+        let key = format!("{prefix}cm-{i}");
+        let value = value.clone();
+        async move {
+            let txn = Txn::new()
+                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(key, value, None)]);
+            kv.txn(txn).await
+        }
+    })
+    .await
 }
 
 /// Microseconds per request at a rate.
