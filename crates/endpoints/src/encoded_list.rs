@@ -25,15 +25,15 @@ fn envelope(info: &ResourceInfo, list: &ListPayload) -> Value {
 /// The protobuf list: each item's message is encoded once and kept beside the object.
 pub fn protobuf(
     info: &ResourceInfo,
-    list: ListPayload,
+    list: &ListPayload,
     encoded: &[EncodedItem],
 ) -> Result<ResponseBody, ApiError> {
-    let envelope = envelope(info, &list);
+    let envelope = envelope(info, list);
     let items = list
         .items
-        .into_iter()
+        .iter()
         .zip(encoded)
-        .map(|(o, e)| (o.into_value(), &*e.protobuf))
+        .map(|(o, e)| (&**o, &*e.protobuf))
         .collect();
     let bytes = crate::protobuf::encode_list(&envelope, items).map_err(ApiError::internal)?;
     Ok(crate::responses::full_body(bytes))

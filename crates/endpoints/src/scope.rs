@@ -143,7 +143,7 @@ impl RequestScope {
                         crate::encoded_list::json(&self.resource, &list, &encoded)
                     }
                     negotiation::Encoding::Protobuf => {
-                        crate::encoded_list::protobuf(&self.resource, list, &encoded)?
+                        crate::encoded_list::protobuf(&self.resource, &list, &encoded)?
                     }
                     negotiation::Encoding::Yaml => {
                         let value = transform::list_value(&self.resource, list);

@@ -6,6 +6,7 @@ use crate::responses::form_urlencoded_pairs;
 use kapi_machinery::{ApiError, FieldError, Object, StatusReason};
 use kapi_registry::rest::{ResourceInfo, TableConvertor};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// What a handler answers before encoding: one object, or a list with its metadata.
 #[derive(Clone, Debug)]
@@ -19,7 +20,8 @@ pub enum Payload {
 /// A list response.
 #[derive(Clone, Debug, Default)]
 pub struct ListPayload {
-    pub items: Vec<Object>,
+    /// Shared with the watch cache when it served the list (nothing is copied to answer).
+    pub items: Vec<Arc<Object>>,
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining_item_count: Option<i64>,
@@ -89,7 +91,8 @@ pub fn list_value(info: &ResourceInfo, list: ListPayload) -> Value {
     let items: Vec<Value> = list
         .items
         .into_iter()
-        .map(|mut o| {
+        .map(|o| {
+            let mut o = Arc::unwrap_or_clone(o);
             o.remove("apiVersion");
             o.remove("kind");
             o.into_value()
@@ -216,7 +219,7 @@ pub fn transform(
                 include,
                 headers: true,
             };
-            let refs: Vec<&Object> = l.items.iter().collect();
+            let refs: Vec<&Object> = l.items.iter().map(|o| &**o).collect();
             Ok(table(&ctx, v, &refs, list_meta_of(&l)))
         }
         (Payload::Object(o), Some(Transform::PartialObjectMetadata(v))) => {

@@ -73,7 +73,10 @@ impl ObjectStore for StorageObjects {
             .list(&prefix, &ListOptions::default())
             .await
             .map_err(|e| e.into_api_error(gr, "", "list"))?
-            .items)
+            .items
+            .into_iter()
+            .map(Arc::unwrap_or_clone)
+            .collect())
     }
 
     async fn create(&self, gr: &GroupResource, obj: Object) -> Result<Object, ApiError> {
@@ -121,7 +124,8 @@ impl ObjectWatcher for StorageObjects {
             .list(&format!("/{}/", prefix(gr)), &ListOptions::default())
             .await
             .map_err(|e| e.into_api_error(gr, "", "list"))?;
-        Ok((res.items, res.revision))
+        let items = res.items.into_iter().map(Arc::unwrap_or_clone).collect();
+        Ok((items, res.revision))
     }
 
     async fn watch_from(

@@ -48,10 +48,12 @@ pub struct WriteResult {
 
 pub use kapi_storage::EncodedItem;
 
-/// A list as the registry returns it (items already carry their resourceVersion).
+/// A list as the registry returns it (items already carry their resourceVersion). Its items
+/// are owned objects, or (`ObjectList<Arc<Object>>`, see [`Lister::list_shared`]) the watch
+/// cache's own objects, shared, so that serving a list copies none of them.
 #[derive(Clone, Debug, Default)]
-pub struct ObjectList {
-    pub items: Vec<Object>,
+pub struct ObjectList<T = Object> {
+    pub items: Vec<T>,
     pub resource_version: String,
     pub continue_token: Option<String>,
     pub remaining_item_count: Option<i64>,
@@ -304,6 +306,29 @@ pub trait Getter: Send + Sync {
 #[async_trait]
 pub trait Lister: Send + Sync {
     async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError>;
+
+    /// [`Lister::list`] with shared items, for a response that only reads them: a store
+    /// served by the watch cache hands out the cache's objects instead of copies.
+    async fn list_shared(
+        &self,
+        ctx: &Context,
+        opts: &ListOptions,
+    ) -> Result<ObjectList<Arc<Object>>, ApiError> {
+        Ok(self.list(ctx, opts).await?.map_items(Arc::new))
+    }
+}
+
+impl<T> ObjectList<T> {
+    /// The same list with each item turned by `f`.
+    pub fn map_items<U>(self, f: impl FnMut(T) -> U) -> ObjectList<U> {
+        ObjectList {
+            items: self.items.into_iter().map(f).collect(),
+            resource_version: self.resource_version,
+            continue_token: self.continue_token,
+            remaining_item_count: self.remaining_item_count,
+            encoded: self.encoded,
+        }
+    }
 }
 
 /// The outcome of an update: the object, and whether it was created by it.

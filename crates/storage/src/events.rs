@@ -24,8 +24,9 @@ pub(crate) struct Change {
     pub key: String,
     pub kind: ChangeKind,
     pub object: Option<Arc<Object>>,
-    /// The state before this write, with `resourceVersion` set to `revision` (so it can be sent
-    /// as the DELETED of an object that stopped matching a predicate). `None` for additions.
+    /// The state before this write (sent, with `resourceVersion` set to `revision`, as the
+    /// DELETED of an object that stopped matching a predicate). `None` for additions. It may
+    /// still carry its own `resourceVersion`: `to_event` stamps it when it is sent.
     pub prev: Option<Arc<Object>>,
 }
 
@@ -81,10 +82,14 @@ pub(crate) fn to_event(change: &Change, pred: &SelectionPredicate) -> Option<Eve
             match (before, now) {
                 (true, true) => event(EventType::Modified, cur),
                 (false, true) => event(EventType::Added, cur),
-                (true, false) => change
-                    .prev
-                    .as_ref()
-                    .and_then(|p| event(EventType::Deleted, p)),
+                (true, false) => change.prev.as_ref().and_then(|p| {
+                    let stamped = if p.resource_version() == change.revision.to_string() {
+                        p.clone()
+                    } else {
+                        Arc::new(with_revision((**p).clone(), change.revision))
+                    };
+                    event(EventType::Deleted, &stamped)
+                }),
                 (false, false) => None,
             }
         }

@@ -24,7 +24,8 @@ pub struct GetOptions {
 /// A list's result: the objects, the revision the list was read at, and paging state.
 #[derive(Clone, Debug, Default)]
 pub struct ListResult {
-    pub items: Vec<Object>,
+    /// Shared with the watch cache when it answers: a list copies no object.
+    pub items: Vec<Arc<Object>>,
     /// The revision the whole list (every page) is consistent at.
     pub revision: Revision,
     /// Set when more items remain; pass back as `ListOptions.continue_token`.

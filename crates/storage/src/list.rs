@@ -9,6 +9,7 @@ use crate::interface::{ListResult, Revision};
 use async_trait::async_trait;
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ApiError, ListOptions, ResourceVersionMatch};
+use std::sync::Arc;
 
 /// Which revision a read is served at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +147,7 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
             let obj = decode_stored(&kv.key, &kv.value, kv.mod_revision)?;
             last_key = Some(kv.key);
             if everything || pred.matches(&obj) {
-                items.push(obj);
+                items.push(Arc::new(obj));
                 if plan.limit.is_some_and(|l| items.len() >= l) {
                     full = true;
                     break;

@@ -1,5 +1,5 @@
 //! Watch-cache behaviour beyond the shared suite: slow watchers are closed without holding
-//! anyone up, objects are shared between watchers, the window is bounded, and `limit` with
+//! anyone up, objects are shared between watchers and lists, the window is bounded, and `limit` with
 //! `resourceVersion=0` is ignored when served from memory, and bookmarks come before a
 //! watch's timeout.
 #![allow(
@@ -160,6 +160,15 @@ async fn watchers_share_one_copy_and_window_is_bounded() {
     assert_eq!(
         (paged.items.len(), paged.remaining_item_count),
         (2, Some(10))
+    );
+    // Lists from memory hand out the cache's objects, not copies: two lists share each one.
+    let again = cache.list(PREFIX, &opts).await.unwrap();
+    assert!(
+        list.items
+            .iter()
+            .zip(&again.items)
+            .all(|(a, b)| Arc::ptr_eq(a, b)),
+        "lists from the cache share its objects"
     );
 }
 

@@ -97,7 +97,7 @@ pub async fn delete_collection(
         .delete_collection(&scope.ctx(), validate, &opts, &list_opts)
         .await?;
     let payload = ListPayload {
-        items: list.items,
+        items: list.items.into_iter().map(std::sync::Arc::new).collect(),
         resource_version: list.resource_version,
         continue_token: list.continue_token,
         remaining_item_count: list.remaining_item_count,

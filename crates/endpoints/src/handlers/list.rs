@@ -11,7 +11,7 @@ use kapi_machinery::{ApiError, ListOptions};
 pub async fn list(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiError> {
     let lister = capability(scope, scope.storage.as_lister(), "list")?;
     let opts = ListOptions::from_query(&scope.query)?;
-    let list = lister.list(&scope.ctx(), &opts).await?;
+    let list = lister.list_shared(&scope.ctx(), &opts).await?;
     let payload = ListPayload {
         items: list.items,
         resource_version: list.resource_version,

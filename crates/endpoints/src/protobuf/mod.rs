@@ -117,7 +117,7 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtoError> {
 /// same bytes as [`encode`] of the whole list, since `items` is a list message's last field.
 pub fn encode_list(
     envelope: &Value,
-    items: Vec<(Value, &std::sync::OnceLock<bytes::Bytes>)>,
+    items: Vec<(&kapi_machinery::Object, &std::sync::OnceLock<bytes::Bytes>)>,
 ) -> Result<Vec<u8>, ProtoError> {
     let api_version = envelope
         .get("apiVersion")
@@ -138,10 +138,12 @@ pub fn encode_list(
     let item_def =
         schema::message(item_name).ok_or_else(|| ProtoError::NoSchema(item_name.to_string()))?;
     let mut raw = transcode::encode_message(m, envelope)?;
-    for (value, cached) in items {
+    for (object, cached) in items {
         let bytes = match cached.get() {
             Some(b) => b.clone(),
             None => {
+                // Only an item no protobuf list has encoded yet is turned into a value.
+                let value = Value::Object(object.as_map().clone());
                 let b = bytes::Bytes::from(transcode::encode_message(item_def, &value)?);
                 // A racing list may have filled it meanwhile: both encodings are equal.
                 let _ = cached.set(b.clone());

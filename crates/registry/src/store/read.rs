@@ -69,7 +69,7 @@ impl Store {
         &self,
         ctx: &Context,
         opts: &ListOptions,
-    ) -> Result<ObjectList, ApiError> {
+    ) -> Result<ObjectList<Arc<Object>>, ApiError> {
         self.check_field_selector(&opts.predicate)?;
         opts.parsed_resource_version()?;
         let mut storage_opts = opts.clone();
@@ -81,7 +81,7 @@ impl Store {
             .await
             .map_err(|e| e.into_api_error(&self.gr(), "", "list"))?;
         Ok(ObjectList {
-            items: res.items.into_iter().map(|o| self.read_stored(o)).collect(),
+            items: res.items.into_iter().map(|o| self.read_shared(o)).collect(),
             resource_version: res.revision.to_string(),
             continue_token: res.continue_token,
             remaining_item_count: res.remaining_item_count,
@@ -103,6 +103,19 @@ impl Store {
         o.set_api_version_kind(&self.api_version(), &self.info.kind);
         o.insert("metadata", metadata);
         o
+    }
+
+    /// [`Store::read_stored`] of a shared object: the object itself when reading changes
+    /// nothing (no conversion, its type meta already this resource's), so no copy is made.
+    fn read_shared(&self, obj: Arc<Object>) -> Arc<Object> {
+        if !self.strategy.converts_from_storage()
+            && obj.kind() == self.info.kind
+            && obj.api_version() == self.api_version()
+        {
+            obj
+        } else {
+            Arc::new(self.read_stored(Arc::unwrap_or_clone(obj)))
+        }
     }
 
     fn event_object(&self, obj: Arc<Object>) -> Arc<Object> {
@@ -138,6 +151,17 @@ impl Getter for Store {
 #[async_trait]
 impl Lister for Store {
     async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        Ok(self
+            .list_impl(ctx, opts)
+            .await?
+            .map_items(Arc::unwrap_or_clone))
+    }
+
+    async fn list_shared(
+        &self,
+        ctx: &Context,
+        opts: &ListOptions,
+    ) -> Result<ObjectList<Arc<Object>>, ApiError> {
         self.list_impl(ctx, opts).await
     }
 }
@@ -163,10 +187,10 @@ impl Watcher for Store {
                 ..Default::default()
             };
             let listed = self.list_impl(ctx, &list_opts).await?;
-            for item in listed.items {
+            for object in listed.items {
                 initial.push(Ok(WatchEvent {
                     event_type: EventType::Added,
-                    object: Arc::new(item),
+                    object,
                 }));
             }
             let rev: i64 = listed.resource_version.parse().unwrap_or(0);

@@ -302,9 +302,10 @@ impl Cacher {
         let remaining_item_count = page.remaining.filter(|_| continue_token.is_some());
         let cached = page.items;
         drop(st);
-        // Copy and encode outside the lock: watch fan-out does not wait for a large list.
+        // Encode outside the lock: watch fan-out does not wait for a large list. The items
+        // are the cache's own objects, shared, not copies.
         let encoded = cached.iter().map(state::Cached::encoded).collect();
-        let items = cached.into_iter().map(|c| (*c.object).clone()).collect();
+        let items = cached.into_iter().map(|c| c.object).collect();
         Ok(Some(ListResult {
             items,
             revision,

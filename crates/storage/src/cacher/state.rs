@@ -1,9 +1,7 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use crate::events::{
-    bookmark, encode_list_item, key_matches, to_event, with_revision, Change, ChangeKind,
-};
+use crate::events::{bookmark, encode_list_item, key_matches, to_event, Change, ChangeKind};
 use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
 use bytes::Bytes;
@@ -110,10 +108,10 @@ pub(super) struct State {
 impl State {
     /// Replaces the contents with a fresh list; every watcher is closed (upstream terminates
     /// all watchers when the cache relists) and must start again.
-    pub fn replace(&mut self, items: Vec<(String, Object)>, revision: Revision) {
+    pub fn replace(&mut self, items: Vec<(String, Arc<Object>)>, revision: Revision) {
         self.store = items
             .into_iter()
-            .map(|(k, o)| (k, Cached::new(Arc::new(o))))
+            .map(|(k, o)| (k, Cached::new(o)))
             .collect();
         self.revision = revision;
         self.window.clear();
@@ -144,9 +142,9 @@ impl State {
                 } else {
                     ChangeKind::Added
                 };
-                // The old state, stamped with this revision, in case a watcher's predicate
-                // sees the object leave (it is then sent as DELETED).
-                let prev = prev.map(|p| Arc::new(with_revision((*p).clone(), rev)));
+                // The old state, shared as it is: only a watcher whose predicate sees the
+                // object leave needs it, stamped with this revision (see `to_event`), so the
+                // copy is made there and not for every update.
                 Change {
                     revision: rev,
                     key,

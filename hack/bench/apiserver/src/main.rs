@@ -18,7 +18,10 @@
 //! own range read of 1,000 keys through its HTTP gateway, given `--etcd-reference` or
 //! `--etcd-servers`), `paging` (first/last page of `limit=500` and the paged walk over
 //! `--paged-objects` ConfigMaps), `namespace` (LIST of a namespace of 10, empty server vs
-//! `--paged-objects` elsewhere). See `lists`.
+//! `--paged-objects` elsewhere), see `lists`; `creates` (where a POST's time goes, against the
+//! storage layer's and raw etcd's creates, see `creates`); `watch` (fan-out to `--watchers`
+//! watchers, see `watch`); `memory` (RSS per stored object and a restart with
+//! `--paged-objects` stored, see `memory`).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -28,8 +31,11 @@
 
 mod admission;
 mod crd;
+mod creates;
 mod lists;
+mod memory;
 mod startup;
+mod watch;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -79,6 +85,15 @@ struct Args {
     /// The etcd whose HTTP gateway serves the reference range read (default: --etcd-servers).
     #[arg(long)]
     etcd_reference: Option<String>,
+    /// `watch`: how many watchers.
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+    /// `watch`: creates per second while they watch.
+    #[arg(long, default_value_t = 500.0)]
+    write_rate: f64,
+    /// `watch`: for how long.
+    #[arg(long, default_value_t = 5.0)]
+    watch_seconds: f64,
 }
 
 impl Args {
@@ -91,6 +106,8 @@ struct Server {
     child: Child,
     _dir: tempfile::TempDir,
     kubeconfig: PathBuf,
+    /// The etcd prefix it stores under, on etcd (a restart reuses it).
+    prefix: Option<String>,
 }
 
 impl Drop for Server {
@@ -127,7 +144,31 @@ async fn client_for(kubeconfig: &PathBuf) -> Result<kube::Client> {
 
 /// Starts the server and returns it with the time until `/readyz` answered 200.
 async fn start(args: &Args) -> Result<(Server, Duration)> {
+    let prefix = args
+        .etcd_servers
+        .as_ref()
+        .map(|_| format!("/bench-{}-{}", std::process::id(), free_port().unwrap_or(0)));
+    spawn(args, tempfile::tempdir()?, prefix).await
+}
+
+/// Stops `server` and starts it again on the same data (directory or etcd prefix).
+async fn restart(args: &Args, mut server: Server) -> Result<(Server, Duration)> {
+    let _ = server.child.kill();
+    let _ = server.child.wait();
     let dir = tempfile::tempdir()?;
+    let old = std::mem::replace(&mut server._dir, dir);
+    let prefix = server.prefix.take();
+    drop(server);
+    // The admin kubeconfig of the last run must not count as a sign of readiness.
+    let _ = std::fs::remove_file(old.path().join("admin.kubeconfig"));
+    spawn(args, old, prefix).await
+}
+
+async fn spawn(
+    args: &Args,
+    dir: tempfile::TempDir,
+    prefix: Option<String>,
+) -> Result<(Server, Duration)> {
     let port = free_port()?;
     let kubeconfig = dir.path().join("admin.kubeconfig");
     let mut cmd = Command::new(&args.server);
@@ -137,11 +178,11 @@ async fn start(args: &Args) -> Result<(Server, Duration)> {
         .arg(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if let Some(etcd) = &args.etcd_servers {
+    if let (Some(etcd), Some(prefix)) = (&args.etcd_servers, &prefix) {
         cmd.arg("--etcd-servers")
             .arg(etcd)
             .arg("--etcd-prefix")
-            .arg(format!("/bench-{port}"));
+            .arg(prefix);
     }
     let started = Instant::now();
     let child = cmd.spawn().context("starting the server")?;
@@ -149,6 +190,7 @@ async fn start(args: &Args) -> Result<(Server, Duration)> {
         child,
         _dir: dir,
         kubeconfig,
+        prefix,
     };
     // The kubeconfig appears before the server is ready; poll both without sleeping long.
     let deadline = started + Duration::from_secs(30);
@@ -228,27 +270,44 @@ async fn main() -> Result<()> {
     if args.startup {
         return startup::run(&args.server, args.starts, args.cycles).await;
     }
-    let (server, ready) = start(&args).await?;
+    let (mut server, ready) = start(&args).await?;
     let pid = server.child.id();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss = rss_kib(pid)?;
-    let client = client_for(&server.kubeconfig).await?;
+    let mut client = client_for(&server.kubeconfig).await?;
     let c = args.concurrency;
     let backend = if args.etcd_servers.is_some() {
         "etcd"
     } else {
         "embedded"
     };
-    if args.wants("list") || args.wants("paging") || args.wants("namespace") {
+    let scale = ["list", "paging", "namespace", "creates", "watch", "memory"];
+    if scale.iter().any(|s| args.wants(s)) {
         println!("| figure ({backend}, concurrency {c}) | value | ratio |");
         println!("|---|---|---|");
     }
-    if args.wants("list") {
+    let etcd_ref = args
+        .etcd_reference
+        .as_deref()
+        .or(args.etcd_servers.as_deref())
+        .and_then(|e| e.split(',').next())
+        .map(str::to_string);
+    if args.wants("creates") {
         let etcd = args
-            .etcd_reference
+            .etcd_servers
             .as_deref()
-            .or(args.etcd_servers.as_deref())
             .and_then(|e| e.split(',').next());
+        for row in creates::run(&client, etcd, args.objects, c).await? {
+            println!("{row}");
+        }
+    }
+    if args.wants("watch") {
+        for row in watch::run(&args, &client, pid).await? {
+            println!("{row}");
+        }
+    }
+    if args.wants("list") {
+        let etcd = etcd_ref.as_deref();
         for row in lists::list_scenario(&client, etcd, args.lists, c, args.rounds).await? {
             println!("{row}");
         }
@@ -273,7 +332,17 @@ async fn main() -> Result<()> {
             println!("{row}");
         }
     }
+    if args.wants("memory") {
+        // Last of the scale scenarios: it restarts the server.
+        let (rows, restarted) = memory::run(&args, server, &client, idle_rss).await?;
+        for row in rows {
+            println!("{row}");
+        }
+        server = restarted;
+        client = client_for(&server.kubeconfig).await?;
+    }
     if !args.wants("basic") {
+        drop(server);
         return Ok(());
     }
 
@@ -305,7 +374,7 @@ async fn main() -> Result<()> {
         c,
     )
     .await?;
-    let loaded_rss = rss_kib(pid)?;
+    let loaded_rss = rss_kib(server.child.id())?;
 
     crd::install(&client).await?;
     let cr_post = rate(&client, args.objects, c, crd::create).await?;

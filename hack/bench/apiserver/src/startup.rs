@@ -199,6 +199,7 @@ async fn time_binary(server_bin: &Path, starts: usize, on_etcd: bool) -> Result<
             child,
             _dir: dir,
             kubeconfig,
+            prefix: None,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {

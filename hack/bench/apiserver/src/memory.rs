@@ -1,0 +1,83 @@
+//! `memory`: RSS per stored object, and start-up with many objects stored (issue 15 points 6
+//! and 7). Creates `--paged-objects` ConfigMaps of ~450 bytes, prints the server's RSS against
+//! the objects' encoded size (the JSON of one unpaged list, read after the RSS), then restarts
+//! the server on the same data and prints its time to `/readyz`, to its first consistent LIST
+//! of all of them, and its RSS then.
+
+use crate::{rss_kib, Args, Server};
+use anyhow::Result;
+use std::time::{Duration, Instant};
+
+const NS: &str = "bench-mem";
+
+/// Bytes of the JSON body of an unpaged LIST of `NS`.
+async fn list_bytes(client: &kube::Client) -> Result<usize> {
+    let req = http::Request::get(format!("/api/v1/namespaces/{NS}/configmaps")).body(Vec::new())?;
+    Ok(client.request_text(req).await?.len())
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Runs the scenario on a started server; returns the printed rows and the restarted server.
+pub async fn run(
+    args: &Args,
+    server: Server,
+    client: &kube::Client,
+    idle_kib: u64,
+) -> Result<(Vec<String>, Server)> {
+    let n = args.paged_objects;
+    let pid = server.child.id();
+    let started = Instant::now();
+    crate::lists::fill(client, NS, n, args.concurrency).await?;
+    let fill = started.elapsed();
+    // Let the allocator settle as it would between bursts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let loaded_kib = rss_kib(pid)?;
+    let bytes = list_bytes(client).await?;
+    let after_list_kib = rss_kib(pid)?;
+    let grown = loaded_kib.saturating_sub(idle_kib) as f64 * 1024.0;
+    let mut rows = vec![
+        format!("| idle RSS | {:.1} MB |  |", mb(idle_kib)),
+        format!(
+            "| {n} configmaps created ({:.0} /s) | RSS {:.1} MB | {:.0} bytes of RSS per object |",
+            n as f64 / fill.as_secs_f64(),
+            mb(loaded_kib),
+            loaded_kib as f64 * 1024.0 / n as f64
+        ),
+        format!(
+            "| their encoded size (JSON of one unpaged list) | {:.1} MB ({:.0} bytes each) | RSS above idle = {:.2}× it |",
+            bytes as f64 / 1048576.0,
+            bytes as f64 / n as f64,
+            grown / bytes as f64
+        ),
+        format!(
+            "| RSS after one unpaged list of them | {:.1} MB |  |",
+            mb(after_list_kib)
+        ),
+    ];
+    let (server, ready) = crate::restart(args, server).await?;
+    let client = crate::client_for(&server.kubeconfig).await?;
+    let t = Instant::now();
+    let req = http::Request::get(format!("/api/v1/namespaces/{NS}/configmaps?limit=1"))
+        .body(Vec::new())?;
+    client.request_text(req).await?;
+    let first_list = ready + t.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let restarted_kib = rss_kib(server.child.id())?;
+    rows.push(format!(
+        "| restart with {n} configmaps stored: start → /readyz | {:.0} ms |  |",
+        ready.as_secs_f64() * 1000.0
+    ));
+    rows.push(format!(
+        "| restart: start → first consistent LIST answered | {:.0} ms |  |",
+        first_list.as_secs_f64() * 1000.0
+    ));
+    rows.push(format!(
+        "| restart: RSS 2 s after ready | {:.1} MB | RSS above the first start's idle = {:.2}× the encoded size |",
+        mb(restarted_kib),
+        restarted_kib.saturating_sub(idle_kib) as f64 * 1024.0 / bytes as f64
+    ));
+    Ok((rows, server))
+}
