@@ -74,6 +74,19 @@ pub struct ApiServerHandler {
     inner: Arc<Inner>,
 }
 
+/// A reference to a handler that does not keep it alive: for parts the handler itself holds
+/// (an admission plugin reading the served groups), which would otherwise keep a stopped
+/// server's handler, and everything it holds, alive for ever.
+#[derive(Clone)]
+pub struct WeakApiServerHandler(std::sync::Weak<Inner>);
+
+impl WeakApiServerHandler {
+    /// The handler, while it still serves.
+    pub fn upgrade(&self) -> Option<ApiServerHandler> {
+        self.0.upgrade().map(|inner| ApiServerHandler { inner })
+    }
+}
+
 impl Default for ApiServerHandler {
     fn default() -> Self {
         Self::new(
@@ -85,6 +98,11 @@ impl Default for ApiServerHandler {
 }
 
 impl ApiServerHandler {
+    /// A reference that does not keep this handler alive.
+    pub fn downgrade(&self) -> WeakApiServerHandler {
+        WeakApiServerHandler(Arc::downgrade(&self.inner))
+    }
+
     /// Installs `groups` (each storage's routes from its capabilities).
     pub fn new(groups: Vec<ApiGroupInfo>, admission: Arc<Chain>, config: HandlerConfig) -> Self {
         Self {

@@ -14,7 +14,7 @@ use kapi_admission::webhook::metrics::WebhookMetrics;
 use kapi_admission::{plugins, AdmissionError, Chain, PluginContext, Plugins};
 use kapi_auth::authz::{Attributes, Authorizer, Decision};
 use kapi_endpoints::openapi::OpenApi;
-use kapi_endpoints::ApiServerHandler;
+use kapi_endpoints::{ApiServerHandler, WeakApiServerHandler};
 use kapi_registry::rest::ApiGroupInfo;
 use kapi_storage::DynStorage;
 use serde_json::Value;
@@ -59,23 +59,24 @@ impl AdmissionAuthorizer for CelAuthorizer {
 type OpenApiByGroup = (Arc<Vec<ApiGroupInfo>>, HashMap<String, Arc<OpenApi>>);
 
 /// Built-in kinds' schemas for policies' type checking, from the OpenAPI v3 documents the
-/// server serves. The handler is made after the chain, so it is handed in once it exists;
-/// the documents are rebuilt only when the served groups changed.
+/// server serves. The handler is made after the chain, so it is handed in once it exists (as
+/// a weak reference: the handler holds the chain that holds this); the documents are rebuilt
+/// only when the served groups changed.
 #[derive(Default)]
 pub struct OpenApiSchemas {
-    handler: OnceLock<ApiServerHandler>,
+    handler: OnceLock<WeakApiServerHandler>,
     docs: Mutex<Option<OpenApiByGroup>>,
 }
 
 impl OpenApiSchemas {
-    pub fn set_handler(&self, handler: ApiServerHandler) {
-        let _ = self.handler.set(handler);
+    pub fn set_handler(&self, handler: &ApiServerHandler) {
+        let _ = self.handler.set(handler.downgrade());
     }
 
     /// The OpenAPI documents of `group` alone (building every group's is much slower), kept
     /// until the served groups change.
     fn openapi(&self, group: &str) -> Option<Arc<OpenApi>> {
-        let groups = self.handler.get()?.groups();
+        let groups = self.handler.get()?.upgrade()?.groups();
         let mut docs = self.docs.lock().ok()?;
         match docs.as_ref() {
             Some((g, _)) if Arc::ptr_eq(g, &groups) => {}

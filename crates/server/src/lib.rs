@@ -278,7 +278,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         ..Default::default()
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
-    schemas.set_handler(handler.clone());
+    schemas.set_handler(&handler);
     // Custom resources are served from their definitions, as they come and go.
     let crd_controllers = match apiextensions::start(handler.clone(), crd_build) {
         Some((controllers, synced)) => {
