@@ -116,4 +116,8 @@ impl Storage for MeteredStorage {
     async fn request_progress(&self) -> Result<()> {
         self.inner.request_progress().await
     }
+
+    async fn prefix_stamp(&self, prefix: &str) -> Result<Option<kapi_storage::PrefixStamp>> {
+        self.inner.prefix_stamp(prefix).await
+    }
 }

@@ -144,6 +144,24 @@ pub trait Storage: Send + Sync + 'static {
             "this storage does not report watch progress".into(),
         ))
     }
+
+    /// The newest change under `prefix` and how many keys it holds, read in one request at
+    /// the store's current revision. The watch cache uses it to prove it is current without
+    /// progress reports. `None` (the default): the backend cannot tell cheaply.
+    async fn prefix_stamp(&self, _prefix: &str) -> Result<Option<PrefixStamp>> {
+        Ok(None)
+    }
+}
+
+/// What [`Storage::prefix_stamp`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrefixStamp {
+    /// The revision the read was made at (the store's current one).
+    pub revision: Revision,
+    /// The highest `mod_revision` of a key under the prefix (0 when it holds none).
+    pub newest: Revision,
+    /// How many keys the prefix holds.
+    pub count: i64,
 }
 
 /// Shared handle to a storage.

@@ -156,18 +156,84 @@ impl Shared {
         matches!(reached, Ok(Ok(_)))
     }
 
-    /// Waits until the cache has caught up with the backend's current revision.
-    async fn wait_fresh(&self) -> Result<Option<Revision>> {
+    /// Waits until the cache's keys under `prefix` are the backend's current state; returns a
+    /// revision they are that state at (the backend's current one or later), or `None` when
+    /// that could not be established in time (the caller asks the backend).
+    async fn wait_fresh(&self, prefix: &str) -> Result<Option<Revision>> {
         let current = self.backend.current_revision().await?;
         if *self.revision.borrow() >= current {
             return Ok(Some(current));
         }
-        // Without progress reports a quiet prefix may never show the cache is current: the
-        // caller serves from the backend instead (upstream's fallback for old etcd).
-        if self.backend.request_progress().await.is_err() {
-            return Ok(None);
+        if self.backend.request_progress().await.is_ok() {
+            return Ok(self.wait_for(current).await.then_some(current));
         }
-        Ok(self.wait_for(current).await.then_some(current))
+        // Without trustworthy progress reports (etcd before 3.4.31/3.5.13) a quiet prefix
+        // never shows the cache is current: prove it from the prefix's newest change instead.
+        self.prove_current(prefix).await
+    }
+
+    /// Proves the cache's keys under `prefix` are the backend's current state, from one read
+    /// of the prefix's newest mod revision `M` and key count at the current revision `R`: if
+    /// `M` is at most the cache's revision `C` and the counts are equal, every key at `R`
+    /// existed unchanged at `C` (a re-created key has a newer mod revision) and the two sets
+    /// are equal, so nothing under the prefix changed in `(C, R]`. For the cache's own prefix
+    /// the cache then is at `R`, as a progress report would have said. Changes still in flight
+    /// are waited for once; `None` when the proof does not hold.
+    async fn prove_current(&self, prefix: &str) -> Result<Option<Revision>> {
+        for attempt in 0..2 {
+            let (cached_at, held) = {
+                let st = self.lock();
+                if !st.ready {
+                    return Ok(None);
+                }
+                (st.revision, st.count_under(prefix, &self.prefix))
+            };
+            let Some(stamp) = self.backend.prefix_stamp(prefix).await? else {
+                return Ok(None);
+            };
+            if stamp.newest <= cached_at && usize::try_from(stamp.count) == Ok(held) {
+                if prefix == self.prefix {
+                    self.advance(stamp.revision);
+                }
+                return Ok(Some(stamp.revision.max(cached_at)));
+            }
+            // A change the watch has not delivered yet (a delete shows only in the count):
+            // wait for the cache to move past it, then look again.
+            let next = stamp.newest.max(cached_at.saturating_add(1));
+            if attempt > 0 || !self.wait_for(next).await {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves the cache's revision up to `revision`, proven to hold no change of its prefix
+    /// since its own (see [`Shared::prove_current`]). Monotonic: a relist since the proof
+    /// loaded a state at or after the proof's start, which equals the state at `revision`
+    /// or is newer.
+    fn advance(&self, revision: Revision) {
+        let mut st = self.lock();
+        if st.ready && revision > st.revision {
+            st.revision = revision;
+            self.revision.send_replace(revision);
+        }
+    }
+
+    /// Waits until the cache has reached `revision`, proving it current when the backend
+    /// cannot report progress; false when it did not in time.
+    async fn reach(&self, revision: Revision) -> Result<bool> {
+        if *self.revision.borrow() >= revision.max(1) {
+            return Ok(true);
+        }
+        if self.backend.request_progress().await.is_err()
+            && self
+                .prove_current(&self.prefix)
+                .await?
+                .is_some_and(|r| r >= revision)
+        {
+            return Ok(true);
+        }
+        Ok(self.wait_for(revision).await)
     }
 }
 
@@ -231,6 +297,18 @@ async fn bookmarks(shared: Arc<Shared>) {
     }
 }
 
+/// Which state of the cache a page is read from.
+#[derive(Clone, Copy)]
+enum PageAt {
+    /// Its current state.
+    Latest,
+    /// Exactly this revision.
+    Exact(Revision),
+    /// A revision at which the listed prefix is proven to be the backend's current state
+    /// ([`Shared::wait_fresh`]); the cache's own revision when that is later.
+    Fresh(Revision),
+}
+
 /// Where a list is served from.
 enum ListFrom {
     /// The cache's current state, once it is fresh enough: after catching up with the
@@ -274,21 +352,25 @@ fn list_from(prefix: &str, opts: &ListOptions) -> Result<ListFrom> {
 }
 
 impl Cacher {
-    /// A page of the cache at its current revision (or at `at`), or `None` when it does not
-    /// hold that state.
+    /// A page of the cache at its current revision (or as `at` says), or `None` when it does
+    /// not hold that state.
     fn page(
         &self,
         prefix: &str,
         start: &str,
-        at: Option<Revision>,
+        at: PageAt,
         limit: Option<usize>,
         opts: &ListOptions,
     ) -> Result<Option<ListResult>> {
         let st = self.shared.lock();
-        let revision = at.unwrap_or(st.revision);
-        if !st.holds(revision) {
-            return Ok(None);
-        }
+        let revision = match at {
+            // Proven for this prefix only: the store's keys under it are still that state
+            // unless the cache has moved past it since, and then its own state is newer.
+            PageAt::Fresh(r) if r > st.revision && st.ready => r,
+            PageAt::Exact(r) if st.holds(r) => r,
+            PageAt::Latest | PageAt::Fresh(_) if st.holds(st.revision) => st.revision,
+            _ => return Ok(None),
+        };
         let end = prefix_end(prefix);
         let page = st.page(start, &end, limit, &opts.predicate);
         let continue_token = match page.last_key.filter(|_| page.more) {
@@ -349,7 +431,9 @@ impl Storage for Cacher {
             } => {
                 // Pages of a list whose revision the cache still holds come from memory; an
                 // older state (or an expired token) is the backend's to serve or refuse.
-                if let Some(page) = self.page(prefix, &start, Some(revision), limit, opts)? {
+                if let Some(page) =
+                    self.page(prefix, &start, PageAt::Exact(revision), limit, opts)?
+                {
                     return Ok(page);
                 }
                 return backend.list(prefix, opts).await;
@@ -360,17 +444,20 @@ impl Storage for Cacher {
                 limit,
             } => (min, consistent, limit),
         };
-        if consistent {
-            if self.shared.wait_fresh().await?.is_none() {
+        let at = if consistent {
+            match self.shared.wait_fresh(prefix).await? {
+                Some(r) => PageAt::Fresh(r),
                 // The cache could not catch up in time: answer from the backend instead.
-                return backend.list(prefix, opts).await;
+                None => return backend.list(prefix, opts).await,
             }
-        } else if !self.shared.wait_for(min.unwrap_or(1)).await {
+        } else if self.shared.reach(min.unwrap_or(1)).await? {
+            PageAt::Latest
+        } else {
             // Not there yet (or not loaded): the backend answers, and says "too large" itself
             // if the revision really is in the future.
             return backend.list(prefix, opts).await;
-        }
-        match self.page(prefix, prefix, None, limit, opts)? {
+        };
+        match self.page(prefix, prefix, at, limit, opts)? {
             Some(page) => Ok(page),
             None => backend.list(prefix, opts).await,
         }
@@ -405,12 +492,12 @@ impl Storage for Cacher {
         let from = match opts.from_revision {
             Some(r) => r,
             // "From now" means from the backend's current revision, once the cache has it.
-            None => match self.shared.wait_fresh().await? {
+            None => match self.shared.wait_fresh(&self.shared.prefix).await? {
                 Some(r) => r,
                 None => return self.shared.backend.watch(key, opts).await,
             },
         };
-        if !self.shared.wait_for(from).await {
+        if !self.shared.reach(from).await? {
             // The backend can serve any uncompacted revision (and refuses future ones).
             return self.shared.backend.watch(key, opts).await;
         }
@@ -482,7 +569,7 @@ impl Storage for Cacher {
     }
 
     async fn request_progress(&self) -> Result<()> {
-        match self.shared.wait_fresh().await? {
+        match self.shared.wait_fresh(&self.shared.prefix).await? {
             Some(_) => {
                 self.shared.lock().send_bookmarks();
                 Ok(())

@@ -1,7 +1,9 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use crate::events::{bookmark, encode_list_item, key_matches, to_event, Change, ChangeKind};
+use crate::events::{
+    bookmark, encode_list_item, key_matches, prefix_end, to_event, Change, ChangeKind,
+};
 use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
 use bytes::Bytes;
@@ -216,6 +218,18 @@ impl State {
         }
         self.window_start = self.window_start.max(revision);
         self.compacted_to = self.compacted_to.max(revision);
+    }
+
+    /// How many keys the store holds under `prefix` (the cache's own, `whole`, or one below
+    /// it such as a namespace's).
+    pub fn count_under(&self, prefix: &str, whole: &str) -> usize {
+        if prefix == whole {
+            return self.store.len();
+        }
+        let end = prefix_end(prefix);
+        self.store
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+            .count()
     }
 
     /// Whether the store holds the state at `revision` exactly (a page of an earlier list can

@@ -12,8 +12,8 @@ mod watch;
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{prefix_end, with_revision};
 use crate::interface::{
-    GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn, WatchOptions,
-    WatchStream,
+    GetOptions, ListResult, PrefixStamp, Revision, Storage, UpdateFn, ValidateDeleteFn,
+    WatchOptions, WatchStream,
 };
 use crate::list::{RangeReader, RawKv, RawPage};
 use crate::transformer::{Codec, Transformers};
@@ -677,6 +677,28 @@ impl Storage for EtcdStorage {
         // No watch open is fine: nobody is waiting for progress.
         let _ = self.progress.send(());
         Ok(())
+    }
+
+    async fn prefix_stamp(&self, prefix: &str) -> Result<Option<PrefixStamp>> {
+        // etcd sorts the whole range before applying the limit, and `count` is the range's
+        // size before it: one key back, yet the newest mod_revision and the key count.
+        let opts = etcd_client::GetOptions::new()
+            .with_range(self.full(&prefix_end(prefix)))
+            .with_sort(
+                etcd_client::SortTarget::Mod,
+                etcd_client::SortOrder::Descend,
+            )
+            .with_limit(1)
+            .with_keys_only();
+        let mut kv = self.kv();
+        let resp = self
+            .call_plain("range", kv.get(self.full(prefix), Some(opts)))
+            .await?;
+        Ok(Some(PrefixStamp {
+            revision: resp.header().map_or(0, |h| h.revision()),
+            newest: resp.kvs().first().map_or(0, |kv| kv.mod_revision()),
+            count: resp.count(),
+        }))
     }
 }
 
