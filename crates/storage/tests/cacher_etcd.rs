@@ -1,0 +1,203 @@
+//! The watch cache over a real etcd whose progress notifications are not trusted (this
+//! machine's 3.4.23): a consistent LIST is served from memory once one range read proves
+//! nothing under the listed prefix changed since the cache's revision, at etcd's current
+//! revision, and a watch from that revision misses nothing.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
+#![cfg(feature = "etcd")]
+#![allow(clippy::unwrap_used)]
+
+use kapi_machinery::{EventType, ListOptions, Object};
+use kapi_storage::cacher::{Cacher, CacherConfig};
+use kapi_storage::etcd::{EtcdConfig, EtcdStorage};
+use kapi_storage::testing::{
+    eventually, key, next_change, pod, rv, with_counter, EtcdProcess, PREFIX,
+};
+use kapi_storage::{DynStorage, ListResult, Storage, WatchOptions};
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn setup(etcd: &EtcdProcess) -> (DynStorage, Arc<Cacher>) {
+    let cfg = EtcdConfig {
+        endpoints: vec![etcd.client_url()],
+        request_timeout: Duration::from_secs(3),
+        compaction_interval: None,
+        ..Default::default()
+    };
+    let backend = Arc::new(EtcdStorage::connect(cfg).await.unwrap()) as DynStorage;
+    let cache = Cacher::with_config(backend.clone(), PREFIX, CacherConfig::default());
+    // Until its first list is loaded the cache proves nothing and the backend answers.
+    eventually("the cache to load", || async { cache.revision() > 0 }).await;
+    (backend, cache)
+}
+
+fn consistent() -> ListOptions {
+    ListOptions::default()
+}
+
+fn names(list: &ListResult) -> Vec<(String, i64)> {
+    list.items
+        .iter()
+        .map(|o: &Arc<Object>| (format!("{}/{}", o.namespace(), o.name()), rv(o)))
+        .collect()
+}
+
+/// A list served from the cache carries the items' pre-encoded bytes; the backend's does not.
+fn from_cache(list: &ListResult) -> bool {
+    list.encoded.is_some()
+}
+
+/// Writes a key of another resource: etcd's revision moves, this cache's prefix does not.
+async fn write_elsewhere(backend: &DynStorage, name: &str) -> i64 {
+    rv(&backend
+        .create(&format!("/configmaps/ns/{name}"), pod("ns", name, &[]), None)
+        .await
+        .unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_list_is_served_from_the_cache_at_etcds_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    let (backend, cache) = setup(&etcd).await;
+
+    // An empty prefix: no newest key, zero keys on both sides.
+    let empty = cache.list(PREFIX, &consistent()).await.unwrap();
+    assert!(from_cache(&empty), "an empty prefix is proven current too");
+    assert!(empty.items.is_empty());
+
+    for i in 0..3 {
+        cache
+            .create(&key("a", &format!("p{i}")), pod("a", &format!("p{i}"), &[]), None)
+            .await
+            .unwrap();
+    }
+    cache
+        .create(&key("b", "q"), pod("b", "q", &[]), None)
+        .await
+        .unwrap();
+    let elsewhere = write_elsewhere(&backend, "x").await;
+
+    let list = cache.list(PREFIX, &consistent()).await.unwrap();
+    let current = backend.current_revision().await.unwrap();
+    assert_eq!(current, elsewhere);
+    assert!(from_cache(&list), "the consistent list came from the backend");
+    assert_eq!(list.revision, current, "served at etcd's current revision");
+    assert_eq!(cache.revision(), current, "the cache is now at that revision");
+    let direct = backend.list(PREFIX, &consistent()).await.unwrap();
+    assert_eq!(names(&list), names(&direct));
+    assert_eq!(list.revision, direct.revision);
+
+    // A namespace's list is proven on its own range, also at the current revision.
+    let elsewhere = write_elsewhere(&backend, "y").await;
+    let ns = cache.list(&format!("{PREFIX}a/"), &consistent()).await.unwrap();
+    assert!(from_cache(&ns));
+    assert_eq!(ns.revision, elsewhere);
+    let direct = backend
+        .list(&format!("{PREFIX}a/"), &consistent())
+        .await
+        .unwrap();
+    assert_eq!(names(&ns), names(&direct));
+    assert_eq!(names(&ns).len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_list_reflects_every_write_under_the_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    let (backend, cache) = setup(&etcd).await;
+    let first = cache
+        .create(&key("a", "p"), pod("a", "p", &[]), None)
+        .await
+        .unwrap();
+    cache
+        .create(&key("a", "gone"), pod("a", "gone", &[]), None)
+        .await
+        .unwrap();
+
+    // Written straight to etcd, not through the cache: each consistent list right after
+    // must show it, whether or not the cache's watch has delivered it yet.
+    let created = rv(&backend
+        .create(&key("a", "new"), pod("a", "new", &[]), None)
+        .await
+        .unwrap());
+    let list = cache.list(PREFIX, &consistent()).await.unwrap();
+    assert!(list.revision >= created);
+    assert_eq!(
+        names(&list),
+        names(&backend.list(PREFIX, &consistent()).await.unwrap())
+    );
+    assert!(names(&list).contains(&("a/new".into(), created)));
+
+    let updated = rv(&backend
+        .guaranteed_update(&key("a", "p"), None, false, &mut |cur| {
+            Box::pin(async move { Ok(with_counter(cur.unwrap(), 1)) })
+        })
+        .await
+        .unwrap());
+    assert!(updated > rv(&first));
+    let list = cache.list(PREFIX, &consistent()).await.unwrap();
+    assert!(names(&list).contains(&("a/p".into(), updated)));
+
+    let no_check = |_: &Object| -> futures::future::BoxFuture<'static, kapi_storage::Result<()>> {
+        Box::pin(async { Ok(()) })
+    };
+    let deleted = rv(&backend
+        .delete(&key("a", "gone"), None, &no_check)
+        .await
+        .unwrap());
+    let list = cache.list(PREFIX, &consistent()).await.unwrap();
+    assert!(list.revision >= deleted);
+    assert!(!names(&list).iter().any(|(n, _)| n == "a/gone"));
+    assert_eq!(
+        names(&list),
+        names(&backend.list(PREFIX, &consistent()).await.unwrap())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_the_lists_revision_sees_the_next_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    let (backend, cache) = setup(&etcd).await;
+    cache
+        .create(&key("a", "p"), pod("a", "p", &[]), None)
+        .await
+        .unwrap();
+    write_elsewhere(&backend, "x").await;
+    let list = cache.list(PREFIX, &consistent()).await.unwrap();
+    assert!(from_cache(&list));
+
+    let opts = WatchOptions {
+        from_revision: Some(list.revision),
+        recursive: true,
+        ..Default::default()
+    };
+    let mut from_list = cache.watch(PREFIX, opts).await.unwrap();
+    // "From now" is served by the cache as well, from the revision it proved.
+    let now = WatchOptions {
+        recursive: true,
+        ..Default::default()
+    };
+    let mut from_now = cache.watch(PREFIX, now).await.unwrap();
+    assert_eq!(cache.watcher_count(), 2, "both watches are the cache's");
+
+    let next = rv(&backend
+        .create(&key("a", "q"), pod("a", "q", &[]), None)
+        .await
+        .unwrap());
+    for w in [&mut from_list, &mut from_now] {
+        let ev = next_change(w).await;
+        assert_eq!(ev.event_type, EventType::Added);
+        assert_eq!(ev.object.name(), "q");
+        assert_eq!(ev.revision, next);
+    }
+    eventually("the cache to apply the change", || async {
+        cache.revision() >= next
+    })
+    .await;
+}
