@@ -54,7 +54,11 @@ fn from_cache(list: &ListResult) -> bool {
 /// Writes a key of another resource: etcd's revision moves, this cache's prefix does not.
 async fn write_elsewhere(backend: &DynStorage, name: &str) -> i64 {
     rv(&backend
-        .create(&format!("/configmaps/ns/{name}"), pod("ns", name, &[]), None)
+        .create(
+            &format!("/configmaps/ns/{name}"),
+            pod("ns", name, &[]),
+            None,
+        )
         .await
         .unwrap())
 }
@@ -72,7 +76,11 @@ async fn consistent_list_is_served_from_the_cache_at_etcds_revision() {
 
     for i in 0..3 {
         cache
-            .create(&key("a", &format!("p{i}")), pod("a", &format!("p{i}"), &[]), None)
+            .create(
+                &key("a", &format!("p{i}")),
+                pod("a", &format!("p{i}"), &[]),
+                None,
+            )
             .await
             .unwrap();
     }
@@ -85,16 +93,26 @@ async fn consistent_list_is_served_from_the_cache_at_etcds_revision() {
     let list = cache.list(PREFIX, &consistent()).await.unwrap();
     let current = backend.current_revision().await.unwrap();
     assert_eq!(current, elsewhere);
-    assert!(from_cache(&list), "the consistent list came from the backend");
+    assert!(
+        from_cache(&list),
+        "the consistent list came from the backend"
+    );
     assert_eq!(list.revision, current, "served at etcd's current revision");
-    assert_eq!(cache.revision(), current, "the cache is now at that revision");
+    assert_eq!(
+        cache.revision(),
+        current,
+        "the cache is now at that revision"
+    );
     let direct = backend.list(PREFIX, &consistent()).await.unwrap();
     assert_eq!(names(&list), names(&direct));
     assert_eq!(list.revision, direct.revision);
 
     // A namespace's list is proven on its own range, also at the current revision.
     let elsewhere = write_elsewhere(&backend, "y").await;
-    let ns = cache.list(&format!("{PREFIX}a/"), &consistent()).await.unwrap();
+    let ns = cache
+        .list(&format!("{PREFIX}a/"), &consistent())
+        .await
+        .unwrap();
     assert!(from_cache(&ns));
     assert_eq!(ns.revision, elsewhere);
     let direct = backend
