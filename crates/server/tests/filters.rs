@@ -284,6 +284,64 @@ async fn slow_requests_get_upstreams_504_and_watches_do_not() {
     assert!(outcome.is_err(), "the watch was cut short");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_slow_write_gets_the_write_handlers_504_only_past_their_34_s_bound() {
+    let inner = tower::service_fn(|_req: Request| async move {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok::<_, Infallible>(http::Response::new(full("late")))
+    });
+    let post = |path: &str| {
+        http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .body(full(Bytes::new()))
+            .unwrap()
+    };
+    let message = |resp: HttpResponse| async move {
+        assert_eq!(resp.status(), 504);
+        let s: serde_json::Value =
+            serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(s["reason"], "Timeout");
+        s["message"].as_str().unwrap_or_default().to_string()
+    };
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    // The default request timeout (60 s) is past upstream's requestTimeoutUpperBound: the
+    // create handler gives up first, in its words.
+    let svc = chain(inner, Duration::from_secs(60), shutdown);
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .clone()
+        .oneshot(post("/api/v1/namespaces/d/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(34));
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    // A shorter deadline: the timeout filter answers first, for a write as for a read.
+    let resp = svc
+        .clone()
+        .oneshot(post("/api/v1/namespaces/d/configmaps?timeout=5s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within the allotted timeout"
+    );
+    // A read waits for the whole request timeout.
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .oneshot(get("/api/v1/namespaces/d/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(60));
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within the allotted timeout"
+    );
+}
+
 #[tokio::test]
 async fn impersonation_changes_the_user_after_checking_it() {
     // The inner service answers with the user it sees.
