@@ -301,35 +301,35 @@ async fn a_panic_is_a_500_over_http2_and_http1() {
             .await
             .unwrap();
         let io = hyper_util::rt::TokioIo::new(tls);
-        let mut replies = Vec::new();
-        if h2 {
-            let (mut send, conn) =
+        // The panicking path, then another on the same connection (the two client types share
+        // no trait, hence a macro).
+        macro_rules! both {
+            ($send:expr) => {{
+                let mut send = $send;
+                let mut replies = Vec::new();
+                for path in [
+                    "/api/v1/namespaces/boom/configmaps",
+                    "/api/v1/namespaces/calm/configmaps",
+                ] {
+                    send.ready().await.unwrap();
+                    let resp = send.send_request(get(path)).await.expect("an answer");
+                    replies.push(common::read(resp).await);
+                }
+                replies
+            }};
+        }
+        let replies = if h2 {
+            let (send, conn) =
                 hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
                     .await
                     .unwrap();
             tokio::spawn(conn);
-            for path in [
-                "/api/v1/namespaces/boom/configmaps",
-                "/api/v1/namespaces/calm/configmaps",
-            ] {
-                send.ready().await.unwrap();
-                replies.push(
-                    common::read(send.send_request(get(path)).await.expect("an answer")).await,
-                );
-            }
+            both!(send)
         } else {
-            let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            let (send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
             tokio::spawn(conn);
-            for path in [
-                "/api/v1/namespaces/boom/configmaps",
-                "/api/v1/namespaces/calm/configmaps",
-            ] {
-                send.ready().await.unwrap();
-                replies.push(
-                    common::read(send.send_request(get(path)).await.expect("an answer")).await,
-                );
-            }
-        }
+            both!(send)
+        };
         assert_eq!(replies[0].status, 500, "h2={h2}");
         assert_eq!(
             replies[0].body,
