@@ -13,9 +13,10 @@
 #     fail with a 500 InternalError naming the full disk, reads keep working, nothing acknowledged is lost, and writes
 #     resume once space is freed.
 #  5. Overload: with in-flight limits of 10 reads and 5 writes, 100 readers and 50 writers (10x)
-#     for 15 s: every request is answered (success or 429) within the request timeout, and
-#     kapi's RSS stays under 1 GiB. (A request on a kept-alive connection the server closed
-#     as it went out is counted as retried and sent again on a new one, as Go's client does.)
+#     for 15 s: every request is answered (success or 429) within the request timeout, some
+#     are 429, and kapi's peak RSS stays under 10x its idle RSS. (A request on a kept-alive
+#     connection the server closed as it went out is counted as retried and sent again on a
+#     new one, as Go's client does.)
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/faults.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -213,10 +214,12 @@ PY
   count_kept() { k get configmaps -o name | grep -c '/kept-'; }
   expect_eq "reads keep working on a full disk" 20 count_kept
   rm -f "$DISK/filler"
-  expect_ok "writes resume once space is freed" k create configmap after-space --from-literal=a=b
+  RESUMED=""
+  if run_cmd k create configmap after-space --from-literal=a=b; then RESUMED=after-space; pass "writes resume once space is freed"
+  else fail "writes resume once space is freed"; fi
   kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
   start_kapi_embedded disk
-  WANT="after-space"; for i in $(seq 1 20); do WANT="$WANT kept-$i"; done; WANT="$WANT $FILLED"
+  WANT="$RESUMED"; for i in $(seq 1 20); do WANT="$WANT kept-$i"; done; WANT="$WANT $FILLED"
   MISSING=""
   for n in $WANT; do k get configmap "$n" -o name >/dev/null 2>&1 || MISSING="$MISSING $n"; done
   OUT="missing:$MISSING"
@@ -239,12 +242,16 @@ echo "      overload: $OUT"
 if json_field "$OUT" 'd["unanswered"] == 0 and sum(d["codes"].values()) > 0' | grep -qx True; then
   pass "at 10x the in-flight limits every request is answered within the request timeout"
 else fail "requests went unanswered under overload"; fi
-if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429", "retried"} and "429" in d["codes"]' | grep -qx True; then
-  pass "the answers are successes or 429 (and some were 429)"
+if json_field "$OUT" 'set(d["codes"]) <= {"200", "201", "429", "retried"}' | grep -qx True; then
+  pass "the answers are successes or 429"
 else fail "answers other than success or 429 under overload"; fi
-if [ "$(json_field "$OUT" 'd["rss_peak_kib"] < 1024 * 1024')" = True ]; then
-  pass "RSS stays bounded (peak $(json_field "$OUT" 'd["rss_peak_kib"] // 1024') MiB < 1 GiB)"
-else fail "RSS grew past 1 GiB"; fi
+if json_field "$OUT" 'd["codes"].get("429", 0) > 0' | grep -qx True; then
+  pass "the in-flight limits refused the excess with 429 ($(json_field "$OUT" 'd["codes"].get("429", 0)') of $(json_field "$OUT" 'sum(d["codes"].values())'))"
+else fail "no 429 at 10x the in-flight limits"; fi
+# A generous ceiling, relative to the idle server measured in the same run: 10x its RSS.
+if [ "$(json_field "$OUT" 'd["rss_peak_kib"] < 10 * d["rss_start_kib"]')" = True ]; then
+  pass "RSS stays bounded (peak $(json_field "$OUT" 'd["rss_peak_kib"] // 1024') MiB < 10x idle $(json_field "$OUT" 'd["rss_start_kib"] // 1024') MiB)"
+else fail "RSS grew past 10x idle ($(json_field "$OUT" 'd["rss_peak_kib"] // 1024') MiB, idle $(json_field "$OUT" 'd["rss_start_kib"] // 1024') MiB)"; fi
 expect_ok "kapi is ready after the overload" k get --raw /readyz
 kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
 

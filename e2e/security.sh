@@ -68,11 +68,11 @@ expect_eq "reads decrypt" "$SECRET_B64" k get secret s1 -o 'jsonpath={.data.pass
 
 # Looser modes (an older kapi's) are tightened at start-up.
 kill "$KAPI_PID"; wait "$KAPI_PID" 2>/dev/null; KAPI_PID=""
-chmod 755 "$D" "$D/store" "$D/pki"; chmod 644 "$D/store/kapi.db" "$D/pki/ca.key"
+chmod 755 "$D" "$D/store" "$D/pki"; chmod 644 "$D/store/kapi.db" "$D/store/kapi.lock" "$D/pki/ca.key"
 # Identity first: new writes are plain, encrypted values still read.
 enc_config "$WORK/identity.yaml" identity "aescbc:key1:$CBC_KEY"
 start_kapi_embedded emb --encryption-provider-config "$WORK/identity.yaml"
-expect_eq "loose modes are tightened at start-up" "700 700 700 600 600" bash -c "echo $(mode "$D") $(mode "$D/store") $(mode "$D/pki") $(mode "$D/store/kapi.db") $(mode "$D/pki/ca.key")"
+expect_eq "loose modes are tightened at start-up" "700 700 700 600 600 600" bash -c "echo $(mode "$D") $(mode "$D/store") $(mode "$D/pki") $(mode "$D/store/kapi.db") $(mode "$D/store/kapi.lock") $(mode "$D/pki/ca.key")"
 expect_out "with a log line" "tightened permissions" cat "$WORK/kapi-emb.log"
 expect_eq "identity first: the encrypted secret still reads" "$SECRET_B64" k get secret s1 -o 'jsonpath={.data.password}'
 expect_ok "identity first: create another secret" k create secret generic s2 --from-literal=password="$(base64 -d <<<"$SECRET_B64_2")"

@@ -181,6 +181,9 @@ fn chain<S>(
     Error = Infallible,
     Future = futures::future::BoxFuture<'static, Result<HttpResponse, Infallible>>,
 > + Clone
+       + Send
+       + Sync
+       + 'static
 where
     S: tower::Service<Request, Response = HttpResponse, Error = Infallible>
         + Clone
@@ -241,6 +244,108 @@ async fn a_panic_is_a_500_for_that_request_only() {
     assert_eq!(resp.status(), 200);
 }
 
+/// The chain behind the real accept loop (TLS, ALPN): a panic reaches the client as upstream's
+/// 500 on HTTP/2 as on HTTP/1.1, and the connection serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_a_500_over_http2_and_http1() {
+    kapi_server::tls::install_crypto_provider();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let der = cert.cert.der().clone();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let mut tls = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(vec![der.clone()], key)
+        .unwrap();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let inner = tower::service_fn(|req: Request| async move {
+        if req.uri().path() == "/api/v1/namespaces/boom/configmaps" {
+            panic!("handler bug");
+        }
+        Ok::<_, Infallible>(http::Response::new(full("fine")))
+    });
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(kapi_server::serve::serve(
+        listener,
+        Arc::new(tls),
+        chain(inner, Duration::from_secs(60), shutdown),
+        async move {
+            let _ = stopped.await;
+        },
+        Duration::from_secs(1),
+        Default::default(),
+    ));
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der).unwrap();
+    type Body = http_body_util::Full<Bytes>;
+    let get = |path: &str| {
+        http::Request::builder()
+            .uri(format!("https://localhost{path}"))
+            .body(Body::new(Bytes::new()))
+            .unwrap()
+    };
+    for h2 in [true, false] {
+        let mut client = rustls::ClientConfig::builder()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
+        client.alpn_protocols = vec![if h2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }];
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(client))
+            .connect("localhost".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        let io = hyper_util::rt::TokioIo::new(tls);
+        // The panicking path, then another on the same connection (the two client types share
+        // no trait, hence a macro).
+        macro_rules! both {
+            ($send:expr) => {{
+                let mut send = $send;
+                let mut replies = Vec::new();
+                for path in [
+                    "/api/v1/namespaces/boom/configmaps",
+                    "/api/v1/namespaces/calm/configmaps",
+                ] {
+                    send.ready().await.unwrap();
+                    let resp = send.send_request(get(path)).await.expect("an answer");
+                    replies.push(common::read(resp).await);
+                }
+                replies
+            }};
+        }
+        let replies = if h2 {
+            let (send, conn) =
+                hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+                    .await
+                    .unwrap();
+            tokio::spawn(conn);
+            both!(send)
+        } else {
+            let (send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+            tokio::spawn(conn);
+            both!(send)
+        };
+        assert_eq!(replies[0].status, 500, "h2={h2}");
+        assert_eq!(
+            replies[0].body,
+            "This request caused apiserver to panic. Look in the logs for details.\n",
+            "h2={h2}"
+        );
+        assert_eq!(
+            (replies[1].status, replies[1].body.as_str()),
+            (200, "fine"),
+            "h2={h2}"
+        );
+    }
+    let _ = stop.send(());
+    server.await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn slow_requests_get_upstreams_504_and_watches_do_not() {
     let inner = tower::service_fn(|_req: Request| async move {
@@ -282,6 +387,64 @@ async fn slow_requests_get_upstreams_504_and_watches_do_not() {
     let watch = svc.oneshot(get("/api/v1/namespaces/d/configmaps?watch=true"));
     let outcome = tokio::time::timeout(Duration::from_secs(600), watch).await;
     assert!(outcome.is_err(), "the watch was cut short");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_write_gets_the_write_handlers_504_only_past_their_34_s_bound() {
+    let inner = tower::service_fn(|_req: Request| async move {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok::<_, Infallible>(http::Response::new(full("late")))
+    });
+    let post = |path: &str| {
+        http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .body(full(Bytes::new()))
+            .unwrap()
+    };
+    let message = |resp: HttpResponse| async move {
+        assert_eq!(resp.status(), 504);
+        let s: serde_json::Value =
+            serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(s["reason"], "Timeout");
+        s["message"].as_str().unwrap_or_default().to_string()
+    };
+    let (_running, shutdown) = tokio::sync::watch::channel(false);
+    // The default request timeout (60 s) is past upstream's requestTimeoutUpperBound: the
+    // create handler gives up first, in its words.
+    let svc = chain(inner, Duration::from_secs(60), shutdown);
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .clone()
+        .oneshot(post("/api/v1/namespaces/d/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(34));
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    // A shorter deadline: the timeout filter answers first, for a write as for a read.
+    let resp = svc
+        .clone()
+        .oneshot(post("/api/v1/namespaces/d/configmaps?timeout=5s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within the allotted timeout"
+    );
+    // A read waits for the whole request timeout.
+    let started = tokio::time::Instant::now();
+    let resp = svc
+        .oneshot(get("/api/v1/namespaces/d/configmaps"))
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(60));
+    assert_eq!(
+        message(resp).await,
+        "Timeout: request did not complete within the allotted timeout"
+    );
 }
 
 #[tokio::test]

@@ -2,6 +2,11 @@
 //! (or its own `?timeout=`, whichever is shorter) is answered with kube-apiserver's 504
 //! `Timeout` Status and its handler is dropped. Watches and other long-running requests are
 //! exempt. An unparsable `?timeout=` is a 400, as upstream's request-deadline filter answers.
+//!
+//! Upstream's filter words every timeout alike ("the allotted timeout"), writes included: its
+//! timer is the request's deadline, which the write handlers share and lose the race for. The
+//! write handlers' own words ("requested timeout - context deadline exceeded") reach the client
+//! only when their fixed bound, [`WRITE_TIMEOUT_UPPER_BOUND`], comes before the deadline.
 
 use super::filter::{answer, Answer, Filter, Next};
 use crate::body::{status_response, Request};
@@ -10,6 +15,10 @@ use kapi_machinery::{ApiError, RequestInfo};
 use std::time::Duration;
 
 pub use kapi_machinery::error::{TIMEOUT_MESSAGE, WRITE_TIMEOUT_MESSAGE};
+
+/// upstream's `requestTimeoutUpperBound` (`endpoints/handlers/rest.go`): create, update, patch
+/// and delete give up after 34 s whatever the request's own deadline.
+pub const WRITE_TIMEOUT_UPPER_BOUND: Duration = Duration::from_secs(34);
 
 #[derive(Clone, Copy, Debug)]
 pub struct Timeout {
@@ -54,18 +63,17 @@ impl Filter for Timeout {
                 }
             }
         }
+        // The write handler's bound ends a write first only when it is shorter.
+        let (timeout, message) = if write && WRITE_TIMEOUT_UPPER_BOUND < timeout {
+            (WRITE_TIMEOUT_UPPER_BOUND, WRITE_TIMEOUT_MESSAGE)
+        } else {
+            (timeout, TIMEOUT_MESSAGE)
+        };
         let fut = next.call(req);
         Box::pin(async move {
             match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => r,
-                Err(_) => {
-                    let message = if write {
-                        WRITE_TIMEOUT_MESSAGE
-                    } else {
-                        TIMEOUT_MESSAGE
-                    };
-                    Ok(status_response(&ApiError::timeout(message, 0)))
-                }
+                Err(_) => Ok(status_response(&ApiError::timeout(message, 0))),
             }
         })
     }

@@ -75,6 +75,8 @@ impl DirLock {
             .mode(0o600)
             .open(&path)
             .map_err(|e| Error::Unavailable(format!("opening {}: {e}", path.display())))?;
+        // The mode above applies only to a new file; an older store's is tightened like the rest.
+        tighten(&path, 0o600)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
