@@ -4,9 +4,7 @@
 //! `status.certificate` through `/status`, an approver the conditions through `/approval`.
 
 use crate::resources::core::push;
-use crate::resources::group_util::decode_filled;
-use crate::resources::storage::typed_filled;
-use crate::resources::{at, info, obj_mut, str_at};
+use crate::resources::{at, info, obj_mut, str_at, typed};
 use crate::rest::{
     self, ApiGroupInfo, Context, Creater, FieldValidation, Getter, ResourceInfo, Storage, Updater,
     ValidateObjectFn, WriteOptions, WriteResult,
@@ -76,9 +74,9 @@ enum UpdatePath {
 
 pub struct CsrStrategy;
 impl Strategy for CsrStrategy {
-    typed_filled!(
+    typed!(
         certs::CertificateSigningRequest,
-        &[
+        zeros = &[
             (&["spec"], json!({})),
             (&["spec", "request"], json!("")),
             (&["spec", "signerName"], json!("")),

@@ -114,25 +114,7 @@ macro_rules! webhook_strategy {
     ($name:ident, $ty:ty, $resource:literal, $kind:literal, $mutating:expr) => {
         pub struct $name;
         impl Strategy for $name {
-            fn decode(
-                &self,
-                mut body: Object,
-                validation: crate::rest::FieldValidation,
-            ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
-                fill_webhook_zeros(&mut body);
-                let (mut obj, warnings) = crate::codec::decode::<$ty>(body, validation)?;
-                self.defaults(&mut obj);
-                Ok((obj, warnings))
-            }
-            fn openapi_schema(
-                &self,
-                generator: &mut schemars::SchemaGenerator,
-            ) -> Option<schemars::Schema> {
-                Some(generator.subschema_for::<$ty>())
-            }
-            fn canonicalize(&self, obj: Object) -> Object {
-                crate::codec::canonicalize::<$ty>(obj)
-            }
+            crate::resources::typed!($ty, fill = fill_webhook_zeros);
             fn info(&self) -> ResourceInfo {
                 info(
                     GROUP,
@@ -177,26 +159,7 @@ webhook_strategy!(
 
 pub struct ValidatingAdmissionPolicyStrategy;
 impl Strategy for ValidatingAdmissionPolicyStrategy {
-    fn decode(
-        &self,
-        mut body: Object,
-        validation: crate::rest::FieldValidation,
-    ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
-        fill_policy_zeros(&mut body);
-        let (mut obj, warnings) =
-            crate::codec::decode::<api::ValidatingAdmissionPolicy>(body, validation)?;
-        self.defaults(&mut obj);
-        Ok((obj, warnings))
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<api::ValidatingAdmissionPolicy>())
-    }
-    fn canonicalize(&self, obj: Object) -> Object {
-        crate::codec::canonicalize::<api::ValidatingAdmissionPolicy>(obj)
-    }
+    typed!(api::ValidatingAdmissionPolicy, fill = fill_policy_zeros);
     fn info(&self) -> ResourceInfo {
         info(
             GROUP,
