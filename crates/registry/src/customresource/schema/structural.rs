@@ -4,6 +4,7 @@
 //! (value validations may only name fields the structural part specifies). Works on the schema
 //! JSON so that what was written, not what parsed, is judged.
 
+use super::child;
 use kapi_machinery::FieldError;
 use serde_json::{Map, Value};
 
@@ -16,14 +17,6 @@ enum Level {
 
 /// Nesting beyond this is not judged (and cannot be served either: see `node::MAX_DEPTH`).
 const MAX_DEPTH: usize = 256;
-
-fn child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
-}
 
 fn key(base: &str, k: &str) -> String {
     format!("{base}[{k}]")
@@ -39,6 +32,13 @@ fn type_of(s: &Map<String, Value>) -> &str {
 
 fn is_true(s: &Map<String, Value>, k: &str) -> bool {
     s.get(k).and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether `k` is a non-empty list.
+fn has_items(s: &Map<String, Value>, k: &str) -> bool {
+    s.get(k)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
 }
 
 fn props(s: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
@@ -425,10 +425,7 @@ fn nested(
             forbid(errs, k, "must be false to be structural");
         }
     }
-    if v.get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+    if has_items(v, "x-kubernetes-list-map-keys") {
         forbid(
             errs,
             "x-kubernetes-list-map-keys",
@@ -440,10 +437,7 @@ fn nested(
             forbid(errs, k, "must be undefined to be structural");
         }
     }
-    if v.get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+    if has_items(v, "x-kubernetes-validations") {
         forbid(
             errs,
             "x-kubernetes-validations",
