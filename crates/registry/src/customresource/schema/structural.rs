@@ -294,41 +294,27 @@ fn value_validation(
     if depth > MAX_DEPTH {
         return;
     }
-    if !skip_any_of {
-        for (i, v) in list(s, "anyOf").into_iter().enumerate() {
+    // anyOf (unless skipped), allOf (its first entry's anyOf skipped when asked), oneOf
+    let lists = [
+        ("anyOf", false),
+        ("allOf", skip_first_all_of_any_of),
+        ("oneOf", false),
+    ];
+    for (key, skip_first) in lists {
+        if key == "anyOf" && skip_any_of {
+            continue;
+        }
+        for (i, v) in list(s, key).into_iter().enumerate() {
             nested(
                 v,
-                false,
+                skip_first && i == 0,
                 false,
                 lvl,
-                &format!("{}[{i}]", child(path, "anyOf")),
+                &format!("{}[{i}]", child(path, key)),
                 errs,
                 depth.saturating_add(1),
             );
         }
-    }
-    for (i, v) in list(s, "allOf").into_iter().enumerate() {
-        let skip = skip_first_all_of_any_of && i == 0;
-        nested(
-            v,
-            skip,
-            false,
-            lvl,
-            &format!("{}[{i}]", child(path, "allOf")),
-            errs,
-            depth.saturating_add(1),
-        );
-    }
-    for (i, v) in list(s, "oneOf").into_iter().enumerate() {
-        nested(
-            v,
-            false,
-            false,
-            lvl,
-            &format!("{}[{i}]", child(path, "oneOf")),
-            errs,
-            depth.saturating_add(1),
-        );
     }
     if let Some(not) = obj(s.get("not")) {
         nested(
