@@ -89,7 +89,7 @@ macro_rules! typed {
             &self,
             mut body: kapi_machinery::Object,
             validation: crate::rest::FieldValidation,
-        ) -> Result<(kapi_machinery::Object, Vec<String>), kapi_machinery::ApiError> {
+        ) -> crate::rest::Decoded {
             let fill: fn(&mut kapi_machinery::Object) = $fill;
             fill(&mut body);
             let (mut obj, warnings) = crate::codec::decode::<$t>(body, validation)?;

@@ -10,7 +10,7 @@ mod read;
 mod update;
 
 use crate::namespace_lifecycle::NamespaceLifecycle;
-use crate::rest::{self, Context, FieldValidation, ResourceInfo};
+use crate::rest::{self, Context, Decoded, FieldValidation, ResourceInfo};
 use crate::strategy::Strategy;
 use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
 use kapi_storage::{DynStorage, GetOptions};
@@ -174,11 +174,7 @@ impl rest::Storage for Store {
         &self.info
     }
 
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         self.strategy.decode(body, validation)
     }
 

@@ -110,21 +110,19 @@ fn default_match_resources(m: &mut Map<String, Value>) {
     default_rules(m.get_mut("excludeResourceRules"));
 }
 
+/// The description of this group's resources: cluster-scoped, in the `api-extensions`
+/// category.
+fn api_extensions_info(resource: &str, kind: &str) -> ResourceInfo {
+    info(GROUP, "v1", resource, kind, false, &[], &["api-extensions"])
+}
+
 macro_rules! webhook_strategy {
     ($name:ident, $ty:ty, $resource:literal, $kind:literal, $mutating:expr) => {
         pub struct $name;
         impl Strategy for $name {
             crate::resources::typed!($ty, fill = fill_webhook_zeros);
             fn info(&self) -> ResourceInfo {
-                info(
-                    GROUP,
-                    "v1",
-                    $resource,
-                    $kind,
-                    false,
-                    &[],
-                    &["api-extensions"],
-                )
+                api_extensions_info($resource, $kind)
             }
             fn tracks_generation(&self) -> bool {
                 true
@@ -161,15 +159,7 @@ pub struct ValidatingAdmissionPolicyStrategy;
 impl Strategy for ValidatingAdmissionPolicyStrategy {
     typed!(api::ValidatingAdmissionPolicy, fill = fill_policy_zeros);
     fn info(&self) -> ResourceInfo {
-        info(
-            GROUP,
-            "v1",
-            "validatingadmissionpolicies",
-            "ValidatingAdmissionPolicy",
-            false,
-            &[],
-            &["api-extensions"],
-        )
+        api_extensions_info("validatingadmissionpolicies", "ValidatingAdmissionPolicy")
     }
     fn tracks_generation(&self) -> bool {
         true
@@ -214,14 +204,9 @@ pub struct ValidatingAdmissionPolicyBindingStrategy;
 impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
     typed!(api::ValidatingAdmissionPolicyBinding);
     fn info(&self) -> ResourceInfo {
-        info(
-            GROUP,
-            "v1",
+        api_extensions_info(
             "validatingadmissionpolicybindings",
             "ValidatingAdmissionPolicyBinding",
-            false,
-            &[],
-            &["api-extensions"],
         )
     }
     fn tracks_generation(&self) -> bool {
