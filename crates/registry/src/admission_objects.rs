@@ -8,7 +8,7 @@ use futures::StreamExt;
 use kapi_admission::objects::ObjectStore;
 use kapi_admission::source::{Change, ObjectWatcher};
 use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
-use kapi_storage::{DynStorage, Error, GetOptions, WatchOptions};
+use kapi_storage::{DynStorage, Error, WatchOptions};
 use std::sync::Arc;
 
 /// Objects read and written through the storage backend.
@@ -51,13 +51,7 @@ impl ObjectStore for StorageObjects {
         name: &str,
     ) -> Result<Option<Object>, ApiError> {
         self.storage
-            .get(
-                &key(gr, namespace, name),
-                &GetOptions {
-                    resource_version: None,
-                    ignore_not_found: true,
-                },
-            )
+            .get(&key(gr, namespace, name), &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(gr, name, "get"))
     }

@@ -2,7 +2,7 @@
 //! classes.
 
 use crate::rest::{
-    validate_nothing, ApiGroupInfo, Context, FieldValidation, Storage, WriteOptions,
+    find_storage, validate_nothing, ApiGroupInfo, Context, FieldValidation, Storage, WriteOptions,
 };
 use kapi_machinery::{ApiError, GetOptions, Object};
 use serde_json::json;
@@ -11,16 +11,6 @@ use std::sync::Arc;
 /// Namespaces every cluster has.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-fn find(groups: &[ApiGroupInfo], group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
-    groups
-        .iter()
-        .filter(|g| g.group == group)
-        .flat_map(|g| g.versions.iter())
-        .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
-        .cloned()
-}
 
 async fn ensure(
     storage: &Arc<dyn Storage>,
@@ -57,7 +47,7 @@ async fn ensure(
 /// service (ClusterIP `.1`, port 443 to `target_port`, the servers' secure port) and the system
 /// priority classes when missing.
 pub async fn bootstrap(groups: &[ApiGroupInfo], target_port: u16) -> Result<(), ApiError> {
-    let namespaces = find(groups, "", "namespaces")
+    let namespaces = find_storage(groups, "", "namespaces")
         .ok_or_else(|| ApiError::internal("namespaces are not served"))?;
     for ns in SYSTEM_NAMESPACES {
         ensure(
@@ -67,7 +57,7 @@ pub async fn bootstrap(groups: &[ApiGroupInfo], target_port: u16) -> Result<(), 
         )
         .await?;
     }
-    let services = find(groups, "", "services")
+    let services = find_storage(groups, "", "services")
         .ok_or_else(|| ApiError::internal("services are not served"))?;
     let ip = crate::resources::core::service::kubernetes_service_ip(groups);
     let ctx = Context {
@@ -90,7 +80,7 @@ pub async fn bootstrap(groups: &[ApiGroupInfo], target_port: u16) -> Result<(), 
 /// when missing (an existing class of that name is left as it is).
 async fn bootstrap_priority_classes(groups: &[ApiGroupInfo]) -> Result<(), ApiError> {
     use crate::resources::scheduling::{system_priority_class, GROUP, SYSTEM_PRIORITY_CLASSES};
-    let Some(classes) = find(groups, GROUP, "priorityclasses") else {
+    let Some(classes) = find_storage(groups, GROUP, "priorityclasses") else {
         return Ok(());
     };
     for (name, value, description) in SYSTEM_PRIORITY_CLASSES {

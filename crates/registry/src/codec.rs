@@ -2,7 +2,7 @@
 //! `k8s-openapi` type (dropping unknown fields, reporting them per `fieldValidation`) and
 //! encoded back, so what is stored only carries fields the type knows.
 
-use crate::rest::FieldValidation;
+use crate::rest::{Decoded, FieldValidation};
 use kapi_machinery::{ApiError, Object};
 use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Serialize;
@@ -16,10 +16,7 @@ pub const STRICT_PREFIX: &str = "strict decoding error: ";
 
 /// Checks apiVersion/kind (filling them when absent), decodes `body` into `T` and encodes it
 /// back. Unknown fields: Strict -> 400, Warn -> warnings, Ignore -> dropped silently.
-pub fn decode<T>(
-    body: Object,
-    validation: FieldValidation,
-) -> Result<(Object, Vec<String>), ApiError>
+pub fn decode<T>(body: Object, validation: FieldValidation) -> Decoded
 where
     T: DeserializeOwned + Serialize + k8s_openapi::Resource,
 {
@@ -29,20 +26,32 @@ where
     let typed: T =
         serde_ignored::deserialize(body.into_value(), |path| unknown.push(format_path(&path)))
             .map_err(|e| cannot_handle(T::KIND, T::VERSION, &e.to_string()))?;
-    let messages: Vec<String> = unknown
-        .iter()
-        .map(|p| format!("unknown field {p:?}"))
-        .collect();
-    let mut warnings = Vec::new();
-    match validation {
-        FieldValidation::Strict if !messages.is_empty() => {
-            return Err(strict_error(T::KIND, T::VERSION, &messages))
-        }
-        FieldValidation::Warn => warnings = messages,
-        _ => {}
-    }
+    let warnings = unknown_fields(T::KIND, T::VERSION, &unknown, validation)?;
     let value = serde_json::to_value(&typed).map_err(ApiError::internal)?;
     Ok((Object::from_value(value)?, warnings))
+}
+
+/// What the unknown fields at `paths` come to under `validation`: Strict -> 400 (when there
+/// are any), Warn -> one `unknown field "<path>"` warning each, Ignore -> nothing.
+pub fn unknown_fields(
+    kind: &str,
+    version: &str,
+    paths: &[String],
+    validation: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
+    let messages = || -> Vec<String> {
+        paths
+            .iter()
+            .map(|p| format!("unknown field {p:?}"))
+            .collect()
+    };
+    match validation {
+        FieldValidation::Strict if !paths.is_empty() => {
+            Err(strict_error(kind, version, &messages()))
+        }
+        FieldValidation::Warn => Ok(messages()),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// Re-encodes `obj` through `T`, giving upstream's field order; unchanged if it does not fit.
@@ -183,10 +192,7 @@ fn format_path(path: &serde_ignored::Path<'_>) -> String {
 /// Parses JSON bytes into an object of `kind`, also returning upstream-style messages for each
 /// duplicated key (`duplicate field "metadata.name"`); the last value wins, as in Go. A body
 /// that cannot be read is a 400 [`unrecognized`] with Go's parse error.
-pub fn parse_json_with_duplicates(
-    kind: &str,
-    bytes: &[u8],
-) -> Result<(Object, Vec<String>), ApiError> {
+pub fn parse_json_with_duplicates(kind: &str, bytes: &[u8]) -> Decoded {
     find_kind(bytes).map_err(|e| unrecognized(kind, &e, bytes))?;
     let mut dups = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -218,8 +224,8 @@ pub fn decode_bytes_with(
     kind: &str,
     body: &[u8],
     validation: FieldValidation,
-    decode: impl FnOnce(Object, FieldValidation) -> Result<(Object, Vec<String>), ApiError>,
-) -> Result<(Object, Vec<String>), ApiError> {
+    decode: impl FnOnce(Object, FieldValidation) -> Decoded,
+) -> Decoded {
     let (obj, dups) = parse_json_with_duplicates(kind, body)?;
     match (validation, decode(obj, validation)) {
         (FieldValidation::Strict, Err(mut e))

@@ -3,8 +3,8 @@
 //! upstream writes one by one (`TokenReviewREST`, `SubjectAccessReviewREST`, `BindingREST`,
 //! ...) differ only in that handler, so the `Storage` plumbing is written here once.
 
-use crate::rest::{Creater, FieldValidation, ResourceInfo, Storage};
-use kapi_machinery::{ApiError, Object};
+use crate::rest::{Creater, Decoded, FieldValidation, ResourceInfo, Storage};
+use kapi_machinery::Object;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::marker::PhantomData;
@@ -46,11 +46,7 @@ where
     fn info(&self) -> &ResourceInfo {
         &self.info
     }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         let body = match self.prepare {
             Some(prepare) => prepare(body),
             None => body,

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource};
-use kapi_storage::{DynStorage, GetOptions};
+use kapi_storage::DynStorage;
 use serde_json::Value;
 
 /// Decides whether new objects may be created in a namespace.
@@ -63,13 +63,7 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
         let key = format!("/namespaces/{namespace}");
         let got = self
             .storage
-            .get(
-                &key,
-                &GetOptions {
-                    resource_version: None,
-                    ignore_not_found: true,
-                },
-            )
+            .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&ns_gr, namespace, "get"))?;
         let Some(ns) = got else {

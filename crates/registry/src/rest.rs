@@ -62,6 +62,9 @@ pub struct ObjectList<T = Object> {
     pub encoded: Option<Vec<EncodedItem>>,
 }
 
+/// A decoded request body and the warnings decoding gave (unknown fields under `Warn`).
+pub type Decoded = Result<(Object, Vec<String>), ApiError>;
+
 /// Validating admission for a create, run by the Store after the strategy's validation and
 /// just before the write (upstream's `rest.ValidateObjectFunc`).
 pub type ValidateObjectFn =
@@ -164,11 +167,7 @@ pub trait Storage: Send + Sync + 'static {
     /// Decodes a request body for this resource: checks apiVersion/kind, drops or reports
     /// unknown and duplicate fields per `validation` (Strict: 400 `strict decoding error:
     /// unknown field "spec.foo"`; Warn: returned as warnings), and applies defaults.
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError>;
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded;
 
     fn as_creater(&self) -> Option<&dyn Creater> {
         None
@@ -214,11 +213,7 @@ pub trait Storage: Send + Sync + 'static {
     /// Decodes raw JSON bytes: like [`Storage::decode`], and also reports duplicate keys
     /// (`duplicate field "metadata.name"`) per `validation`, which a parsed object can no
     /// longer show.
-    fn decode_bytes(
-        &self,
-        body: &[u8],
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode_bytes(&self, body: &[u8], validation: FieldValidation) -> Decoded {
         crate::codec::decode_bytes_with(&self.info().kind, body, validation, |obj, v| {
             self.decode(obj, v)
         })
@@ -270,6 +265,21 @@ impl ApiGroupInfo {
             }],
         }
     }
+}
+
+/// The storage of a main resource of `group` (any version), if installed.
+pub fn find_storage(
+    groups: &[ApiGroupInfo],
+    group: &str,
+    resource: &str,
+) -> Option<Arc<dyn Storage>> {
+    groups
+        .iter()
+        .filter(|g| g.group == group)
+        .flat_map(|g| g.versions.iter())
+        .flat_map(|v| v.storages.iter())
+        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
+        .cloned()
 }
 
 #[async_trait]

@@ -2,7 +2,7 @@
 //! runs (upstream's `RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy` and
 //! printers, folded into one trait with defaults).
 
-use crate::rest::{FieldValidation, ResourceInfo};
+use crate::rest::{Decoded, FieldValidation, ResourceInfo};
 use kapi_machinery::{ApiError, DeleteOptions, FieldError, Object};
 use std::time::Duration;
 
@@ -118,11 +118,7 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Decodes a request body into a clean object (typed: see [`crate::codec`]): unknown
     /// fields reported per `validation`, defaults applied.
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError>;
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded;
 
     /// The OpenAPI schema of the kind.
     fn openapi_schema(

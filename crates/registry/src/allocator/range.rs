@@ -176,13 +176,7 @@ impl RangeStore {
     pub async fn get(&self) -> Result<Snapshot, AllocationError> {
         let got = self
             .storage
-            .get(
-                self.key,
-                &kapi_storage::GetOptions {
-                    resource_version: None,
-                    ignore_not_found: true,
-                },
-            )
+            .get(self.key, &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| AllocationError::Storage(e.to_string()))?;
         Ok(match got {

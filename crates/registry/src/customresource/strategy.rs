@@ -6,8 +6,8 @@
 use super::crd::{Crd, Version};
 use super::schema::CompiledSchema;
 use super::table::CustomResourceTable;
-use crate::codec::{check_type_meta, strict_error};
-use crate::rest::{FieldValidation, ResourceInfo, TableConvertor};
+use crate::codec::{check_type_meta, unknown_fields};
+use crate::rest::{Decoded, FieldValidation, ResourceInfo, TableConvertor};
 use crate::strategy::{FieldLabelConversion, Strategy};
 use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
@@ -207,11 +207,7 @@ impl Strategy for CustomResourceStrategy {
         self.key_prefix.clone()
     }
 
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         let mut body = body;
         check_type_meta(&mut body, &self.api_version, &self.info.kind)?;
         let Some(schema) = &self.schema else {
@@ -219,18 +215,7 @@ impl Strategy for CustomResourceStrategy {
         };
         let mut value = body.into_value();
         let pruned = schema.prune(&mut value);
-        let messages: Vec<String> = pruned
-            .iter()
-            .map(|p| format!("unknown field {p:?}"))
-            .collect();
-        let mut warnings = Vec::new();
-        match validation {
-            FieldValidation::Strict if !messages.is_empty() => {
-                return Err(strict_error(&self.info.kind, &self.info.version, &messages))
-            }
-            FieldValidation::Warn => warnings = messages,
-            _ => {}
-        }
+        let warnings = unknown_fields(&self.info.kind, &self.info.version, &pruned, validation)?;
         schema.apply_defaults(&mut value);
         let obj = Object::from_value(value)?;
         Ok((obj, warnings))

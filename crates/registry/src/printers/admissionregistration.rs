@@ -4,25 +4,18 @@
 
 use super::json::{arr_at, at, str_at};
 use super::labels::format_label_selector;
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => Printer {
-            columns: WEBHOOK_COLUMNS,
-            cells: webhook_cells,
-        },
-        "validatingadmissionpolicies" => Printer {
-            columns: POLICY_COLUMNS,
-            cells: policy_cells,
-        },
-        "validatingadmissionpolicybindings" => Printer {
-            columns: BINDING_COLUMNS,
-            cells: binding_cells,
-        },
+        "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => {
+            Printer::new(WEBHOOK_COLUMNS, webhook_cells)
+        }
+        "validatingadmissionpolicies" => Printer::new(POLICY_COLUMNS, policy_cells),
+        "validatingadmissionpolicybindings" => Printer::new(BINDING_COLUMNS, binding_cells),
         _ => return None,
     })
 }
@@ -66,14 +59,6 @@ const BINDING_COLUMNS: &[Column] = &[
     ),
     AGE,
 ];
-
-fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
-}
-
-fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
-}
 
 fn webhook_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     let v = value(obj);

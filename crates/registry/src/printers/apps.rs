@@ -5,56 +5,22 @@ use super::docs;
 use super::json::{at, i64_at, opt_i64_at, str_at};
 use super::labels::{format_label_selector, layout_containers, selector_string};
 use super::service::format_labels;
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, CONTAINERS, IMAGES, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "deployments" => Printer {
-            columns: DEPLOYMENT_COLUMNS,
-            cells: deployment_cells,
-        },
-        "replicasets" => Printer {
-            columns: REPLICA_SET_COLUMNS,
-            cells: replica_set_cells,
-        },
-        "statefulsets" => Printer {
-            columns: STATEFUL_SET_COLUMNS,
-            cells: stateful_set_cells,
-        },
-        "daemonsets" => Printer {
-            columns: DAEMON_SET_COLUMNS,
-            cells: daemon_set_cells,
-        },
-        "controllerrevisions" => Printer {
-            columns: CONTROLLER_REVISION_COLUMNS,
-            cells: controller_revision_cells,
-        },
+        "deployments" => Printer::new(DEPLOYMENT_COLUMNS, deployment_cells),
+        "replicasets" => Printer::new(REPLICA_SET_COLUMNS, replica_set_cells),
+        "statefulsets" => Printer::new(STATEFUL_SET_COLUMNS, stateful_set_cells),
+        "daemonsets" => Printer::new(DAEMON_SET_COLUMNS, daemon_set_cells),
+        "controllerrevisions" => {
+            Printer::new(CONTROLLER_REVISION_COLUMNS, controller_revision_cells)
+        }
         _ => return None,
     })
-}
-
-const CONTAINERS: Column = Column::new(
-    "Containers",
-    "string",
-    "Names of each container in the template.",
-)
-.wide();
-const IMAGES: Column = Column::new(
-    "Images",
-    "string",
-    "Images referenced by each container in the template.",
-)
-.wide();
-
-fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
-}
-
-fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
 }
 
 /// `spec.replicas`, which defaulting sets to 1 when omitted.
@@ -72,8 +38,8 @@ const DEPLOYMENT_COLUMNS: &[Column] = &[
     Column::new("Up-to-date", "string", docs::DEPLOYMENT_UPDATED),
     Column::new("Available", "string", docs::DEPLOYMENT_AVAILABLE),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
     Column::new("Selector", "string", docs::DEPLOYMENT_SELECTOR).wide(),
 ];
 
@@ -103,8 +69,8 @@ const REPLICA_SET_COLUMNS: &[Column] = &[
     Column::new("Current", "integer", docs::REPLICA_SET_STATUS_REPLICAS),
     Column::new("Ready", "integer", docs::REPLICA_SET_READY_REPLICAS),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
     Column::new("Selector", "string", docs::REPLICA_SET_SELECTOR).wide(),
 ];
 
@@ -127,8 +93,8 @@ const STATEFUL_SET_COLUMNS: &[Column] = &[
     NAME,
     Column::new("Ready", "string", "Number of the pod with ready state"),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
 ];
 
 fn stateful_set_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
@@ -156,8 +122,8 @@ const DAEMON_SET_COLUMNS: &[Column] = &[
     Column::new("Available", "integer", docs::DAEMON_SET_AVAILABLE),
     Column::new("Node Selector", "string", docs::POD_NODE_SELECTOR),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
     Column::new("Selector", "string", docs::DAEMON_SET_SELECTOR).wide(),
 ];
 

@@ -2,17 +2,14 @@
 //! their v2 form, as upstream prints the internal type).
 
 use super::json::{arr_at, at, i64_at, opt_i64_at, str_at};
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "horizontalpodautoscalers" => Printer {
-            columns: HPA_COLUMNS,
-            cells: hpa_cells,
-        },
+        "horizontalpodautoscalers" => Printer::new(HPA_COLUMNS, hpa_cells),
         _ => return None,
     })
 }
@@ -110,7 +107,7 @@ fn hpa_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     } else {
         obj.clone()
     };
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(&obj);
     let reference = format!(
         "{}/{}",
         str_at(&v, &["spec", "scaleTargetRef", "kind"]),
@@ -128,7 +125,7 @@ fn hpa_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(min),
         json!(i64_at(&v, &["spec", "maxReplicas"])),
         json!(i64_at(&v, &["status", "currentReplicas"])),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(&obj, now),
     ]
 }
 

@@ -4,37 +4,22 @@
 use super::docs;
 use super::json::{arr_at, at, opt_bool_at, opt_i64_at, str_at};
 use super::labels::{format_label_selector, layout_containers};
-use super::{human_duration, parse_time, translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{
+    age, human_duration, parse_time, translate_timestamp_since, value, Column, Printer, AGE,
+    CONTAINERS, IMAGES, NAME,
+};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "jobs" => Printer {
-            columns: JOB_COLUMNS,
-            cells: job_cells,
-        },
-        "cronjobs" => Printer {
-            columns: CRON_JOB_COLUMNS,
-            cells: cron_job_cells,
-        },
+        "jobs" => Printer::new(JOB_COLUMNS, job_cells),
+        "cronjobs" => Printer::new(CRON_JOB_COLUMNS, cron_job_cells),
         _ => return None,
     })
 }
 
-const CONTAINERS: Column = Column::new(
-    "Containers",
-    "string",
-    "Names of each container in the template.",
-)
-.wide();
-const IMAGES: Column = Column::new(
-    "Images",
-    "string",
-    "Images referenced by each container in the template.",
-)
-.wide();
 const SELECTOR: Column = Column::new("Selector", "string", docs::JOB_SELECTOR).wide();
 
 const JOB_COLUMNS: &[Column] = &[
@@ -43,13 +28,13 @@ const JOB_COLUMNS: &[Column] = &[
     Column::new("Completions", "string", docs::JOB_SUCCEEDED),
     Column::new("Duration", "string", "Time required to complete the job."),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
     SELECTOR,
 ];
 
 fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let succeeded = opt_i64_at(&v, &["status", "succeeded"]).unwrap_or(0);
     let completions = match opt_i64_at(&v, &["spec", "completions"]) {
         Some(c) => format!("{succeeded}/{c}"),
@@ -93,7 +78,7 @@ fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(status),
         json!(completions),
         json!(duration),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
         json!(names),
         json!(images),
         json!(format_label_selector(at(&v, &["spec", "selector"]))),
@@ -108,13 +93,13 @@ const CRON_JOB_COLUMNS: &[Column] = &[
     Column::new("Active", "integer", docs::CRON_JOB_ACTIVE),
     Column::new("Last Schedule", "string", docs::CRON_JOB_LAST_SCHEDULE_TIME),
     AGE,
-    CONTAINERS,
-    IMAGES,
+    CONTAINERS.wide(),
+    IMAGES.wide(),
     SELECTOR,
 ];
 
 fn cron_job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let last_schedule = match str_at(&v, &["status", "lastScheduleTime"]) {
         "" => "<none>".to_string(),
         t => translate_timestamp_since(t, now),
@@ -138,7 +123,7 @@ fn cron_job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(suspend),
         json!(arr_at(&v, &["status", "active"]).len()),
         json!(last_schedule),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
         json!(names),
         json!(images),
         json!(format_label_selector(at(job_spec, &["selector"]))),

@@ -3,35 +3,18 @@
 use super::json::{at, i64_at, opt_i64_at};
 use super::labels::layout_containers;
 use super::service::format_labels;
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, CONTAINERS, IMAGES, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "replicationcontrollers" => Printer {
-            columns: RC_COLUMNS,
-            cells: rc_cells,
-        },
-        "podtemplates" => Printer {
-            columns: POD_TEMPLATE_COLUMNS,
-            cells: pod_template_cells,
-        },
+        "replicationcontrollers" => Printer::new(RC_COLUMNS, rc_cells),
+        "podtemplates" => Printer::new(POD_TEMPLATE_COLUMNS, pod_template_cells),
         _ => return None,
     })
 }
-
-const CONTAINERS: Column = Column::new(
-    "Containers",
-    "string",
-    "Names of each container in the template.",
-);
-const IMAGES: Column = Column::new(
-    "Images",
-    "string",
-    "Images referenced by each container in the template.",
-);
 
 const RC_COLUMNS: &[Column] = &[
     NAME,
@@ -45,7 +28,7 @@ const RC_COLUMNS: &[Column] = &[
 ];
 
 fn rc_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let spec = at(&v, &["spec", "template", "spec"]).unwrap_or(&Value::Null);
     let (names, images) = layout_containers(spec);
     vec![
@@ -53,7 +36,7 @@ fn rc_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(opt_i64_at(&v, &["spec", "replicas"]).unwrap_or(1)),
         json!(i64_at(&v, &["status", "replicas"])),
         json!(i64_at(&v, &["status", "readyReplicas"])),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
         json!(names),
         json!(images),
         json!(format_labels(&v, &["spec", "selector"])),
@@ -68,7 +51,7 @@ const POD_TEMPLATE_COLUMNS: &[Column] = &[
 ];
 
 fn pod_template_cells(obj: &Object, _now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let spec = at(&v, &["template", "spec"]).unwrap_or(&Value::Null);
     let (names, images) = layout_containers(spec);
     vec![

@@ -3,7 +3,7 @@
 
 use super::docs;
 use super::json::{arr_at, bool_at, obj_at, str_at};
-use super::{event, service, translate_timestamp_since, Column, Printer, AGE, DEFAULT, NAME};
+use super::{age, event, service, value, Column, Printer, AGE, DEFAULT, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
@@ -11,53 +11,21 @@ use std::collections::BTreeSet;
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "namespaces" => Printer {
-            columns: NAMESPACE_COLUMNS,
-            cells: namespace_cells,
-        },
-        "configmaps" => Printer {
-            columns: CONFIG_MAP_COLUMNS,
-            cells: config_map_cells,
-        },
-        "secrets" => Printer {
-            columns: SECRET_COLUMNS,
-            cells: secret_cells,
-        },
-        "serviceaccounts" => Printer {
-            columns: SERVICE_ACCOUNT_COLUMNS,
-            cells: service_account_cells,
-        },
+        "namespaces" => Printer::new(NAMESPACE_COLUMNS, namespace_cells),
+        "configmaps" => Printer::new(CONFIG_MAP_COLUMNS, config_map_cells),
+        "secrets" => Printer::new(SECRET_COLUMNS, secret_cells),
+        "serviceaccounts" => Printer::new(SERVICE_ACCOUNT_COLUMNS, service_account_cells),
         "services" => service::SERVICES,
         "endpoints" => service::ENDPOINTS,
         "events" => event::EVENTS,
         // Upstream has no LimitRange printer: `kubectl get limitranges` shows NAME, CREATED AT.
         "limitranges" => DEFAULT,
-        "resourcequotas" => Printer {
-            columns: RESOURCE_QUOTA_COLUMNS,
-            cells: resource_quota_cells,
-        },
-        "persistentvolumeclaims" => Printer {
-            columns: PVC_COLUMNS,
-            cells: pvc_cells,
-        },
-        "persistentvolumes" => Printer {
-            columns: PV_COLUMNS,
-            cells: pv_cells,
-        },
-        "nodes" => Printer {
-            columns: NODE_COLUMNS,
-            cells: node_cells,
-        },
+        "resourcequotas" => Printer::new(RESOURCE_QUOTA_COLUMNS, resource_quota_cells),
+        "persistentvolumeclaims" => Printer::new(PVC_COLUMNS, pvc_cells),
+        "persistentvolumes" => Printer::new(PV_COLUMNS, pv_cells),
+        "nodes" => Printer::new(NODE_COLUMNS, node_cells),
         _ => return None,
     })
-}
-
-fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
-}
-
-fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
 }
 
 const NAMESPACE_COLUMNS: &[Column] = &[

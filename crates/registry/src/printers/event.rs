@@ -4,7 +4,7 @@
 
 use super::docs;
 use super::json::{at, i64_at, str_at};
-use super::{translate_timestamp_since, Column, Printer, NAME_DESCRIPTION};
+use super::{translate_timestamp_since, value, Column, Printer, NAME_DESCRIPTION};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
@@ -57,7 +57,7 @@ const EVENTS_V1: Fields = Fields {
 };
 
 fn cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     // Objects without an apiVersion are told apart by the fields only the new API has.
     let new_api = match obj.api_version() {
         "" => ["regarding", "note", "deprecatedSource"]

@@ -5,51 +5,31 @@
 
 use super::docs;
 use super::json::{arr_at, at, bool_at, i64_at, opt_bool_at, str_at};
-use super::{
-    event, human_duration, translate_timestamp_since, Column, Printer, AGE, DEFAULT, NAME,
-};
+use super::{age, event, human_duration, value, Column, Printer, AGE, DEFAULT, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
     Some(match (group, resource) {
-        ("coordination.k8s.io", "leases") => Printer {
-            columns: LEASE_COLUMNS,
-            cells: lease_cells,
-        },
+        ("coordination.k8s.io", "leases") => Printer::new(LEASE_COLUMNS, lease_cells),
         ("events.k8s.io", "events") => event::EVENTS,
-        ("discovery.k8s.io", "endpointslices") => Printer {
-            columns: ENDPOINT_SLICE_COLUMNS,
-            cells: endpoint_slice_cells,
-        },
-        ("scheduling.k8s.io", "priorityclasses") => Printer {
-            columns: PRIORITY_CLASS_COLUMNS,
-            cells: priority_class_cells,
-        },
-        ("policy", "poddisruptionbudgets") => Printer {
-            columns: PDB_COLUMNS,
-            cells: pdb_cells,
-        },
-        ("storage.k8s.io", "storageclasses") => Printer {
-            columns: STORAGE_CLASS_COLUMNS,
-            cells: storage_class_cells,
-        },
-        ("certificates.k8s.io", "certificatesigningrequests") => Printer {
-            columns: CSR_COLUMNS,
-            cells: csr_cells,
-        },
+        ("discovery.k8s.io", "endpointslices") => {
+            Printer::new(ENDPOINT_SLICE_COLUMNS, endpoint_slice_cells)
+        }
+        ("scheduling.k8s.io", "priorityclasses") => {
+            Printer::new(PRIORITY_CLASS_COLUMNS, priority_class_cells)
+        }
+        ("policy", "poddisruptionbudgets") => Printer::new(PDB_COLUMNS, pdb_cells),
+        ("storage.k8s.io", "storageclasses") => {
+            Printer::new(STORAGE_CLASS_COLUMNS, storage_class_cells)
+        }
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            Printer::new(CSR_COLUMNS, csr_cells)
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => DEFAULT,
         _ => return None,
     })
-}
-
-fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
-}
-
-fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
 }
 
 const LEASE_COLUMNS: &[Column] = &[

@@ -87,6 +87,29 @@ pub const NAME: Column = Column::new("Name", "string", NAME_DESCRIPTION).format(
 /// The AGE column.
 pub const AGE: Column = Column::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION);
 
+/// The CONTAINERS column of a pod template's owner (shown with `-o wide` on most).
+pub const CONTAINERS: Column = Column::new(
+    "Containers",
+    "string",
+    "Names of each container in the template.",
+);
+/// The IMAGES column of a pod template's owner.
+pub const IMAGES: Column = Column::new(
+    "Images",
+    "string",
+    "Images referenced by each container in the template.",
+);
+
+/// The object as a JSON value, for the path readers of [`json`].
+pub(crate) fn value(obj: &Object) -> Value {
+    Value::Object(obj.as_map().clone())
+}
+
+/// The AGE cell: the time since creation, as `kubectl get` prints it.
+pub(crate) fn age(obj: &Object, now: DateTime<Utc>) -> Value {
+    json!(translate_timestamp_since(obj.creation_timestamp(), now))
+}
+
 /// Computes one row's cells from an object and the current time.
 pub type CellsFn = fn(&Object, DateTime<Utc>) -> Vec<Value>;
 
@@ -98,6 +121,11 @@ pub struct Printer {
 }
 
 impl Printer {
+    /// The printer of `columns`, whose cells `cells` computes (NAME first, in column order).
+    pub const fn new(columns: &'static [Column], cells: CellsFn) -> Self {
+        Printer { columns, cells }
+    }
+
     /// The cells of `obj` as they read at `now`.
     pub fn cells_at(&self, obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         (self.cells)(obj, now)
@@ -115,10 +143,7 @@ impl TableConvertor for Printer {
 
 /// The table of every resource without a printer of its own (upstream's
 /// `rest.NewDefaultTableConvertor`): NAME and CREATED AT.
-pub const DEFAULT: Printer = Printer {
-    columns: DEFAULT_COLUMNS,
-    cells: default_cells,
-};
+pub const DEFAULT: Printer = Printer::new(DEFAULT_COLUMNS, default_cells);
 
 const DEFAULT_COLUMNS: &[Column] = &[
     NAME,

@@ -4,25 +4,16 @@ use super::docs;
 use super::json::{arr_at, at, str_at};
 use super::labels::format_label_selector;
 use super::service::load_balancer_ips;
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "ingresses" => Printer {
-            columns: INGRESS_COLUMNS,
-            cells: ingress_cells,
-        },
-        "ingressclasses" => Printer {
-            columns: INGRESS_CLASS_COLUMNS,
-            cells: ingress_class_cells,
-        },
-        "networkpolicies" => Printer {
-            columns: NETWORK_POLICY_COLUMNS,
-            cells: network_policy_cells,
-        },
+        "ingresses" => Printer::new(INGRESS_COLUMNS, ingress_cells),
+        "ingressclasses" => Printer::new(INGRESS_CLASS_COLUMNS, ingress_class_cells),
+        "networkpolicies" => Printer::new(NETWORK_POLICY_COLUMNS, network_policy_cells),
         _ => return None,
     })
 }
@@ -49,7 +40,7 @@ const INGRESS_COLUMNS: &[Column] = &[
 ];
 
 fn ingress_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let class = at(&v, &["spec", "ingressClassName"])
         .and_then(Value::as_str)
         .unwrap_or("<none>");
@@ -64,7 +55,7 @@ fn ingress_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(format_hosts(arr_at(&v, &["spec", "rules"]))),
         json!(load_balancer_ips(arr_at(&v, &["status", "loadBalancer", "ingress"])).join(",")),
         json!(ports),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
     ]
 }
 
@@ -109,7 +100,7 @@ const INGRESS_CLASS_COLUMNS: &[Column] = &[
 ];
 
 fn ingress_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let parameters = match at(&v, &["spec", "parameters"]).filter(|p| p.is_object()) {
         Some(p) => {
             let mut s = str_at(p, &["kind"]).to_string();
@@ -124,7 +115,7 @@ fn ingress_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         json!(obj.name()),
         json!(str_at(&v, &["spec", "controller"])),
         json!(parameters),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
     ]
 }
 
@@ -135,7 +126,7 @@ const NETWORK_POLICY_COLUMNS: &[Column] = &[
 ];
 
 fn network_policy_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     // podSelector is a struct upstream, so absent and empty both select everything.
     let selector = at(&v, &["spec", "podSelector"])
         .cloned()
@@ -143,7 +134,7 @@ fn network_policy_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     vec![
         json!(obj.name()),
         json!(format_label_selector(Some(&selector))),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
     ]
 }
 

@@ -4,7 +4,7 @@
 
 use super::docs;
 use super::json::{arr_at, bool_at, i64_at, str_at};
-use super::{parse_time, translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{parse_time, translate_timestamp_since, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ const COLUMNS: &[Column] = &[
 const NODE_UNREACHABLE_POD_REASON: &str = "NodeLost";
 
 fn cells(pod: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(pod.as_map().clone());
+    let v = value(pod);
     let status = summarize(&v, pod.deletion_timestamp().is_some(), now);
     let pod_ip = arr_at(&v, &["status", "podIPs"])
         .first()

@@ -3,7 +3,7 @@
 
 use super::docs;
 use super::json::{arr_at, str_at};
-use super::{translate_timestamp_since, Column, Printer, AGE, DEFAULT, NAME};
+use super::{age, value, Column, Printer, AGE, DEFAULT, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
@@ -11,14 +11,8 @@ use serde_json::{json, Value};
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
         "roles" | "clusterroles" => DEFAULT,
-        "rolebindings" => Printer {
-            columns: ROLE_BINDING_COLUMNS,
-            cells: binding_cells,
-        },
-        "clusterrolebindings" => Printer {
-            columns: CLUSTER_ROLE_BINDING_COLUMNS,
-            cells: binding_cells,
-        },
+        "rolebindings" => Printer::new(ROLE_BINDING_COLUMNS, binding_cells),
+        "clusterrolebindings" => Printer::new(CLUSTER_ROLE_BINDING_COLUMNS, binding_cells),
         _ => return None,
     })
 }
@@ -52,7 +46,7 @@ const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] = &[
 ];
 
 fn binding_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let role = format!(
         "{}/{}",
         str_at(&v, &["roleRef", "kind"]),
@@ -72,7 +66,7 @@ fn binding_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
     vec![
         json!(obj.name()),
         json!(role),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
         json!(users.join(", ")),
         json!(groups.join(", ")),
         json!(sas.join(", ")),

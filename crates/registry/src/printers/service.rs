@@ -3,20 +3,14 @@
 
 use super::docs;
 use super::json::{arr_at, i64_at, str_at, string_map_at};
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-pub(super) const SERVICES: Printer = Printer {
-    columns: SERVICE_COLUMNS,
-    cells: service_cells,
-};
-pub(super) const ENDPOINTS: Printer = Printer {
-    columns: ENDPOINTS_COLUMNS,
-    cells: endpoints_cells,
-};
+pub(super) const SERVICES: Printer = Printer::new(SERVICE_COLUMNS, service_cells);
+pub(super) const ENDPOINTS: Printer = Printer::new(ENDPOINTS_COLUMNS, endpoints_cells);
 
 const SERVICE_COLUMNS: &[Column] = &[
     NAME,
@@ -29,7 +23,7 @@ const SERVICE_COLUMNS: &[Column] = &[
 ];
 
 fn service_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     let svc_type = match str_at(&v, &["spec", "type"]) {
         // The defaulted value, for objects stored without it.
         "" => "ClusterIP",
@@ -54,7 +48,7 @@ fn service_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         } else {
             ports
         }),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
         json!(format_labels(&v, &["spec", "selector"])),
     ]
 }
@@ -149,11 +143,11 @@ const ENDPOINTS_COLUMNS: &[Column] = &[
 ];
 
 fn endpoints_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = Value::Object(obj.as_map().clone());
+    let v = value(obj);
     vec![
         json!(obj.name()),
         json!(format_endpoints(arr_at(&v, &["subsets"]))),
-        json!(translate_timestamp_since(obj.creation_timestamp(), now)),
+        age(obj, now),
     ]
 }
 

@@ -2,39 +2,23 @@
 //! `node.k8s.io/v1` runtime classes (storage classes are in `groups.rs`).
 
 use super::json::{arr_at, at, bool_at, str_at};
-use super::{translate_timestamp_since, Column, Printer, AGE, NAME};
+use super::{age, value, Column, Printer, AGE, NAME};
 use chrono::{DateTime, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 
 pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
     Some(match (group, resource) {
-        ("storage.k8s.io", "csidrivers") => Printer {
-            columns: CSI_DRIVER_COLUMNS,
-            cells: csi_driver_cells,
-        },
-        ("storage.k8s.io", "csinodes") => Printer {
-            columns: CSI_NODE_COLUMNS,
-            cells: csi_node_cells,
-        },
-        ("storage.k8s.io", "volumeattachments") => Printer {
-            columns: VOLUME_ATTACHMENT_COLUMNS,
-            cells: volume_attachment_cells,
-        },
-        ("node.k8s.io", "runtimeclasses") => Printer {
-            columns: RUNTIME_CLASS_COLUMNS,
-            cells: runtime_class_cells,
-        },
+        ("storage.k8s.io", "csidrivers") => Printer::new(CSI_DRIVER_COLUMNS, csi_driver_cells),
+        ("storage.k8s.io", "csinodes") => Printer::new(CSI_NODE_COLUMNS, csi_node_cells),
+        ("storage.k8s.io", "volumeattachments") => {
+            Printer::new(VOLUME_ATTACHMENT_COLUMNS, volume_attachment_cells)
+        }
+        ("node.k8s.io", "runtimeclasses") => {
+            Printer::new(RUNTIME_CLASS_COLUMNS, runtime_class_cells)
+        }
         _ => return None,
     })
-}
-
-fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
-}
-
-fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
 }
 
 const CSI_DRIVER_COLUMNS: &[Column] = &[

@@ -2,18 +2,17 @@
 //! controllerrevisions.
 
 use crate::resources::core::push;
-use crate::resources::group_util::{decode_filled, immutable};
+use crate::resources::group_util::immutable;
 use crate::resources::scale::ScaleStore;
-use crate::resources::storage::typed_filled;
 use crate::resources::workload::{
     default_template, validate_selector_immutable, validate_template,
 };
 use crate::resources::{default_in, info, set_status, typed};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo, Storage};
+use crate::rest::{ApiGroupInfo, ResourceInfo, Storage};
 use crate::strategy::{keep_all_but_status_and_metadata, keep_old_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::apps::v1 as apps;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -212,7 +211,10 @@ impl Strategy for DaemonSetStrategy {
 /// controllers keep (`pkg/registry/apps/controllerrevision`).
 pub struct ControllerRevisionStrategy;
 impl Strategy for ControllerRevisionStrategy {
-    typed_filled!(apps::ControllerRevision, &[(&["revision"], json!(0))]);
+    typed!(
+        apps::ControllerRevision,
+        zeros = &[(&["revision"], json!(0))]
+    );
     fn info(&self) -> ResourceInfo {
         info(
             "apps",

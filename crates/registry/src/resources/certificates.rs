@@ -4,12 +4,10 @@
 //! `status.certificate` through `/status`, an approver the conditions through `/approval`.
 
 use crate::resources::core::push;
-use crate::resources::group_util::decode_filled;
-use crate::resources::storage::typed_filled;
-use crate::resources::{at, info, obj_mut, str_at};
+use crate::resources::{at, info, obj_mut, str_at, typed};
 use crate::rest::{
-    self, ApiGroupInfo, Context, Creater, FieldValidation, Getter, ResourceInfo, Storage, Updater,
-    ValidateObjectFn, WriteOptions, WriteResult,
+    self, ApiGroupInfo, Context, Creater, Decoded, FieldValidation, Getter, ResourceInfo, Storage,
+    Updater, ValidateObjectFn, WriteOptions, WriteResult,
 };
 use crate::store::{Store, Subresource};
 use crate::strategy::{FieldLabelConversion, NameRule, Strategy};
@@ -76,9 +74,9 @@ enum UpdatePath {
 
 pub struct CsrStrategy;
 impl Strategy for CsrStrategy {
-    typed_filled!(
+    typed!(
         certs::CertificateSigningRequest,
-        &[
+        zeros = &[
             (&["spec"], json!({})),
             (&["spec", "request"], json!("")),
             (&["spec", "signerName"], json!("")),
@@ -144,11 +142,7 @@ impl Strategy for CsrApprovalStrategy {
     fn info(&self) -> ResourceInfo {
         CsrStrategy.info()
     }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         CsrStrategy.decode(body, validation)
     }
     fn openapi_schema(
@@ -561,11 +555,7 @@ impl Storage for CsrStore {
     fn info(&self) -> &ResourceInfo {
         Storage::info(&self.0)
     }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         Storage::decode(&self.0, body, validation)
     }
     fn as_creater(&self) -> Option<&dyn Creater> {
@@ -604,11 +594,7 @@ impl Storage for CsrStore {
     ) -> Option<schemars::Schema> {
         Storage::openapi_schema(&self.0, generator)
     }
-    fn decode_bytes(
-        &self,
-        body: &[u8],
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode_bytes(&self, body: &[u8], validation: FieldValidation) -> Decoded {
         self.0.decode_bytes(body, validation)
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -634,11 +620,7 @@ impl Storage for ApprovalStore {
     fn info(&self) -> &ResourceInfo {
         &self.info
     }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         Storage::decode(&self.store, body, validation)
     }
     fn as_getter(&self) -> Option<&dyn Getter> {
@@ -659,11 +641,7 @@ impl Storage for ApprovalStore {
     ) -> Option<schemars::Schema> {
         Storage::openapi_schema(&self.store, generator)
     }
-    fn decode_bytes(
-        &self,
-        body: &[u8],
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode_bytes(&self, body: &[u8], validation: FieldValidation) -> Decoded {
         self.store.decode_bytes(body, validation)
     }
 }

@@ -2,8 +2,7 @@
 //! require (upstream decodes those as zero values), Go-formatted invalid values, immutability.
 
 use crate::resources::at;
-use crate::rest::FieldValidation;
-use kapi_machinery::{ApiError, BadValue, FieldError, Object};
+use kapi_machinery::{BadValue, FieldError, Object};
 use serde_json::{Map, Value};
 
 /// Fills `path` with `zero` when absent, so a body that leaves out a field Go would decode as
@@ -24,19 +23,11 @@ pub fn fill_zero(obj: &mut Object, path: &[&str], zero: Value) {
     }
 }
 
-/// Typed decoding after [`fill_zero`] of each `(path, zero)`.
-pub fn decode_filled<T>(
-    mut body: Object,
-    validation: FieldValidation,
-    zeros: &[(&[&str], Value)],
-) -> Result<(Object, Vec<String>), ApiError>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize + k8s_openapi::Resource,
-{
+/// [`fill_zero`] of each `(path, zero)`.
+pub fn fill_zeros(body: &mut Object, zeros: &[(&[&str], Value)]) {
     for (path, zero) in zeros {
-        fill_zero(&mut body, path, zero.clone());
+        fill_zero(body, path, zero.clone());
     }
-    crate::codec::decode::<T>(body, validation)
 }
 
 /// `Invalid value: <go>: <detail>` where `<go>` is Go's `%#v` of a value that is neither a

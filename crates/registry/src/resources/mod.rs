@@ -69,15 +69,29 @@ pub fn info(
     }
 }
 
-/// The `decode` and `openapi_schema` of a strategy backed by a `k8s-openapi` type; the
-/// strategy's `defaults` run after decoding.
+/// The `decode`, `openapi_schema` and `canonicalize` of a strategy backed by the
+/// `k8s-openapi` type `$t`; the strategy's `defaults` run after decoding. Go decodes an
+/// omitted field as its zero value, which validation then reports (422), where the typed
+/// struct would refuse the body (400): `typed!(T, zeros = &[(path, zero), ...])` fills such
+/// fields first, and `typed!(T, fill = f)` runs `f: fn(&mut Object)` for zeros nested in lists.
 macro_rules! typed {
     ($t:ty) => {
+        crate::resources::typed!($t, fill = |_| {});
+    };
+    ($t:ty, zeros = $zeros:expr) => {
+        crate::resources::typed!(
+            $t,
+            fill = |body| crate::resources::group_util::fill_zeros(body, $zeros)
+        );
+    };
+    ($t:ty, fill = $fill:expr) => {
         fn decode(
             &self,
-            body: kapi_machinery::Object,
+            mut body: kapi_machinery::Object,
             validation: crate::rest::FieldValidation,
-        ) -> Result<(kapi_machinery::Object, Vec<String>), kapi_machinery::ApiError> {
+        ) -> crate::rest::Decoded {
+            let fill: fn(&mut kapi_machinery::Object) = $fill;
+            fill(&mut body);
             let (mut obj, warnings) = crate::codec::decode::<$t>(body, validation)?;
             self.defaults(&mut obj);
             Ok((obj, warnings))

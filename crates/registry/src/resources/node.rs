@@ -1,15 +1,14 @@
 //! node.k8s.io/v1 runtimeclasses: `handler` is a DNS label and never changes.
 
-use crate::resources::group_util::{decode_filled, immutable};
-use crate::resources::storage::typed_filled;
+use crate::resources::group_util::immutable;
 use crate::resources::strategy_group;
-use crate::resources::{info, str_at};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
+use crate::resources::{info, str_at, typed};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kapi_machinery::validation::is_dns1123_label;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{FieldError, Object};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -20,7 +19,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
 
 pub struct RuntimeClassStrategy;
 impl Strategy for RuntimeClassStrategy {
-    typed_filled!(RuntimeClass, &[(&["handler"], json!(""))]);
+    typed!(RuntimeClass, zeros = &[(&["handler"], json!(""))]);
     fn info(&self) -> ResourceInfo {
         info(
             "node.k8s.io",

@@ -2,15 +2,15 @@
 //! upstream's defaults and validation (`pkg/apis/rbac/validation`). Authorization itself,
 //! escalation checks and aggregation live elsewhere.
 
-use crate::resources::group_util::{decode_filled, empty_list, go_invalid, go_strings};
+use crate::resources::group_util::{empty_list, fill_zero, go_invalid, go_strings};
 use crate::resources::strategy_group;
-use crate::resources::{at, info, str_at};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
+use crate::resources::{at, info, str_at, typed};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{NameRule, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::rbac::v1 as rbac;
 use kapi_machinery::validation::is_dns1123_subdomain;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -215,17 +215,10 @@ fn default_binding(obj: &mut Object) {
 }
 
 /// The zero values Go decodes a binding without `roleRef` (or a subject without kind/name) to.
-fn decode_binding<T>(
-    body: Object,
-    validation: FieldValidation,
-) -> Result<(Object, Vec<String>), ApiError>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize + k8s_openapi::Resource,
-{
-    let mut body = body;
-    crate::resources::group_util::fill_zero(&mut body, &["roleRef"], json!({}));
+fn fill_binding_zeros(body: &mut Object) {
+    fill_zero(body, &["roleRef"], json!({}));
     for k in ["apiGroup", "kind", "name"] {
-        crate::resources::group_util::fill_zero(&mut body, &["roleRef", k], json!(""));
+        fill_zero(body, &["roleRef", k], json!(""));
     }
     if let Some(Value::Array(subjects)) = body.get_mut("subjects") {
         for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
@@ -236,30 +229,23 @@ where
             }
         }
     }
-    decode_filled::<T>(body, validation, &[])
 }
 
-/// The `decode`/schema/canonical form of a binding type, with the zero-value fill and defaults.
+/// Rules without verbs decode as Go does.
+fn fill_role_zeros(body: &mut Object) {
+    if let Some(Value::Array(rules)) = body.get_mut("rules") {
+        for r in rules.iter_mut().filter_map(Value::as_object_mut) {
+            if r.get("verbs").is_none_or(Value::is_null) {
+                r.insert("verbs".into(), json!([]));
+            }
+        }
+    }
+}
+
+/// A binding type: the typed decoding with its zero-value fill, defaults, and path-segment names.
 macro_rules! binding_typed {
     ($t:ty) => {
-        fn decode(
-            &self,
-            body: Object,
-            validation: FieldValidation,
-        ) -> Result<(Object, Vec<String>), ApiError> {
-            let (mut obj, warnings) = decode_binding::<$t>(body, validation)?;
-            self.defaults(&mut obj);
-            Ok((obj, warnings))
-        }
-        fn openapi_schema(
-            &self,
-            generator: &mut schemars::SchemaGenerator,
-        ) -> Option<schemars::Schema> {
-            Some(generator.subschema_for::<$t>())
-        }
-        fn canonicalize(&self, obj: Object) -> Object {
-            crate::codec::canonicalize::<$t>(obj)
-        }
+        typed!($t, fill = fill_binding_zeros);
         fn defaults(&self, obj: &mut Object) {
             default_binding(obj)
         }
@@ -269,33 +255,10 @@ macro_rules! binding_typed {
     };
 }
 
-/// The `decode`/schema/canonical form of a role type; rules without verbs decode as Go does.
+/// A role type: the typed decoding with its zero-value fill and path-segment names.
 macro_rules! role_typed {
     ($t:ty) => {
-        fn decode(
-            &self,
-            body: Object,
-            validation: FieldValidation,
-        ) -> Result<(Object, Vec<String>), ApiError> {
-            let mut body = body;
-            if let Some(Value::Array(rules)) = body.get_mut("rules") {
-                for r in rules.iter_mut().filter_map(Value::as_object_mut) {
-                    if r.get("verbs").is_none_or(Value::is_null) {
-                        r.insert("verbs".into(), json!([]));
-                    }
-                }
-            }
-            decode_filled::<$t>(body, validation, &[])
-        }
-        fn openapi_schema(
-            &self,
-            generator: &mut schemars::SchemaGenerator,
-        ) -> Option<schemars::Schema> {
-            Some(generator.subschema_for::<$t>())
-        }
-        fn canonicalize(&self, obj: Object) -> Object {
-            crate::codec::canonicalize::<$t>(obj)
-        }
+        typed!($t, fill = fill_role_zeros);
         fn name_rule(&self) -> NameRule {
             NameRule::PathSegment
         }
@@ -387,6 +350,7 @@ impl Strategy for ClusterRoleBindingStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rest::FieldValidation;
 
     fn obj(v: Value) -> Object {
         Object::from_value(v).unwrap()

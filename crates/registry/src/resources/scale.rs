@@ -5,8 +5,8 @@ use crate::customresource::scale::{custom_scale_of, ScalePaths};
 use crate::printers::labels::selector_string;
 use crate::resources::at;
 use crate::rest::{
-    self, Context, FieldValidation, Getter, ResourceInfo, UpdateResult, UpdatedObjectFn, Updater,
-    ValidateObjectFn, ValidateObjectUpdateFn, WriteOptions,
+    self, Context, Decoded, FieldValidation, Getter, ResourceInfo, UpdateResult, UpdatedObjectFn,
+    Updater, ValidateObjectFn, ValidateObjectUpdateFn, WriteOptions,
 };
 use crate::store::Store;
 use async_trait::async_trait;
@@ -129,11 +129,7 @@ impl rest::Storage for ScaleStore {
     fn info(&self) -> &ResourceInfo {
         &self.info
     }
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         crate::codec::decode::<Scale>(body, validation)
     }
     fn as_getter(&self) -> Option<&dyn Getter> {

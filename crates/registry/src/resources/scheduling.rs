@@ -1,14 +1,13 @@
 //! scheduling.k8s.io/v1 priorityclasses, with upstream's system classes
 //! (`pkg/apis/scheduling`): names starting `system-` are reserved for them.
 
-use crate::resources::group_util::decode_filled;
 use crate::resources::strategy_group;
-use crate::resources::{at, default_at, info, str_at};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
+use crate::resources::{at, default_at, info, str_at, typed};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -58,26 +57,8 @@ const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
 
 pub struct PriorityClassStrategy;
 impl Strategy for PriorityClassStrategy {
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        // `value` is a plain int32 upstream: absent decodes as 0
-        let (mut obj, warnings) =
-            decode_filled::<PriorityClass>(body, validation, &[(&["value"], json!(0))])?;
-        self.defaults(&mut obj);
-        Ok((obj, warnings))
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<PriorityClass>())
-    }
-    fn canonicalize(&self, obj: Object) -> Object {
-        crate::codec::canonicalize::<PriorityClass>(obj)
-    }
+    // `value` is a plain int32 upstream: absent decodes as 0
+    typed!(PriorityClass, zeros = &[(&["value"], json!(0))]);
     fn info(&self) -> ResourceInfo {
         info(
             GROUP,
@@ -151,6 +132,7 @@ impl Strategy for PriorityClassStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rest::FieldValidation;
 
     fn pc(v: Value) -> Object {
         PriorityClassStrategy

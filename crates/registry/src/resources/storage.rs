@@ -1,15 +1,15 @@
 //! storage.k8s.io/v1: storageclasses, csidrivers, csinodes, volumeattachments (with
 //! `/status`), with upstream's defaults and validation (`pkg/apis/storage/validation`).
 
-use crate::resources::group_util::{decode_filled, immutable};
+use crate::resources::group_util::immutable;
 use crate::resources::strategy_group;
-use crate::resources::{at, default_in, info, str_at};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
+use crate::resources::{at, default_in, info, str_at, typed};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{keep_all_but_status_and_metadata, reset_object_meta_for_status, Strategy};
 use crate::BuildContext;
 use k8s_openapi::api::storage::v1 as st;
 use kapi_machinery::validation::{is_dns1123_subdomain, is_qualified_name};
-use kapi_machinery::{ApiError, FieldError, Object};
+use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -25,32 +25,6 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     vec![strategy_group(ctx, GROUP, "v1", table)]
 }
 
-/// decode (filling Go's zero values for the given required fields), schema and canonical
-/// form of a `k8s-openapi` type.
-macro_rules! typed_filled {
-    ($t:ty, $zeros:expr) => {
-        fn decode(
-            &self,
-            body: Object,
-            validation: FieldValidation,
-        ) -> Result<(Object, Vec<String>), ApiError> {
-            let (mut obj, warnings) = decode_filled::<$t>(body, validation, $zeros)?;
-            self.defaults(&mut obj);
-            Ok((obj, warnings))
-        }
-        fn openapi_schema(
-            &self,
-            generator: &mut schemars::SchemaGenerator,
-        ) -> Option<schemars::Schema> {
-            Some(generator.subschema_for::<$t>())
-        }
-        fn canonicalize(&self, obj: Object) -> Object {
-            crate::codec::canonicalize::<$t>(obj)
-        }
-    };
-}
-pub(crate) use typed_filled;
-
 const RECLAIM_POLICIES: &[&str] = &["Delete", "Retain"];
 const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
 const MAX_PARAMETERS: usize = 512;
@@ -62,7 +36,7 @@ impl Strategy for StorageClassStrategy {
     fn return_deleted_object(&self) -> bool {
         true
     }
-    typed_filled!(st::StorageClass, &[(&["provisioner"], json!(""))]);
+    typed!(st::StorageClass, zeros = &[(&["provisioner"], json!(""))]);
     fn info(&self) -> ResourceInfo {
         info(
             GROUP,
@@ -176,7 +150,7 @@ const LIFECYCLE_MODES: &[&str] = &["Ephemeral", "Persistent"];
 
 pub struct CsiDriverStrategy;
 impl Strategy for CsiDriverStrategy {
-    typed_filled!(st::CSIDriver, &[(&["spec"], json!({}))]);
+    typed!(st::CSIDriver, zeros = &[(&["spec"], json!({}))]);
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "csidrivers", "CSIDriver", false, &[], &[])
     }
@@ -253,9 +227,9 @@ impl Strategy for CsiDriverStrategy {
 
 pub struct CsiNodeStrategy;
 impl Strategy for CsiNodeStrategy {
-    typed_filled!(
+    typed!(
         st::CSINode,
-        &[(&["spec"], json!({})), (&["spec", "drivers"], json!([]))]
+        zeros = &[(&["spec"], json!({})), (&["spec", "drivers"], json!([]))]
     );
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "csinodes", "CSINode", false, &[], &[])
@@ -299,9 +273,9 @@ impl Strategy for VolumeAttachmentStrategy {
         keep_all_but_status_and_metadata(new, old);
         reset_object_meta_for_status(new, old);
     }
-    typed_filled!(
+    typed!(
         st::VolumeAttachment,
-        &[
+        zeros = &[
             (&["spec"], json!({})),
             (&["spec", "attacher"], json!("")),
             (&["spec", "nodeName"], json!("")),
@@ -359,6 +333,7 @@ impl Strategy for VolumeAttachmentStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rest::FieldValidation;
 
     fn decoded(s: &dyn Strategy, v: Value) -> Object {
         s.decode(Object::from_value(v).unwrap(), FieldValidation::Strict)

@@ -5,7 +5,6 @@ use crate::meta::{generate_name, now_rfc3339, validate_object_meta};
 use crate::rest::{Context, Creater, ValidateObjectFn, WriteOptions, WriteResult};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, Object};
-use kapi_storage::GetOptions;
 
 /// How many names a `generateName` create tries before giving up (upstream retries too).
 const GENERATE_NAME_ATTEMPTS: usize = 8;
@@ -56,13 +55,7 @@ impl Store {
             // pools are left as they were.
             let existing = self
                 .storage
-                .get(
-                    &key,
-                    &GetOptions {
-                        resource_version: None,
-                        ignore_not_found: true,
-                    },
-                )
+                .get(&key, &crate::store::LATEST_IF_EXISTS)
                 .await
                 .map_err(|e| e.into_api_error(&gr, &name, "create"))?;
             if existing.is_some() {

@@ -11,7 +11,6 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kapi_machinery::options::PropagationPolicy;
 use kapi_machinery::{ApiError, DeleteOptions, GroupResource, ListOptions, Object};
-use kapi_storage::GetOptions;
 
 /// Upstream's `metav1.FinalizerOrphanDependents`.
 pub const FINALIZER_ORPHAN: &str = "orphan";
@@ -135,13 +134,7 @@ impl Store {
         let key = self.key(namespace, name);
         let current = self
             .storage
-            .get(
-                &key,
-                &GetOptions {
-                    resource_version: None,
-                    ignore_not_found: true,
-                },
-            )
+            .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&gr, name, "delete"))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;

@@ -10,10 +10,10 @@ mod read;
 mod update;
 
 use crate::namespace_lifecycle::NamespaceLifecycle;
-use crate::rest::{self, Context, FieldValidation, ResourceInfo};
+use crate::rest::{self, Context, Decoded, FieldValidation, ResourceInfo};
 use crate::strategy::Strategy;
 use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
-use kapi_storage::DynStorage;
+use kapi_storage::{DynStorage, GetOptions};
 use std::sync::Arc;
 
 /// Which part of the object a store writes.
@@ -26,6 +26,12 @@ pub enum Subresource {
     /// `/finalize` (namespaces): only `spec.finalizers` changes.
     Finalize,
 }
+
+/// A read of the latest value that answers `None` rather than `NotFound` when the key is absent.
+pub(crate) const LATEST_IF_EXISTS: GetOptions = GetOptions {
+    resource_version: None,
+    ignore_not_found: true,
+};
 
 /// One resource's (or subresource's) REST storage.
 #[derive(Clone)]
@@ -168,11 +174,7 @@ impl rest::Storage for Store {
         &self.info
     }
 
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         self.strategy.decode(body, validation)
     }
 

@@ -134,13 +134,7 @@ impl Getter for Store {
         let key = self.key(&self.namespace_of(ctx), name);
         let got = self
             .storage
-            .get(
-                &key,
-                &kapi_storage::GetOptions {
-                    resource_version: None,
-                    ignore_not_found: true,
-                },
-            )
+            .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&self.gr(), name, "get"))?;
         got.map(|o| self.read_stored(o))

@@ -11,7 +11,6 @@ use crate::rest::{
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kapi_machinery::{ApiError, FieldError, Object, Preconditions};
-use kapi_storage::GetOptions;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
@@ -216,13 +215,7 @@ impl Store {
         if call.opts.dry_run {
             let current = self
                 .storage
-                .get(
-                    &key,
-                    &GetOptions {
-                        resource_version: None,
-                        ignore_not_found: true,
-                    },
-                )
+                .get(&key, &crate::store::LATEST_IF_EXISTS)
                 .await
                 .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
             if let Some(cur) = &current {

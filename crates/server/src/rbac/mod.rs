@@ -23,20 +23,7 @@ use tokio::sync::{watch, Notify};
 
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
-/// The storage of a main resource of `group` (any version), if installed.
-pub(crate) fn find_storage(
-    groups: &[ApiGroupInfo],
-    group: &str,
-    resource: &str,
-) -> Option<Arc<dyn rest::Storage>> {
-    groups
-        .iter()
-        .filter(|g| g.group == group)
-        .flat_map(|g| g.versions.iter())
-        .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
-        .cloned()
-}
+pub(crate) use kapi_registry::rest::find_storage;
 
 struct RbacRuntime {
     index: Arc<RbacIndex>,

@@ -4,6 +4,7 @@
 //! `fieldPath`). The `kube-cel` crate parses, converts values along the schema and evaluates;
 //! this file decides where each rule runs and how its failure reads.
 
+use super::child;
 use super::node::Node;
 use kapi_machinery::goformat::quote;
 use kapi_machinery::{BadValue, FieldError, FieldErrorType};
@@ -210,14 +211,6 @@ thread_local! {
     static VALIDATOR: Validator = Validator::new();
 }
 
-fn field_child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
-}
-
 /// `<nil>` is how upstream prints the root path.
 fn shown(path: &str) -> String {
     if path.is_empty() {
@@ -389,17 +382,9 @@ fn walk(
     }
     match obj {
         Value::Object(m) => {
-            for (k, child) in &t.properties {
+            for (k, sub) in &t.properties {
                 if let Some(x) = m.get(k) {
-                    walk(
-                        v,
-                        child,
-                        x,
-                        corr.key(k),
-                        &field_child(path, k),
-                        errs,
-                        budget,
-                    );
+                    walk(v, sub, x, corr.key(k), &child(path, k), errs, budget);
                 }
             }
             if let Some(ap) = &t.additional {
@@ -533,7 +518,7 @@ fn evaluate(
             ErrorKind::ValidationFailure | ErrorKind::InvalidResult => {
                 let at = match normalized_field_path(&rule.field_path) {
                     fp if fp.is_empty() => shown(path),
-                    fp => field_child(path, &fp),
+                    fp => child(path, &fp),
                 };
                 let has_expr = !rule.message_expression.trim().is_empty();
                 // kube-cel falls back to the message, else the default, when the expression

@@ -2,6 +2,7 @@
 //! after upstream's `schema/objectmeta/validation.go`: `apiVersion` and `kind` are required
 //! strings and `metadata` follows `ObjectMeta`'s rules, with names as path segments.
 
+use super::child;
 use super::goval::to_bad_value;
 use super::node::Node;
 use crate::meta::validate_object_meta;
@@ -22,14 +23,6 @@ pub fn validate_default(s: &Node, default: &Value, is_resource_root: bool) -> Ve
     let mut errs = Vec::new();
     walk(s, default, "", is_resource_root, &mut errs);
     errs
-}
-
-fn child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
 }
 
 fn walk(s: &Node, v: &Value, path: &str, is_root: bool, errs: &mut Vec<FieldError>) {

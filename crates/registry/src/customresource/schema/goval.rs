@@ -65,13 +65,8 @@ pub fn go_syntax(v: &Value) -> String {
 /// (`string`, `int64`, `float64`, `bool`, `map[string]interface{}`, `[]interface{}`).
 pub fn to_bad_value(v: &Value) -> BadValue {
     match v {
-        Value::Null => BadValue::Null,
-        Value::Bool(b) => BadValue::Bool(*b),
-        Value::String(s) => BadValue::Str(s.clone()),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => BadValue::Int(i),
-            None => BadValue::Float(n.as_f64().unwrap_or_default()),
-        },
-        other => BadValue::Go(go_syntax(other)),
+        // as `interface{}`s: `[]interface {}{...}`, `map[string]interface {}{...}`
+        Value::Array(_) | Value::Object(_) => BadValue::Go(go_syntax(v)),
+        scalar => BadValue::from(scalar),
     }
 }

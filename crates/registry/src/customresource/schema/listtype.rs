@@ -2,6 +2,7 @@
 //! `schema/listtype/validation.go` (`ValidateListSetsAndMaps`): each repeated element (or map
 //! key) is reported once, at its second occurrence, as a `Duplicate value`.
 
+use super::child;
 use super::goval::{go_syntax, to_bad_value};
 use super::node::Node;
 use kapi_machinery::{BadValue, FieldError};
@@ -15,14 +16,6 @@ pub fn validate(s: &Node, obj: &Value) -> Vec<FieldError> {
         object(s, m, "", &mut errs);
     }
     errs
-}
-
-fn child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
 }
 
 fn object(s: &Node, m: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {

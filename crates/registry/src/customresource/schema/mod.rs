@@ -40,6 +40,15 @@ use kapi_machinery::FieldError;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// The path of field `name` below `base` (`spec.replicas`; just `name` at the root).
+fn child(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        format!("{base}.{name}")
+    }
+}
+
 /// One version's compiled schema: everything a custom object of that version is pruned,
 /// defaulted and validated with. Built once per CRD generation and shared by its storages
 /// (cloning is cheap: the parsed tree is shared).

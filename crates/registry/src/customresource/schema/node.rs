@@ -132,16 +132,7 @@ impl Node {
             properties,
             additional_properties,
             items,
-            required: m
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            required: strings_of(m, "required"),
             enum_: m.get("enum").and_then(Value::as_array).cloned(),
             maximum: m.get("maximum").and_then(Value::as_f64),
             exclusive_maximum: bool_of(m, "exclusiveMaximum"),
@@ -166,16 +157,7 @@ impl Node {
             embedded_resource: bool_of(m, "x-kubernetes-embedded-resource"),
             int_or_string: bool_of(m, "x-kubernetes-int-or-string"),
             list_type: str_of(m, "x-kubernetes-list-type"),
-            list_map_keys: m
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            list_map_keys: strings_of(m, "x-kubernetes-list-map-keys"),
             map_type: str_of(m, "x-kubernetes-map-type"),
             validations: m
                 .get("x-kubernetes-validations")
@@ -209,6 +191,19 @@ impl Node {
 
 fn str_of(m: &Map<String, Value>, key: &str) -> Option<String> {
     m.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A list of strings; empty when absent (non-strings are skipped).
+fn strings_of(m: &Map<String, Value>, key: &str) -> Vec<String> {
+    m.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn bool_of(m: &Map<String, Value>, key: &str) -> bool {

@@ -4,7 +4,7 @@
 //! (unknown `ObjectMeta` fields dropped at the root and in embedded resources).
 
 use super::node::Node;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// `apiVersion`, `kind` and `metadata` survive pruning at a resource root and in embedded
 /// resources: they are typed by the API machinery, not by the schema.
@@ -96,31 +96,7 @@ fn prune(
                 m.clear();
                 return;
             };
-            let embedded = embedded || s.embedded_resource;
-            let mut removed = Vec::new();
-            for (k, v) in m.iter_mut() {
-                if embedded && META_FIELDS.contains(&k.as_str()) {
-                    continue;
-                }
-                let len = push_key(path, k);
-                if let Some(prop) = s.properties.get(k) {
-                    prune(v, Some(prop), false, path, out);
-                } else if let Some(ap) = &s.additional_properties {
-                    match ap {
-                        super::node::Additional::Schema(ap) => prune(v, Some(ap), false, path, out),
-                        // `additionalProperties: true` is an empty schema: everything below
-                        // is unknown to it.
-                        super::node::Additional::Bool(_) => prune(v, None, false, path, out),
-                    }
-                } else {
-                    out.push(path.clone());
-                    removed.push(k.clone());
-                }
-                path.truncate(len);
-            }
-            for k in removed {
-                m.shift_remove(&k);
-            }
+            prune_fields(m, s, embedded, true, path, out);
         }
         Value::Array(items) => {
             let item_schema = s.and_then(|s| s.items.as_deref());
@@ -134,27 +110,48 @@ fn prune(
     }
 }
 
-fn skip_prune(x: &mut Value, s: &Node, embedded: bool, path: &mut String, out: &mut Vec<String>) {
+/// Prunes each field of `m` against its property's (or `additionalProperties`') schema; a
+/// field that neither describes is recorded and removed when `drop_unknown`, kept otherwise
+/// (under `x-kubernetes-preserve-unknown-fields`).
+fn prune_fields(
+    m: &mut Map<String, Value>,
+    s: &Node,
+    embedded: bool,
+    drop_unknown: bool,
+    path: &mut String,
+    out: &mut Vec<String>,
+) {
     let embedded = embedded || s.embedded_resource;
-    match x {
-        Value::Object(m) => {
-            for (k, v) in m.iter_mut() {
-                if embedded && META_FIELDS.contains(&k.as_str()) {
-                    continue;
-                }
-                let len = push_key(path, k);
-                if let Some(prop) = s.properties.get(k) {
-                    prune(v, Some(prop), false, path, out);
-                } else if let Some(ap) = &s.additional_properties {
-                    let ap = match ap {
-                        super::node::Additional::Schema(ap) => Some(&**ap),
-                        super::node::Additional::Bool(_) => None,
-                    };
-                    prune(v, ap, false, path, out);
-                }
-                path.truncate(len);
-            }
+    let mut removed = Vec::new();
+    for (k, v) in m.iter_mut() {
+        if embedded && META_FIELDS.contains(&k.as_str()) {
+            continue;
         }
+        let len = push_key(path, k);
+        if let Some(prop) = s.properties.get(k) {
+            prune(v, Some(prop), false, path, out);
+        } else if let Some(ap) = &s.additional_properties {
+            let ap = match ap {
+                super::node::Additional::Schema(ap) => Some(&**ap),
+                // `additionalProperties: true` is an empty schema: everything below is
+                // unknown to it.
+                super::node::Additional::Bool(_) => None,
+            };
+            prune(v, ap, false, path, out);
+        } else if drop_unknown {
+            out.push(path.clone());
+            removed.push(k.clone());
+        }
+        path.truncate(len);
+    }
+    for k in removed {
+        m.shift_remove(&k);
+    }
+}
+
+fn skip_prune(x: &mut Value, s: &Node, embedded: bool, path: &mut String, out: &mut Vec<String>) {
+    match x {
+        Value::Object(m) => prune_fields(m, s, embedded, false, path, out),
         Value::Array(items) => {
             if let Some(item_schema) = s.items.as_deref() {
                 for (i, v) in items.iter_mut().enumerate() {

@@ -4,6 +4,7 @@
 //! (value validations may only name fields the structural part specifies). Works on the schema
 //! JSON so that what was written, not what parsed, is judged.
 
+use super::child;
 use kapi_machinery::FieldError;
 use serde_json::{Map, Value};
 
@@ -16,14 +17,6 @@ enum Level {
 
 /// Nesting beyond this is not judged (and cannot be served either: see `node::MAX_DEPTH`).
 const MAX_DEPTH: usize = 256;
-
-fn child(base: &str, name: &str) -> String {
-    if base.is_empty() {
-        name.to_string()
-    } else {
-        format!("{base}.{name}")
-    }
-}
 
 fn key(base: &str, k: &str) -> String {
     format!("{base}[{k}]")
@@ -39,6 +32,13 @@ fn type_of(s: &Map<String, Value>) -> &str {
 
 fn is_true(s: &Map<String, Value>, k: &str) -> bool {
     s.get(k).and_then(Value::as_bool) == Some(true)
+}
+
+/// Whether `k` is a non-empty list.
+fn has_items(s: &Map<String, Value>, k: &str) -> bool {
+    s.get(k)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
 }
 
 fn props(s: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
@@ -294,41 +294,27 @@ fn value_validation(
     if depth > MAX_DEPTH {
         return;
     }
-    if !skip_any_of {
-        for (i, v) in list(s, "anyOf").into_iter().enumerate() {
+    // anyOf (unless skipped), allOf (its first entry's anyOf skipped when asked), oneOf
+    let lists = [
+        ("anyOf", false),
+        ("allOf", skip_first_all_of_any_of),
+        ("oneOf", false),
+    ];
+    for (key, skip_first) in lists {
+        if key == "anyOf" && skip_any_of {
+            continue;
+        }
+        for (i, v) in list(s, key).into_iter().enumerate() {
             nested(
                 v,
-                false,
+                skip_first && i == 0,
                 false,
                 lvl,
-                &format!("{}[{i}]", child(path, "anyOf")),
+                &format!("{}[{i}]", child(path, key)),
                 errs,
                 depth.saturating_add(1),
             );
         }
-    }
-    for (i, v) in list(s, "allOf").into_iter().enumerate() {
-        let skip = skip_first_all_of_any_of && i == 0;
-        nested(
-            v,
-            skip,
-            false,
-            lvl,
-            &format!("{}[{i}]", child(path, "allOf")),
-            errs,
-            depth.saturating_add(1),
-        );
-    }
-    for (i, v) in list(s, "oneOf").into_iter().enumerate() {
-        nested(
-            v,
-            false,
-            false,
-            lvl,
-            &format!("{}[{i}]", child(path, "oneOf")),
-            errs,
-            depth.saturating_add(1),
-        );
     }
     if let Some(not) = obj(s.get("not")) {
         nested(
@@ -425,10 +411,7 @@ fn nested(
             forbid(errs, k, "must be false to be structural");
         }
     }
-    if v.get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+    if has_items(v, "x-kubernetes-list-map-keys") {
         forbid(
             errs,
             "x-kubernetes-list-map-keys",
@@ -440,10 +423,7 @@ fn nested(
             forbid(errs, k, "must be undefined to be structural");
         }
     }
-    if v.get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-    {
+    if has_items(v, "x-kubernetes-validations") {
         forbid(
             errs,
             "x-kubernetes-validations",

@@ -110,39 +110,19 @@ fn default_match_resources(m: &mut Map<String, Value>) {
     default_rules(m.get_mut("excludeResourceRules"));
 }
 
+/// The description of this group's resources: cluster-scoped, in the `api-extensions`
+/// category.
+fn api_extensions_info(resource: &str, kind: &str) -> ResourceInfo {
+    info(GROUP, "v1", resource, kind, false, &[], &["api-extensions"])
+}
+
 macro_rules! webhook_strategy {
     ($name:ident, $ty:ty, $resource:literal, $kind:literal, $mutating:expr) => {
         pub struct $name;
         impl Strategy for $name {
-            fn decode(
-                &self,
-                mut body: Object,
-                validation: crate::rest::FieldValidation,
-            ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
-                fill_webhook_zeros(&mut body);
-                let (mut obj, warnings) = crate::codec::decode::<$ty>(body, validation)?;
-                self.defaults(&mut obj);
-                Ok((obj, warnings))
-            }
-            fn openapi_schema(
-                &self,
-                generator: &mut schemars::SchemaGenerator,
-            ) -> Option<schemars::Schema> {
-                Some(generator.subschema_for::<$ty>())
-            }
-            fn canonicalize(&self, obj: Object) -> Object {
-                crate::codec::canonicalize::<$ty>(obj)
-            }
+            crate::resources::typed!($ty, fill = fill_webhook_zeros);
             fn info(&self) -> ResourceInfo {
-                info(
-                    GROUP,
-                    "v1",
-                    $resource,
-                    $kind,
-                    false,
-                    &[],
-                    &["api-extensions"],
-                )
+                api_extensions_info($resource, $kind)
             }
             fn tracks_generation(&self) -> bool {
                 true
@@ -177,36 +157,9 @@ webhook_strategy!(
 
 pub struct ValidatingAdmissionPolicyStrategy;
 impl Strategy for ValidatingAdmissionPolicyStrategy {
-    fn decode(
-        &self,
-        mut body: Object,
-        validation: crate::rest::FieldValidation,
-    ) -> Result<(Object, Vec<String>), kapi_machinery::ApiError> {
-        fill_policy_zeros(&mut body);
-        let (mut obj, warnings) =
-            crate::codec::decode::<api::ValidatingAdmissionPolicy>(body, validation)?;
-        self.defaults(&mut obj);
-        Ok((obj, warnings))
-    }
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<api::ValidatingAdmissionPolicy>())
-    }
-    fn canonicalize(&self, obj: Object) -> Object {
-        crate::codec::canonicalize::<api::ValidatingAdmissionPolicy>(obj)
-    }
+    typed!(api::ValidatingAdmissionPolicy, fill = fill_policy_zeros);
     fn info(&self) -> ResourceInfo {
-        info(
-            GROUP,
-            "v1",
-            "validatingadmissionpolicies",
-            "ValidatingAdmissionPolicy",
-            false,
-            &[],
-            &["api-extensions"],
-        )
+        api_extensions_info("validatingadmissionpolicies", "ValidatingAdmissionPolicy")
     }
     fn tracks_generation(&self) -> bool {
         true
@@ -251,14 +204,9 @@ pub struct ValidatingAdmissionPolicyBindingStrategy;
 impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
     typed!(api::ValidatingAdmissionPolicyBinding);
     fn info(&self) -> ResourceInfo {
-        info(
-            GROUP,
-            "v1",
+        api_extensions_info(
             "validatingadmissionpolicybindings",
             "ValidatingAdmissionPolicyBinding",
-            false,
-            &[],
-            &["api-extensions"],
         )
     }
     fn tracks_generation(&self) -> bool {

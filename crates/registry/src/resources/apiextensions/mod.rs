@@ -18,8 +18,8 @@ mod validation;
 mod tests;
 
 use crate::resources::strategy_group;
-use crate::resources::{info, obj_mut};
-use crate::rest::{ApiGroupInfo, FieldValidation, ResourceInfo};
+use crate::resources::{info, obj_mut, typed};
+use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{keep_all_but_status_and_metadata, Strategy};
 use crate::BuildContext;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -150,30 +150,12 @@ impl Strategy for CustomResourceDefinitionStrategy {
         )
     }
 
-    fn decode(
-        &self,
-        body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
-        // Go decodes an omitted required field as its zero value, which validation then
-        // reports (422); the typed struct would refuse the body instead (400).
-        let body = defaults::fill_go_zeros(body);
-        let (mut obj, warnings) =
-            crate::codec::decode::<CustomResourceDefinition>(body, validation)?;
-        self.defaults(&mut obj);
-        Ok((obj, warnings))
-    }
-
-    fn openapi_schema(
-        &self,
-        generator: &mut schemars::SchemaGenerator,
-    ) -> Option<schemars::Schema> {
-        Some(generator.subschema_for::<CustomResourceDefinition>())
-    }
-
-    fn canonicalize(&self, obj: Object) -> Object {
-        crate::codec::canonicalize::<CustomResourceDefinition>(obj)
-    }
+    // Go decodes an omitted required field as its zero value, which validation then
+    // reports (422); the typed struct would refuse the body instead (400).
+    typed!(
+        CustomResourceDefinition,
+        fill = |body| *body = defaults::fill_go_zeros(std::mem::take(body))
+    );
 
     fn defaults(&self, obj: &mut Object) {
         defaults::set_defaults(obj);

@@ -13,7 +13,7 @@ use crate::create_only::CreateOnly;
 use crate::resources::workload::selector_matches;
 use crate::resources::{at, str_at};
 use crate::rest::{
-    self, Context, Creater, FieldValidation, GracefulDeleter, Lister, ResourceInfo,
+    self, Context, Creater, Decoded, FieldValidation, GracefulDeleter, Lister, ResourceInfo,
     ValidateObjectFn, WriteOptions, WriteResult,
 };
 use crate::store::Store;
@@ -474,11 +474,7 @@ impl rest::Storage for EvictionStorage {
     }
     /// Both policy/v1 and policy/v1beta1 Evictions are accepted (upstream's
     /// `AcceptsGroupVersion`); they have the same fields.
-    fn decode(
-        &self,
-        mut body: Object,
-        validation: FieldValidation,
-    ) -> Result<(Object, Vec<String>), ApiError> {
+    fn decode(&self, mut body: Object, validation: FieldValidation) -> Decoded {
         if body.api_version() == "policy/v1beta1" {
             let kind = body.kind().to_string();
             body.set_api_version_kind("policy/v1", &kind);
