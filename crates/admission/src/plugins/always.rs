@@ -1,8 +1,9 @@
 //! AlwaysAdmit (admits everything) and AlwaysDeny (rejects every write: 403 `admission
 //! control is denying all modifications`).
 
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::ApiError;
 use std::sync::Arc;
@@ -17,17 +18,12 @@ pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
 
 pub struct AlwaysAdmit;
 
-impl Interface for AlwaysAdmit {
-    fn handles(&self, _: Operation) -> bool {
-        true
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(
+    AlwaysAdmit,
+    [Create, Update, Delete, Connect],
+    mutates,
+    validates
+);
 
 #[async_trait]
 impl MutationInterface for AlwaysAdmit {
@@ -47,17 +43,12 @@ pub struct AlwaysDeny;
 
 const DENY: &str = "admission control is denying all modifications";
 
-impl Interface for AlwaysDeny {
-    fn handles(&self, _: Operation) -> bool {
-        true
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(
+    AlwaysDeny,
+    [Create, Update, Delete, Connect],
+    mutates,
+    validates
+);
 
 #[async_trait]
 impl MutationInterface for AlwaysDeny {

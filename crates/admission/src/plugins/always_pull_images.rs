@@ -2,8 +2,9 @@
 //! `imagePullPolicy: Always` on create and update; validation rejects any other policy.
 
 use super::{pod_containers, pod_containers_mut};
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::ApiError;
 use serde_json::Value;
@@ -21,17 +22,7 @@ fn applies(a: &Attributes) -> bool {
     a.resource.group.is_empty() && a.resource.resource == "pods" && a.subresource.is_empty()
 }
 
-impl Interface for AlwaysPullImages {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(AlwaysPullImages, [Create, Update], mutates, validates);
 
 #[async_trait]
 impl MutationInterface for AlwaysPullImages {
@@ -81,6 +72,7 @@ impl ValidationInterface for AlwaysPullImages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Operation;
     use kapi_machinery::{GroupVersionKind, GroupVersionResource, Object};
     use serde_json::json;
 

@@ -7,8 +7,9 @@
 use super::storage::BETA_STORAGE_CLASS_ANNOTATION;
 use super::util::{is_resource, newest_default, spec, spec_mut};
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation};
+use crate::{Attributes, MutationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource};
 use serde_json::Value;
@@ -77,14 +78,7 @@ pub struct DefaultClass {
     target: &'static Target,
 }
 
-impl Interface for DefaultClass {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(DefaultClass, [Create], mutates);
 
 #[async_trait]
 impl MutationInterface for DefaultClass {
@@ -122,19 +116,12 @@ impl MutationInterface for DefaultClass {
 mod tests {
     use super::*;
     use crate::objects::memory::MemoryObjects;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource, Object};
+    use crate::plugins::util::{request, spec_of};
+    use crate::Operation;
     use serde_json::json;
 
     fn attrs(group: &str, resource: &str, obj: Value) -> Attributes {
-        let mut a = Attributes::new(
-            Operation::Create,
-            GroupVersionKind::new(group, "v1", "X"),
-            GroupVersionResource::new(group, "v1", resource),
-            "d",
-            "x",
-        );
-        a.object = Some(Object::from_value(obj).unwrap());
-        a
+        request(Operation::Create, (group, "X", resource), ("d", "x"), obj)
     }
 
     #[tokio::test]
@@ -164,10 +151,7 @@ mod tests {
             json!({"metadata": {"name": "x"}, "spec": {}}),
         );
         p.admit(&mut a).await.unwrap();
-        assert_eq!(
-            a.object.as_ref().unwrap().get("spec").unwrap()["storageClassName"],
-            "new"
-        );
+        assert_eq!(spec_of(&a)["storageClassName"], "new");
         // An explicit class, even "", is kept.
         let mut a = attrs(
             "",
@@ -175,10 +159,7 @@ mod tests {
             json!({"metadata": {"name": "x"}, "spec": {"storageClassName": ""}}),
         );
         p.admit(&mut a).await.unwrap();
-        assert_eq!(
-            a.object.as_ref().unwrap().get("spec").unwrap()["storageClassName"],
-            ""
-        );
+        assert_eq!(spec_of(&a)["storageClassName"], "");
     }
 
     #[tokio::test]
@@ -199,23 +180,13 @@ mod tests {
             json!({"metadata": {"name": "x"}, "spec": {}}),
         );
         p.admit(&mut a).await.unwrap();
-        assert_eq!(
-            a.object.as_ref().unwrap().get("spec").unwrap()["ingressClassName"],
-            "nginx"
-        );
+        assert_eq!(spec_of(&a)["ingressClassName"], "nginx");
         let mut a = attrs(
             "networking.k8s.io",
             "ingresses",
             json!({"metadata": {"name": "x", "annotations": {INGRESS_CLASS_ANNOTATION: "other"}}, "spec": {}}),
         );
         p.admit(&mut a).await.unwrap();
-        assert!(a
-            .object
-            .as_ref()
-            .unwrap()
-            .get("spec")
-            .unwrap()
-            .get("ingressClassName")
-            .is_none());
+        assert!(spec_of(&a).get("ingressClassName").is_none());
     }
 }

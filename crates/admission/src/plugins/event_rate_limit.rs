@@ -6,8 +6,9 @@
 //! type <type> for key <key>`. Dry-run requests are not limited.
 
 use super::node_selection::parse_config;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, Operation, ValidationInterface};
+use crate::{Attributes, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, StatusReason};
 use serde_json::Value;
@@ -188,14 +189,7 @@ impl EventRateLimit {
     }
 }
 
-impl Interface for EventRateLimit {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(EventRateLimit, [Create, Update], validates);
 
 #[async_trait]
 impl ValidationInterface for EventRateLimit {
@@ -228,19 +222,13 @@ impl ValidationInterface for EventRateLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource, Object};
+    use crate::plugins::util::request;
+    use crate::Operation;
     use serde_json::json;
 
     fn event(ns: &str) -> Attributes {
-        let mut a = Attributes::new(
-            Operation::Create,
-            GroupVersionKind::new("", "v1", "Event"),
-            GroupVersionResource::new("", "v1", "events"),
-            ns,
-            "e",
-        );
-        a.object = Some(Object::from_value(json!({"metadata": {"name": "e"}})).unwrap());
-        a
+        let obj = json!({"metadata": {"name": "e"}});
+        request(Operation::Create, ("", "Event", "events"), (ns, "e"), obj)
     }
 
     #[tokio::test]

@@ -6,11 +6,13 @@
 
 use super::quantity;
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{Map, Value};
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 pub const PLUGIN_NAME: &str = "LimitRanger";
@@ -57,17 +59,7 @@ impl LimitRanger {
     }
 }
 
-impl Interface for LimitRanger {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(LimitRanger, [Create, Update], mutates, validates);
 
 fn resources_of<'a>(c: &'a Value, kind: &str) -> Option<&'a Map<String, Value>> {
     c.get("resources")?.get(kind)?.as_object()
@@ -225,40 +217,28 @@ fn check(
 /// A PersistentVolumeClaim's storage request against `min` and `max` (requests only).
 fn check_claim(item: &Map<String, Value>, requests: &Map<String, Value>, errs: &mut Vec<String>) {
     let kind = "PersistentVolumeClaim";
-    for (res, m) in item
-        .get("min")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let e = text(m);
-        match requests.get(res) {
-            None => errs.push(format!(
-                "minimum {res} usage per {kind} is {e}.  No request is specified"
-            )),
-            Some(r) if quantity::of(r) < quantity::of(m) => errs.push(format!(
-                "minimum {res} usage per {kind} is {e}, but request is {}",
-                text(r)
-            )),
-            _ => {}
-        }
-    }
-    for (res, m) in item
-        .get("max")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let e = text(m);
-        match requests.get(res) {
-            None => errs.push(format!(
-                "maximum {res} usage per {kind} is {e}.  No request is specified"
-            )),
-            Some(r) if quantity::of(r) > quantity::of(m) => errs.push(format!(
-                "maximum {res} usage per {kind} is {e}, but request is {}",
-                text(r)
-            )),
-            _ => {}
+    for (bound, word, beyond) in [
+        ("min", "minimum", Ordering::Less),
+        ("max", "maximum", Ordering::Greater),
+    ] {
+        for (res, m) in item
+            .get(bound)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let e = text(m);
+            match requests.get(res) {
+                None => errs.push(format!(
+                    "{word} {res} usage per {kind} is {e}.  No request is specified"
+                )),
+                Some(r) if quantity::of(r).partial_cmp(&quantity::of(m)) == Some(beyond) => errs
+                    .push(format!(
+                        "{word} {res} usage per {kind} is {e}, but request is {}",
+                        text(r)
+                    )),
+                _ => {}
+            }
         }
     }
 }

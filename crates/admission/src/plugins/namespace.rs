@@ -4,8 +4,9 @@
 //! NamespaceAutoProvision: a create in a missing namespace creates it first.
 
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object};
@@ -79,17 +80,7 @@ pub struct NamespaceLifecycle {
     objects: Arc<dyn ObjectStore>,
 }
 
-impl Interface for NamespaceLifecycle {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(
-            op,
-            Operation::Create | Operation::Update | Operation::Delete
-        )
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(NamespaceLifecycle, [Create, Update, Delete], validates);
 
 #[async_trait]
 impl ValidationInterface for NamespaceLifecycle {
@@ -126,17 +117,7 @@ pub struct NamespaceExists {
     objects: Arc<dyn ObjectStore>,
 }
 
-impl Interface for NamespaceExists {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(
-            op,
-            Operation::Create | Operation::Update | Operation::Delete
-        )
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(NamespaceExists, [Create, Update, Delete], validates);
 
 #[async_trait]
 impl ValidationInterface for NamespaceExists {
@@ -155,14 +136,7 @@ pub struct NamespaceAutoProvision {
     objects: Arc<dyn ObjectStore>,
 }
 
-impl Interface for NamespaceAutoProvision {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(NamespaceAutoProvision, [Create], mutates);
 
 #[async_trait]
 impl MutationInterface for NamespaceAutoProvision {

@@ -8,8 +8,9 @@
 
 use super::util::{is_resource, spec, spec_mut};
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{json, Map, Value};
@@ -140,17 +141,7 @@ impl PodNodeSelector {
 const SELECTOR_CONFLICT: &str =
     "pod node label selector conflicts with its namespace node label selector";
 
-impl Interface for PodNodeSelector {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(PodNodeSelector, [Create], mutates, validates);
 
 #[async_trait]
 impl MutationInterface for PodNodeSelector {
@@ -275,17 +266,12 @@ impl PodTolerationRestriction {
     }
 }
 
-impl Interface for PodTolerationRestriction {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(
+    PodTolerationRestriction,
+    [Create, Update],
+    mutates,
+    validates
+);
 
 fn tolerations(pod: &Object) -> Vec<Value> {
     spec(pod)

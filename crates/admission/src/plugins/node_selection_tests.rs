@@ -1,6 +1,7 @@
 use super::*;
 use crate::objects::memory::MemoryObjects;
 use crate::registry::PluginContext;
+use crate::Interface;
 use kapi_machinery::{GroupVersionKind, GroupVersionResource};
 
 fn pod(spec: Value) -> Attributes {

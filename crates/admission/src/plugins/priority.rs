@@ -8,8 +8,9 @@
 
 use super::util::{is_resource, spec, spec_mut};
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{json, Value};
@@ -143,17 +144,7 @@ impl Priority {
     }
 }
 
-impl Interface for Priority {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(Priority, [Create, Update], mutates, validates);
 
 #[async_trait]
 impl MutationInterface for Priority {
@@ -212,19 +203,12 @@ impl ValidationInterface for Priority {
 mod tests {
     use super::*;
     use crate::objects::memory::MemoryObjects;
+    use crate::plugins::util::request;
     use kapi_machinery::{GroupVersionKind, GroupVersionResource};
 
     fn pod(spec: Value) -> Attributes {
-        let mut a = Attributes::new(
-            Operation::Create,
-            GroupVersionKind::new("", "v1", "Pod"),
-            GroupVersionResource::new("", "v1", "pods"),
-            "d",
-            "p",
-        );
-        a.object =
-            Some(Object::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap());
-        a
+        let obj = json!({"metadata": {"name": "p"}, "spec": spec});
+        request(Operation::Create, ("", "Pod", "pods"), ("d", "p"), obj)
     }
 
     fn spec_of(a: &Attributes) -> Value {

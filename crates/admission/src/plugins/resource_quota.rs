@@ -14,8 +14,9 @@ use super::quota_usage::{
     counts, covers, fmt_amount, hard_of, in_scope, pod_constraints, usage, Usage,
 };
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, Operation, ValidationInterface};
+use crate::{Attributes, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{Map, Value};
@@ -39,14 +40,7 @@ pub struct ResourceQuota {
     objects: Arc<dyn ObjectStore>,
 }
 
-impl Interface for ResourceQuota {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(ResourceQuota, [Create, Update], validates);
 
 fn quotas_gr() -> GroupResource {
     GroupResource::new("", "resourcequotas")

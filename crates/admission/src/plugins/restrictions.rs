@@ -3,8 +3,9 @@
 //! `kubernetes.io/hostname` topology key.
 
 use super::util::{is_resource, spec};
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, Operation, ValidationInterface};
+use crate::{Attributes, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, Object};
 use serde_json::Value;
@@ -37,14 +38,7 @@ fn external_ips(svc: &Object) -> Vec<&str> {
         .collect()
 }
 
-impl Interface for DenyServiceExternalIps {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(DenyServiceExternalIps, [Create, Update], validates);
 
 #[async_trait]
 impl ValidationInterface for DenyServiceExternalIps {
@@ -71,14 +65,11 @@ impl ValidationInterface for DenyServiceExternalIps {
 
 pub struct LimitPodHardAntiAffinityTopology;
 
-impl Interface for LimitPodHardAntiAffinityTopology {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(
+    LimitPodHardAntiAffinityTopology,
+    [Create, Update],
+    validates
+);
 
 #[async_trait]
 impl ValidationInterface for LimitPodHardAntiAffinityTopology {
@@ -116,20 +107,12 @@ impl ValidationInterface for LimitPodHardAntiAffinityTopology {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource};
+    use crate::plugins::util::request;
     use serde_json::json;
 
     fn attrs(op: Operation, resource: &str, spec: Value) -> Attributes {
-        let mut a = Attributes::new(
-            op,
-            GroupVersionKind::new("", "v1", "X"),
-            GroupVersionResource::new("", "v1", resource),
-            "d",
-            "x",
-        );
-        a.object =
-            Some(Object::from_value(json!({"metadata": {"name": "x"}, "spec": spec})).unwrap());
-        a
+        let obj = json!({"metadata": {"name": "x"}, "spec": spec});
+        request(op, ("", "X", resource), ("d", "x"), obj)
     }
 
     #[tokio::test]

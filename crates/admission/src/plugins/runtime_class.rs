@@ -5,8 +5,9 @@
 
 use super::util::{is_resource, spec, spec_mut, text};
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{Map, Value};
@@ -73,17 +74,7 @@ fn same_resources(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 
 const MISMATCH: &str = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead";
 
-impl Interface for RuntimeClass {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(RuntimeClass, [Create], mutates, validates);
 
 #[async_trait]
 impl MutationInterface for RuntimeClass {
@@ -186,20 +177,13 @@ impl ValidationInterface for RuntimeClass {
 mod tests {
     use super::*;
     use crate::objects::memory::MemoryObjects;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource};
+    use crate::plugins::util::request;
+    use crate::Operation;
     use serde_json::json;
 
     fn pod(spec: Value) -> Attributes {
-        let mut a = Attributes::new(
-            Operation::Create,
-            GroupVersionKind::new("", "v1", "Pod"),
-            GroupVersionResource::new("", "v1", "pods"),
-            "d",
-            "p",
-        );
-        a.object =
-            Some(Object::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap());
-        a
+        let obj = json!({"metadata": {"name": "p"}, "spec": spec});
+        request(Operation::Create, ("", "Pod", "pods"), ("d", "p"), obj)
     }
 
     fn plugin() -> RuntimeClass {

@@ -10,8 +10,9 @@
 //! secrets (volumes, env) and pull secrets it lists.
 
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{json, Map, Value};
@@ -337,17 +338,7 @@ impl ServiceAccount {
     }
 }
 
-impl Interface for ServiceAccount {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(ServiceAccount, [Create], mutates, validates);
 
 #[async_trait]
 impl MutationInterface for ServiceAccount {

@@ -6,8 +6,9 @@
 use super::quantity;
 use super::util::{is_resource, spec};
 use crate::objects::ObjectStore;
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation, ValidationInterface};
+use crate::{Attributes, MutationInterface, ValidationInterface};
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::Value;
@@ -37,14 +38,7 @@ pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
 
 pub struct StorageObjectInUseProtection;
 
-impl Interface for StorageObjectInUseProtection {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(StorageObjectInUseProtection, [Create], mutates);
 
 #[async_trait]
 impl MutationInterface for StorageObjectInUseProtection {
@@ -91,14 +85,7 @@ pub struct PersistentVolumeClaimResize {
     objects: Arc<dyn ObjectStore>,
 }
 
-impl Interface for PersistentVolumeClaimResize {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Update
-    }
-    fn as_validator(&self) -> Option<&dyn ValidationInterface> {
-        Some(self)
-    }
-}
+handler!(PersistentVolumeClaimResize, [Update], validates);
 
 impl PersistentVolumeClaimResize {
     async fn allow_resize(&self, pvc: &Object, old: &Object) -> Result<bool, ApiError> {
@@ -152,19 +139,12 @@ impl ValidationInterface for PersistentVolumeClaimResize {
 mod tests {
     use super::*;
     use crate::objects::memory::MemoryObjects;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource};
+    use crate::plugins::util::request;
+    use crate::Operation;
     use serde_json::json;
 
     fn attrs(op: Operation, resource: &str, obj: Value) -> Attributes {
-        let mut a = Attributes::new(
-            op,
-            GroupVersionKind::new("", "v1", "X"),
-            GroupVersionResource::new("", "v1", resource),
-            "d",
-            "c",
-        );
-        a.object = Some(Object::from_value(obj).unwrap());
-        a
+        request(op, ("", "X", resource), ("d", "c"), obj)
     }
 
     #[tokio::test]

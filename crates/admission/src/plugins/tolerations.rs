@@ -5,8 +5,9 @@
 //! tolerates the `<resource>:NoSchedule` taint with `Exists`.
 
 use super::util::{is_resource, spec, spec_array_mut};
+use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
-use crate::{Attributes, Interface, MutationInterface, Operation};
+use crate::{Attributes, MutationInterface};
 use async_trait::async_trait;
 use kapi_machinery::ApiError;
 use serde_json::{json, Value};
@@ -50,14 +51,7 @@ fn is_extended(name: &str) -> bool {
 
 pub struct ExtendedResourceToleration;
 
-impl Interface for ExtendedResourceToleration {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(ExtendedResourceToleration, [Create, Update], mutates);
 
 #[async_trait]
 impl MutationInterface for ExtendedResourceToleration {
@@ -103,14 +97,7 @@ impl MutationInterface for ExtendedResourceToleration {
 
 pub struct DefaultTolerationSeconds;
 
-impl Interface for DefaultTolerationSeconds {
-    fn handles(&self, op: Operation) -> bool {
-        matches!(op, Operation::Create | Operation::Update)
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(DefaultTolerationSeconds, [Create, Update], mutates);
 
 /// Whether some toleration covers `key` with NoExecute (an empty key or effect matches all).
 fn tolerates(tolerations: &[Value], key: &str) -> bool {
@@ -156,14 +143,7 @@ impl MutationInterface for DefaultTolerationSeconds {
 
 pub struct TaintNodesByCondition;
 
-impl Interface for TaintNodesByCondition {
-    fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
-    }
-    fn as_mutator(&self) -> Option<&dyn MutationInterface> {
-        Some(self)
-    }
-}
+handler!(TaintNodesByCondition, [Create], mutates);
 
 #[async_trait]
 impl MutationInterface for TaintNodesByCondition {
@@ -191,26 +171,19 @@ impl MutationInterface for TaintNodesByCondition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kapi_machinery::{GroupVersionKind, GroupVersionResource, Object};
+    use crate::plugins::util::{request, spec_of};
+    use crate::Operation;
 
     fn attrs(resource: &str, kind: &str, spec: Value) -> Attributes {
-        let mut a = Attributes::new(
-            Operation::Create,
-            GroupVersionKind::new("", "v1", kind),
-            GroupVersionResource::new("", "v1", resource),
-            "",
-            "x",
-        );
-        a.object =
-            Some(Object::from_value(json!({"metadata": {"name": "x"}, "spec": spec})).unwrap());
-        a
+        let obj = json!({"metadata": {"name": "x"}, "spec": spec});
+        request(Operation::Create, ("", kind, resource), ("", "x"), obj)
     }
 
     #[tokio::test]
     async fn pods_get_not_ready_and_unreachable_tolerations() {
         let mut a = attrs("pods", "Pod", json!({"containers": [{"name": "c"}]}));
         DefaultTolerationSeconds.admit(&mut a).await.unwrap();
-        let t = &a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"];
+        let t = &spec_of(&a)["tolerations"];
         assert_eq!(
             t,
             &json!([
@@ -225,7 +198,7 @@ mod tests {
             json!({"tolerations": [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]}),
         );
         DefaultTolerationSeconds.admit(&mut a).await.unwrap();
-        let t = a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"].clone();
+        let t = spec_of(&a)["tolerations"].clone();
         assert_eq!(t.as_array().unwrap().len(), 2);
         assert_eq!(t[0]["tolerationSeconds"], 5);
         assert_eq!(t[1]["key"], NOT_READY);
@@ -235,7 +208,7 @@ mod tests {
             json!({"tolerations": [{"operator": "Exists"}]}),
         );
         DefaultTolerationSeconds.admit(&mut a).await.unwrap();
-        let t = a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"].clone();
+        let t = spec_of(&a)["tolerations"].clone();
         assert_eq!(t.as_array().unwrap().len(), 1);
     }
 
@@ -248,7 +221,7 @@ mod tests {
         );
         ExtendedResourceToleration.admit(&mut a).await.unwrap();
         ExtendedResourceToleration.admit(&mut a).await.unwrap();
-        let t = &a.object.as_ref().unwrap().get("spec").unwrap()["tolerations"];
+        let t = &spec_of(&a)["tolerations"];
         assert_eq!(
             t,
             &json!([{"key": "example.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
@@ -261,17 +234,10 @@ mod tests {
         let mut a = attrs("nodes", "Node", json!({}));
         TaintNodesByCondition.admit(&mut a).await.unwrap();
         TaintNodesByCondition.admit(&mut a).await.unwrap();
-        let t = &a.object.as_ref().unwrap().get("spec").unwrap()["taints"];
+        let t = &spec_of(&a)["taints"];
         assert_eq!(t, &json!([{"key": NOT_READY, "effect": "NoSchedule"}]));
         let mut a = attrs("pods", "Pod", json!({}));
         TaintNodesByCondition.admit(&mut a).await.unwrap();
-        assert!(a
-            .object
-            .as_ref()
-            .unwrap()
-            .get("spec")
-            .unwrap()
-            .get("taints")
-            .is_none());
+        assert!(spec_of(&a).get("taints").is_none());
     }
 }

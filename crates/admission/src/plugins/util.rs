@@ -60,3 +60,55 @@ pub fn newest_default<'a>(objs: &'a [Object], keys: &[&str]) -> Option<&'a Objec
                 .then_with(|| b.name().cmp(a.name()))
         })
 }
+
+/// The [`crate::Interface`] of a built-in plugin: the operations it handles (upstream's
+/// `admission.NewHandler(admission.Create, ...)`) and which halves it has, `mutates` and/or
+/// `validates`. `handler!(Plugin, [Create, Update], mutates, validates);`
+macro_rules! handler {
+    ($ty:ty, [$($op:ident),+], $($half:ident),+) => {
+        impl $crate::Interface for $ty {
+            fn handles(&self, op: $crate::Operation) -> bool {
+                matches!(op, $($crate::Operation::$op)|+)
+            }
+            $($crate::plugins::util::handler!(@$half);)+
+        }
+    };
+    (@mutates) => {
+        fn as_mutator(&self) -> Option<&dyn $crate::MutationInterface> {
+            Some(self)
+        }
+    };
+    (@validates) => {
+        fn as_validator(&self) -> Option<&dyn $crate::ValidationInterface> {
+            Some(self)
+        }
+    };
+}
+pub(crate) use handler;
+
+/// A test's request: `op` on `group`/v1 `resource` (kind `kind`) for `namespace`/`name`,
+/// carrying `object`.
+#[cfg(test)]
+pub(crate) fn request(
+    op: crate::Operation,
+    (group, kind, resource): (&str, &str, &str),
+    (namespace, name): (&str, &str),
+    object: Value,
+) -> Attributes {
+    use kapi_machinery::{GroupVersionKind, GroupVersionResource};
+    let mut a = Attributes::new(
+        op,
+        GroupVersionKind::new(group, "v1", kind),
+        GroupVersionResource::new(group, "v1", resource),
+        namespace,
+        name,
+    );
+    a.object = Some(Object::from_value(object).unwrap());
+    a
+}
+
+/// A test's look at the `spec` of the request's object.
+#[cfg(test)]
+pub(crate) fn spec_of(a: &Attributes) -> &Value {
+    a.object.as_ref().unwrap().get("spec").unwrap()
+}

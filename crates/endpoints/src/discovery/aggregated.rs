@@ -91,20 +91,27 @@ pub(crate) fn resources(version: &ApiVersionInfo) -> Vec<ResourceDiscovery> {
             version: ver,
             kind,
         };
+        // What a subresource's parent entry shows when the parent itself is not installed.
+        let bare = ResourceDiscovery {
+            resource: info.resource.clone(),
+            response_kind: gvk.clone(),
+            scope: if info.namespaced {
+                "Namespaced"
+            } else {
+                "Cluster"
+            },
+            singular_resource: info.singular.clone(),
+            verbs: Vec::new(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            subresources: Vec::new(),
+        };
         if info.subresource.is_empty() {
             out.push(ResourceDiscovery {
-                resource: info.resource.clone(),
-                response_kind: gvk,
-                scope: if info.namespaced {
-                    "Namespaced"
-                } else {
-                    "Cluster"
-                },
-                singular_resource: info.singular.clone(),
                 verbs: verbs_of(storage.as_ref()),
                 short_names: info.short_names.clone(),
                 categories: info.categories.clone(),
-                subresources: Vec::new(),
+                ..bare
             });
             continue;
         }
@@ -118,18 +125,8 @@ pub(crate) fn resources(version: &ApiVersionInfo) -> Vec<ResourceDiscovery> {
         match out.last_mut() {
             Some(parent) if parent.resource == info.resource => parent.subresources.push(sub),
             _ => out.push(ResourceDiscovery {
-                resource: info.resource.clone(),
-                response_kind: gvk,
-                scope: if info.namespaced {
-                    "Namespaced"
-                } else {
-                    "Cluster"
-                },
-                singular_resource: info.singular.clone(),
-                verbs: Vec::new(),
-                short_names: Vec::new(),
-                categories: Vec::new(),
                 subresources: vec![sub],
+                ..bare
             }),
         }
     }

@@ -1,10 +1,7 @@
 //! POST to a collection: create one object (201, also under `dryRun`), recording its writer
 //! in managedFields (operation `Update`, as upstream records a create).
 
-use super::{capability, ensure_namespace};
-use crate::body::{decode_for, read_limited};
-use crate::negotiation::negotiate_input_for;
-use crate::params::write_options;
+use super::{capability, ensure_namespace, write_body};
 use crate::scope::RequestScope;
 use crate::transform::Payload;
 use crate::{RequestBody, ResponseBody};
@@ -22,15 +19,7 @@ pub async fn create(
         // token) do, and their object is named after the parent.
         return Err(crate::scope::method_not_allowed(&scope.resource, "create"));
     }
-    let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
-    let opts = write_options(&scope.query, "CreateOptions")?;
-    let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
-    let (mut obj, mut warnings) = decode_for(
-        scope.storage.as_ref(),
-        &bytes,
-        format,
-        opts.field_validation,
-    )?;
+    let (opts, mut obj, mut warnings) = write_body(scope, body, "CreateOptions").await?;
     ensure_namespace(scope, &mut obj)?;
     if !scope.name.is_empty() {
         creater.check_url_name(&scope.name, &obj)?;

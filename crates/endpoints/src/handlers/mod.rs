@@ -10,11 +10,16 @@ pub mod patch;
 pub mod update;
 pub mod watch;
 
+use crate::body::{decode_for, read_limited};
 use crate::installer::Verb;
+use crate::negotiation::negotiate_input_for;
+use crate::params::write_options;
 use crate::scope::{method_not_allowed, RequestScope};
 use crate::{RequestBody, ResponseBody};
-use http::Response;
+use http::{Response, StatusCode};
+use kapi_admission::Operation;
 use kapi_machinery::{ApiError, Object};
+use kapi_registry::rest::{UpdateResult, UpdatedObjectFn, Updater, WriteOptions};
 
 /// Runs the handler of `verb`; a failure is a Status response.
 pub async fn serve(scope: RequestScope, verb: Verb, body: RequestBody) -> Response<ResponseBody> {
@@ -84,4 +89,53 @@ pub(crate) fn ensure_name(scope: &RequestScope, obj: &mut Object) -> Result<(), 
         )));
     }
     Ok(())
+}
+
+/// A create or update body: read within the size limit, the write options of the query (for
+/// `options_kind`'s messages), the negotiated input format, then decoded for the storage with
+/// `fieldValidation` (the decoder's warnings alongside). Each step's error stops the request in
+/// that order.
+pub(crate) async fn write_body(
+    scope: &RequestScope,
+    body: RequestBody,
+    options_kind: &str,
+) -> Result<(WriteOptions, Object, Vec<String>), ApiError> {
+    let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
+    let opts = write_options(&scope.query, options_kind)?;
+    let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
+    let (obj, warnings) = decode_for(
+        scope.storage.as_ref(),
+        &bytes,
+        format,
+        opts.field_validation,
+    )?;
+    Ok((opts, obj, warnings))
+}
+
+/// An update or patch through `updater` with the request's create and update validation; the
+/// status is 201 when the write created the object, else 200.
+pub(crate) async fn run_update(
+    scope: &RequestScope,
+    updater: &dyn Updater,
+    new_object: UpdatedObjectFn,
+    force_allow_create: bool,
+    opts: &WriteOptions,
+) -> Result<(StatusCode, UpdateResult), ApiError> {
+    let result = updater
+        .update(
+            &scope.ctx(),
+            &scope.name,
+            new_object,
+            scope.validate_create_fn(Operation::Create, opts.dry_run),
+            scope.validate_update_fn(opts.dry_run),
+            force_allow_create,
+            opts,
+        )
+        .await?;
+    let status = if result.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, result))
 }

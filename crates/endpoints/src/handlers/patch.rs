@@ -5,7 +5,7 @@
 //! `application/apply-patch+yaml` is server-side apply (`patch::apply`), creating the object
 //! when it does not exist; every other patch records its writer in managedFields.
 
-use super::capability;
+use super::{capability, run_update};
 use crate::body::read_limited;
 use crate::negotiation::InputFormat;
 use crate::negotiation::{negotiate_patch, PatchType};
@@ -16,7 +16,7 @@ use crate::patch::strategic;
 use crate::scope::{admit_with, RequestScope};
 use crate::transform::Payload;
 use crate::{RequestBody, ResponseBody};
-use http::{Response, StatusCode};
+use http::Response;
 use kapi_admission::Operation;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, FieldError, GroupVersionKind, Object, StatusReason};
@@ -286,23 +286,8 @@ pub async fn patch(
             }
         })
     });
-    let result = patcher
-        .update(
-            &scope.ctx(),
-            &scope.name,
-            new_object,
-            scope.validate_create_fn(Operation::Create, opts.dry_run),
-            scope.validate_update_fn(opts.dry_run),
-            is_apply,
-            &opts,
-        )
-        .await?;
+    let (status, result) = run_update(scope, patcher, new_object, is_apply, &opts).await?;
     let mut all = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     all.extend(result.warnings);
-    let status = if result.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
     Ok(scope.respond(status, Payload::Object(result.object), &all))
 }

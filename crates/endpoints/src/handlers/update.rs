@@ -2,14 +2,11 @@
 //! `resourceVersion` in the body the update is unconditional (the registry's rule). The
 //! writer's changes are recorded in managedFields against the object current at each attempt.
 
-use super::{capability, ensure_name, ensure_namespace};
-use crate::body::{decode_for, read_limited};
-use crate::negotiation::negotiate_input_for;
-use crate::params::write_options;
+use super::{capability, ensure_name, ensure_namespace, run_update, write_body};
 use crate::scope::{admit_with, RequestScope};
 use crate::transform::Payload;
 use crate::{RequestBody, ResponseBody};
-use http::{Response, StatusCode};
+use http::Response;
 use kapi_admission::Operation;
 use kapi_machinery::{ApiError, Object};
 use kapi_registry::rest::UpdatedObjectFn;
@@ -20,15 +17,7 @@ pub async fn update(
     body: RequestBody,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let updater = capability(scope, scope.storage.as_updater(), "update")?;
-    let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
-    let mut opts = write_options(&scope.query, "UpdateOptions")?;
-    let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
-    let (mut obj, mut warnings) = decode_for(
-        scope.storage.as_ref(),
-        &bytes,
-        format,
-        opts.field_validation,
-    )?;
+    let (mut opts, mut obj, mut warnings) = write_body(scope, body, "UpdateOptions").await?;
     ensure_name(scope, &mut obj)?;
     ensure_namespace(scope, &mut obj)?;
     // A body naming a uid updates only that object, not one recreated under its name.
@@ -58,22 +47,7 @@ pub async fn update(
         };
         Box::pin(async move { admit_with(&chain, attrs, obj).await })
     });
-    let result = updater
-        .update(
-            &scope.ctx(),
-            &scope.name,
-            new_object,
-            scope.validate_create_fn(Operation::Create, opts.dry_run),
-            scope.validate_update_fn(opts.dry_run),
-            false,
-            &opts,
-        )
-        .await?;
+    let (status, result) = run_update(scope, updater, new_object, false, &opts).await?;
     warnings.extend(result.warnings);
-    let status = if result.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
     Ok(scope.respond(status, Payload::Object(result.object), &warnings))
 }

@@ -318,6 +318,24 @@ impl Builder<'_> {
             produces,
             gvk: Some(gvk.clone()),
         };
+        // A POST: on the collection, or on each object for a creatable subresource.
+        let create = |description| {
+            op(
+                "post",
+                "post",
+                format!("create{gv}{scope}{kind_word}"),
+                description,
+                query_params(&["dryRun", "fieldManager", "fieldValidation"]),
+                kind.clone().map(Body::Object),
+                vec![
+                    (200, "OK", ok(&kind)),
+                    (201, "Created", ok(&kind)),
+                    (202, "Accepted", ok(&kind)),
+                    (401, "Unauthorized", None),
+                ],
+                PRODUCES,
+            )
+        };
         let status = Some(self.common.status.clone());
         let mut item_ops = Vec::new();
         if storage.as_getter().is_some() {
@@ -391,36 +409,18 @@ impl Builder<'_> {
                 PRODUCES,
             ));
         }
-        if !info.subresource.is_empty() {
-            // Subresources are addressed per object; a creatable one (eviction, token) is a POST there.
-            if storage.as_creater().is_some() {
-                item_ops.push(op(
-                    "post",
-                    "post",
-                    format!("create{gv}{scope}{kind_word}"),
-                    format!("create {of}a {parent_kind}"),
-                    query_params(&["dryRun", "fieldManager", "fieldValidation"]),
-                    kind.clone().map(Body::Object),
-                    vec![
-                        (200, "OK", ok(&kind)),
-                        (201, "Created", ok(&kind)),
-                        (202, "Accepted", ok(&kind)),
-                        (401, "Unauthorized", None),
-                    ],
-                    PRODUCES,
-                ));
-            }
-            if !item_ops.is_empty() {
-                self.route(item_path, item_params())
-                    .operations
-                    .extend(item_ops);
-            }
-            return;
+        let subresource = !info.subresource.is_empty();
+        // Subresources are addressed per object; a creatable one (eviction, token) is a POST there.
+        if subresource && storage.as_creater().is_some() {
+            item_ops.push(create(format!("create {of}a {parent_kind}")));
         }
         if !item_ops.is_empty() {
             self.route(item_path, item_params())
                 .operations
                 .extend(item_ops);
+        }
+        if subresource {
+            return;
         }
 
         let list_params = [
@@ -449,21 +449,7 @@ impl Builder<'_> {
             ));
         }
         if storage.as_creater().is_some() {
-            collection_ops.push(op(
-                "post",
-                "post",
-                format!("create{gv}{scope}{kind_word}"),
-                format!("create a {parent_kind}"),
-                query_params(&["dryRun", "fieldManager", "fieldValidation"]),
-                kind.clone().map(Body::Object),
-                vec![
-                    (200, "OK", ok(&kind)),
-                    (201, "Created", ok(&kind)),
-                    (202, "Accepted", ok(&kind)),
-                    (401, "Unauthorized", None),
-                ],
-                PRODUCES,
-            ));
+            collection_ops.push(create(format!("create a {parent_kind}")));
         }
         if storage.as_collection_deleter().is_some() {
             collection_ops.push(op(

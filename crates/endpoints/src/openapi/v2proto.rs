@@ -160,6 +160,44 @@ macro_rules! primitive_field {
     };
 }
 
+/// A non-body parameter's sub-schema from `$v`: `required`, `in`, `description`, `name`, the
+/// boolean fields `$extra` (query and form data: `allowEmptyValue`), then the primitive
+/// fields; any other key is unplaced.
+macro_rules! sub_schema {
+    ($cx:expr, $ty:ty, $v:expr, $path:expr $(, { $($key:literal => $field:ident),* })?) => {{
+        let mut p = <$ty>::default();
+        for (k, v) in object($v) {
+            let handled = match k.as_str() {
+                "required" => {
+                    p.required = boolean(v);
+                    true
+                }
+                "in" => {
+                    p.r#in = string(v);
+                    true
+                }
+                "description" => {
+                    p.description = string(v);
+                    true
+                }
+                "name" => {
+                    p.name = string(v);
+                    true
+                }
+                $($($key => {
+                    p.$field = boolean(v);
+                    true
+                })*)?
+                key => primitive_field!($cx, p, key, v, $path),
+            };
+            if !handled {
+                $cx.unplaced($path, k);
+            }
+        }
+        p
+    }};
+}
+
 impl Cx {
     fn unplaced(&mut self, path: &str, key: &str) {
         self.unplaced.push(format!("{path}.{key}"));
@@ -401,76 +439,17 @@ impl Cx {
 
     fn non_body_parameter(&mut self, v: &Value, location: &str, path: &str) -> g::NonBodyParameter {
         use g::non_body_parameter::Oneof;
+        use g::{FormDataParameterSubSchema as Form, HeaderParameterSubSchema as Header};
+        // Header and path parameters have the same fields; so have query and form data.
         let oneof = match location {
-            // Header and path parameters have the same fields; so have query and form data.
-            "header" | "path" => {
-                let mut p = g::HeaderParameterSubSchema::default();
-                for (k, v) in object(v) {
-                    let handled = match k.as_str() {
-                        "required" => {
-                            p.required = boolean(v);
-                            true
-                        }
-                        "in" => {
-                            p.r#in = string(v);
-                            true
-                        }
-                        "description" => {
-                            p.description = string(v);
-                            true
-                        }
-                        "name" => {
-                            p.name = string(v);
-                            true
-                        }
-                        key => primitive_field!(self, p, key, v, path),
-                    };
-                    if !handled {
-                        self.unplaced(path, k);
-                    }
-                }
-                if location == "header" {
-                    Oneof::HeaderParameterSubSchema(p)
-                } else {
-                    Oneof::PathParameterSubSchema(p)
-                }
-            }
-            _ => {
-                let mut p = g::QueryParameterSubSchema::default();
-                for (k, v) in object(v) {
-                    let handled = match k.as_str() {
-                        "required" => {
-                            p.required = boolean(v);
-                            true
-                        }
-                        "in" => {
-                            p.r#in = string(v);
-                            true
-                        }
-                        "description" => {
-                            p.description = string(v);
-                            true
-                        }
-                        "name" => {
-                            p.name = string(v);
-                            true
-                        }
-                        "allowEmptyValue" => {
-                            p.allow_empty_value = boolean(v);
-                            true
-                        }
-                        key => primitive_field!(self, p, key, v, path),
-                    };
-                    if !handled {
-                        self.unplaced(path, k);
-                    }
-                }
-                if location == "formData" {
-                    Oneof::FormDataParameterSubSchema(p)
-                } else {
-                    Oneof::QueryParameterSubSchema(p)
-                }
-            }
+            "header" => Oneof::HeaderParameterSubSchema(sub_schema!(self, Header, v, path)),
+            "path" => Oneof::PathParameterSubSchema(sub_schema!(self, Header, v, path)),
+            "formData" => Oneof::FormDataParameterSubSchema(sub_schema!(self, Form, v, path, {
+                "allowEmptyValue" => allow_empty_value
+            })),
+            _ => Oneof::QueryParameterSubSchema(sub_schema!(self, Form, v, path, {
+                "allowEmptyValue" => allow_empty_value
+            })),
         };
         g::NonBodyParameter { oneof: Some(oneof) }
     }

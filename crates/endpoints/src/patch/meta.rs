@@ -215,21 +215,13 @@ pub fn annotate_definition(name: &str, schema: &mut Value) {
                 )
             }),
         );
-        put(
-            "x-kubernetes-list-type",
-            meta.list_type.clone().map(Value::String),
-        );
-        put(
-            "x-kubernetes-map-type",
-            meta.map_type.clone().map(Value::String),
-        );
-        put(
-            "x-kubernetes-patch-merge-key",
-            meta.patch_merge_key.clone().map(Value::String),
-        );
-        put(
-            "x-kubernetes-patch-strategy",
-            meta.patch_strategy.clone().map(Value::String),
-        );
+        for (name, value) in [
+            ("x-kubernetes-list-type", &meta.list_type),
+            ("x-kubernetes-map-type", &meta.map_type),
+            ("x-kubernetes-patch-merge-key", &meta.patch_merge_key),
+            ("x-kubernetes-patch-strategy", &meta.patch_strategy),
+        ] {
+            put(name, value.clone().map(Value::String));
+        }
     }
 }
