@@ -309,3 +309,73 @@ async fn connections_that_never_finish_their_headers_are_closed() {
     assert!(open.is_empty(), "still open after {limit:?}: {open:?}");
     t.server.shutdown().await;
 }
+
+/// Whether `f` is still pending after a grace period: for a step that must wait on something
+/// the test holds (a one-sided check: a slow machine can only make it pass).
+async fn still_waiting<F: std::future::Future + Unpin>(f: &mut F) -> bool {
+    tokio::time::timeout(Duration::from_secs(2), f)
+        .await
+        .is_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_and_tls_handshakes_are_bounded() {
+    let t = common::start_with(|c| {
+        c.authorization_modes = vec![AuthorizationMode::AlwaysAllow];
+        c.limits.http2_max_streams = 1;
+        c.limits.max_concurrent_handshakes = 1;
+    })
+    .await;
+    let admin = common::admin_identity(&t);
+
+    // One stream per connection: while a create's body is arriving, a second request on the
+    // same HTTP/2 connection waits for the stream to end.
+    let mut c = Client::new(&t, Some(&admin), true).await;
+    let (tx, created) = c.streaming("POST", CM);
+    tx.send(Bytes::from_static(
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one-stream"}"#,
+    ))
+    .await
+    .unwrap();
+    common::wait_for_metric(
+        &t.server,
+        &admin,
+        r#"apiserver_current_inflight_requests{request_kind="mutating"} 1"#,
+    )
+    .await;
+    let Client::H2(mut send) = c else {
+        unreachable!("an HTTP/2 client")
+    };
+    let mut second = Box::pin(async move {
+        send.ready().await.unwrap();
+        common::read(
+            send.send_request(builder("GET", CM).body(body("")).unwrap())
+                .await
+                .unwrap(),
+        )
+        .await
+    });
+    assert!(
+        still_waiting(&mut second).await,
+        "a second stream was served while the first held the connection's only one"
+    );
+    tx.send(Bytes::from_static(b"}")).await.unwrap();
+    drop(tx);
+    assert_eq!(within("the create", created).await.unwrap().status, 201);
+    assert_eq!(within("the second request", second).await.status, 200);
+
+    // One handshake at a time: a connection that never says hello holds the only slot, so a
+    // second client's handshake waits until it is gone.
+    let silent = tokio::net::TcpStream::connect(t.server.addr).await.unwrap();
+    // Let the server accept it and take the slot first (nothing to observe it by).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let server = &t.server;
+    let mut handshake = Box::pin(common::connect_tls(server, None, b"http/1.1"));
+    assert!(
+        still_waiting(&mut handshake).await,
+        "a second TLS handshake ran while the only slot was taken"
+    );
+    drop(silent);
+    within("the handshake after the slot freed", handshake).await;
+    t.server.shutdown().await;
+}
