@@ -107,20 +107,45 @@ async fn consistent_list_is_served_from_the_cache_at_etcds_revision() {
     assert_eq!(names(&list), names(&direct));
     assert_eq!(list.revision, direct.revision);
 
-    // A namespace's list is proven on its own range, also at the current revision.
+    // A namespace holding most of the cache is proven with the whole prefix: the cache moves
+    // to the current revision, so the next page of a paged list comes from memory too.
     let elsewhere = write_elsewhere(&backend, "y").await;
-    let ns = cache
-        .list(&format!("{PREFIX}a/"), &consistent())
-        .await
-        .unwrap();
+    let ns_a = format!("{PREFIX}a/");
+    let paged = ListOptions {
+        limit: Some(2),
+        ..Default::default()
+    };
+    let first = cache.list(&ns_a, &paged).await.unwrap();
+    assert!(from_cache(&first));
+    assert_eq!(first.revision, elsewhere);
+    assert_eq!(cache.revision(), elsewhere);
+    let next = ListOptions {
+        limit: Some(2),
+        continue_token: first.continue_token.clone(),
+        ..Default::default()
+    };
+    let second = cache.list(&ns_a, &next).await.unwrap();
+    assert!(from_cache(&second), "the second page came from the backend");
+    let mut walked = names(&first);
+    walked.extend(names(&second));
+    assert_eq!(
+        walked,
+        names(&backend.list(&ns_a, &consistent()).await.unwrap())
+    );
+    assert_eq!(walked.len(), 3);
+
+    // A small namespace is proven on its own range, at the current revision, without
+    // moving the cache.
+    let elsewhere = write_elsewhere(&backend, "z").await;
+    let ns_b = format!("{PREFIX}b/");
+    let ns = cache.list(&ns_b, &consistent()).await.unwrap();
     assert!(from_cache(&ns));
     assert_eq!(ns.revision, elsewhere);
-    let direct = backend
-        .list(&format!("{PREFIX}a/"), &consistent())
-        .await
-        .unwrap();
-    assert_eq!(names(&ns), names(&direct));
-    assert_eq!(names(&ns).len(), 3);
+    assert!(cache.revision() < elsewhere);
+    assert_eq!(
+        names(&ns),
+        names(&backend.list(&ns_b, &consistent()).await.unwrap())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -181,18 +181,27 @@ impl Shared {
     /// are waited for once; `None` when the proof does not hold.
     async fn prove_current(&self, prefix: &str) -> Result<Option<Revision>> {
         for attempt in 0..2 {
-            let (cached_at, held) = {
+            let (cached_at, range, held) = {
                 let st = self.lock();
                 if !st.ready {
                     return Ok(None);
                 }
-                (st.revision, st.count_under(prefix, &self.prefix))
+                let held = st.count_under(prefix, &self.prefix);
+                // A range holding most of the cache costs etcd about as much to prove as the
+                // cache's whole prefix (etcd reads every key of the range), and proving that
+                // moves the cache itself: later pages of a paged list, and watches from the
+                // list's revision, then come from memory too.
+                if held.saturating_mul(2) > st.store.len() {
+                    (st.revision, self.prefix.as_str(), st.store.len())
+                } else {
+                    (st.revision, prefix, held)
+                }
             };
-            let Some(stamp) = self.backend.prefix_stamp(prefix).await? else {
+            let Some(stamp) = self.backend.prefix_stamp(range).await? else {
                 return Ok(None);
             };
             if stamp.newest <= cached_at && usize::try_from(stamp.count) == Ok(held) {
-                if prefix == self.prefix {
+                if range == self.prefix {
                     self.advance(stamp.revision);
                 }
                 return Ok(Some(stamp.revision.max(cached_at)));
