@@ -87,15 +87,9 @@ impl AuditFlags {
 
 #[cfg(test)]
 mod tests {
-    use crate::options::Options;
-    use clap::Parser;
+    use crate::options::tests::parse;
     use kapi_server::audit::log::{Format, Mode};
     use std::path::PathBuf;
-
-    fn parse(args: &[&str]) -> Options {
-        Options::try_parse_from(std::iter::once("kapi-apiserver").chain(args.iter().copied()))
-            .unwrap()
-    }
 
     #[test]
     fn auditing_is_off_by_default() {

@@ -481,10 +481,11 @@ impl Options {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Options {
+    /// The options of a command line (the program name is added).
+    pub(crate) fn parse(args: &[&str]) -> Options {
         Options::try_parse_from(std::iter::once("kapi-apiserver").chain(args.iter().copied()))
             .unwrap()
     }

@@ -5,4 +5,5 @@
 
 pub mod authn;
 pub mod authz;
+pub mod files;
 pub mod token;

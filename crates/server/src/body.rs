@@ -44,17 +44,8 @@ pub fn status_response(err: &ApiError) -> HttpResponse {
 
 /// A plain-text response, like Go's `http.Error` (which appends a newline).
 pub fn text_error(code: StatusCode, message: &str) -> HttpResponse {
-    let mut resp = Response::new(full(format!("{message}\n")));
+    let mut resp = text_ok(format!("{message}\n"));
     *resp.status_mut() = code;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
     resp
 }
 

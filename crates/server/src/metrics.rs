@@ -45,6 +45,22 @@ pub struct RequestLabels {
     pub scope: String,
 }
 
+impl RequestLabels {
+    /// The label values both request metrics share, in their label order (`component` last).
+    fn values(&self) -> [&str; 8] {
+        [
+            &self.verb,
+            &self.dry_run,
+            &self.group,
+            &self.version,
+            &self.resource,
+            &self.subresource,
+            &self.scope,
+            "apiserver",
+        ]
+    }
+}
+
 impl Metrics {
     pub fn new() -> Result<Arc<Self>, prometheus::Error> {
         let registry = Registry::new();
@@ -114,31 +130,13 @@ impl Metrics {
 
     /// Records one finished request.
     pub fn observe_request(&self, l: &RequestLabels, code: u16, seconds: f64) {
+        let labels = l.values();
         let code = code.to_string();
-        self.request_total
-            .with_label_values(&[
-                &l.verb,
-                &l.dry_run,
-                &l.group,
-                &l.version,
-                &l.resource,
-                &l.subresource,
-                &l.scope,
-                "apiserver",
-                &code,
-            ])
-            .inc();
+        let mut with_code = labels.to_vec();
+        with_code.push(&code);
+        self.request_total.with_label_values(&with_code).inc();
         self.request_duration
-            .with_label_values(&[
-                &l.verb,
-                &l.dry_run,
-                &l.group,
-                &l.version,
-                &l.resource,
-                &l.subresource,
-                &l.scope,
-                "apiserver",
-            ])
+            .with_label_values(&labels)
             .observe(seconds);
     }
 

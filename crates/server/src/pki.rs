@@ -14,9 +14,8 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use time::{Duration as TimeDuration, OffsetDateTime};
 
 const CA_CERT: &str = "ca.crt";
@@ -358,26 +357,10 @@ pub fn private_dir(dir: &Path) -> Result<(), ServerError> {
 
 /// Writes a file with the given mode, replacing it atomically.
 pub fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), ServerError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let err = |source| ServerError::Write {
+    kapi_auth::files::write_atomically(path, contents, mode).map_err(|source| ServerError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(err)?;
-    }
-    let mut tmp = PathBuf::from(path);
-    tmp.as_mut_os_string().push(".tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(err)?;
-    f.write_all(contents).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    })
 }
 
 /// One certificate in PEM form.

@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tower::util::BoxCloneSyncService;
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 /// A handshake that takes longer than this (waiting for a slot included) is abandoned.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,27 +70,14 @@ impl Default for Limits {
 }
 
 /// Serves until `shutdown` completes, then drains for at most `drain`.
-pub async fn serve<S>(
+pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
-    service: S,
+    service: crate::filters::Chain,
     shutdown: impl Future<Output = ()>,
     drain: Duration,
     limits: Limits,
-) where
-    S: Service<
-            Request,
-            Response = HttpResponse,
-            Error = Infallible,
-            Future = BoxFuture<'static, Result<HttpResponse, Infallible>>,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-{
-    // A concrete service type: generic futures inside the spawned task trip the compiler's
-    // higher-ranked `Send` check.
-    let service = BoxCloneSyncService::new(service);
+) {
     let acceptor = TlsAcceptor::from(tls);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder

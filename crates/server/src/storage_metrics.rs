@@ -6,8 +6,8 @@ use crate::metrics::Metrics;
 use async_trait::async_trait;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use kapi_storage::{
-    DynStorage, GetOptions, ListResult, Result, Revision, Storage, UpdateFn, ValidateDeleteFn,
-    WatchOptions, WatchStream,
+    DynStorage, GetOptions, ListResult, Result, Revision, Storage, ValidateDeleteFn, WatchOptions,
+    WatchStream,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,18 +59,13 @@ impl Storage for MeteredStorage {
         r
     }
 
-    async fn guaranteed_update(
+    async fn update(
         &self,
         key: &str,
-        preconditions: Option<&Preconditions>,
-        ignore_not_found: bool,
-        try_update: &mut UpdateFn<'_>,
+        update: kapi_storage::GuaranteedUpdate<'_, '_>,
     ) -> Result<Object> {
         let start = Instant::now();
-        let r = self
-            .inner
-            .guaranteed_update(key, preconditions, ignore_not_found, try_update)
-            .await;
+        let r = self.inner.update(key, update).await;
         self.observe("update", key, start);
         r
     }

@@ -83,6 +83,15 @@ pub type WatchStream = BoxStream<'static, Result<Event>>;
 /// write.
 pub type UpdateFn<'a> = dyn FnMut(Option<Object>) -> BoxFuture<'a, Result<Object>> + Send + 'a;
 
+/// The arguments of one [`Storage::guaranteed_update`]: the preconditions checked against each
+/// current object read, whether a missing key is created (`try_update(None)`) instead of
+/// NotFound, and the update.
+pub struct GuaranteedUpdate<'a, 'f> {
+    pub preconditions: Option<&'a Preconditions>,
+    pub ignore_not_found: bool,
+    pub try_update: &'a mut UpdateFn<'f>,
+}
+
 /// Checks the current object before a delete; an `Err` aborts the delete.
 pub type ValidateDeleteFn<'a> = dyn Fn(&Object) -> BoxFuture<'a, Result<()>> + Send + Sync + 'a;
 
@@ -109,7 +118,17 @@ pub trait Storage: Send + Sync + 'static {
         preconditions: Option<&Preconditions>,
         ignore_not_found: bool,
         try_update: &mut UpdateFn<'_>,
-    ) -> Result<Object>;
+    ) -> Result<Object> {
+        let update = GuaranteedUpdate {
+            preconditions,
+            ignore_not_found,
+            try_update,
+        };
+        self.update(key, update).await
+    }
+
+    /// What a store implements for [`Storage::guaranteed_update`], its arguments in one.
+    async fn update(&self, key: &str, update: GuaranteedUpdate<'_, '_>) -> Result<Object>;
 
     /// Deletes `key` if the preconditions and `validate` pass; returns the deleted object.
     async fn delete(

@@ -8,6 +8,7 @@
 //! The trait speaks keys, objects and revisions — never HTTP or resources. The interface
 //! module imports neither etcd-client nor rusqlite.
 
+mod backend;
 pub mod cacher;
 pub mod continuation;
 pub mod embedded;

@@ -314,5 +314,14 @@ mod tests {
             forbidden(&a, "").message,
             r#"forbidden: User "u" cannot get path "/healthz""#
         );
+        // The filter's 403 for a subresource, with the authorizer's reason appended.
+        let a = Attributes::from_request(
+            &u,
+            &RequestInfo::resolve("PUT", "/api/v1/namespaces/d/pods/p/status", ""),
+        );
+        assert_eq!(
+            forbidden(&a, "Everything is forbidden.").message,
+            r#"pods "p" is forbidden: User "u" cannot update resource "pods/status" in API group "" in the namespace "d": Everything is forbidden."#
+        );
     }
 }

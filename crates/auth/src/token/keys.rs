@@ -257,25 +257,8 @@ pub fn load_or_generate(dir: &Path) -> Result<SigningKey, KeyError> {
 
 /// Writes a file with a mode, atomically.
 fn write(path: &Path, contents: &[u8], mode: u32) -> Result<(), KeyError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let err = |source| KeyError::Write {
+    crate::files::write_atomically(path, contents, mode).map_err(|source| KeyError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(err)?;
-    }
-    let mut tmp = path.to_path_buf();
-    tmp.as_mut_os_string().push(".tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(err)?;
-    f.write_all(contents).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    })
 }

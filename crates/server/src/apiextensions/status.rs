@@ -5,9 +5,7 @@ use super::naming::Condition;
 use kapi_machinery::{ApiError, Object};
 use kapi_registry::customresource::Names;
 use kapi_registry::meta::now_rfc3339;
-use kapi_registry::rest::{
-    validate_nothing, validate_update_nothing, Context, Storage, UpdatedObjectFn, WriteOptions,
-};
+use kapi_registry::rest::{Context, Storage, UpdatedObjectFn};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -118,16 +116,7 @@ async fn update(
     let updater = store
         .as_updater()
         .ok_or_else(|| ApiError::internal("customresourcedefinitions cannot be updated"))?;
-    updater
-        .update(
-            &Context::default(),
-            name,
-            new_object,
-            validate_nothing(),
-            validate_update_nothing(),
-            false,
-            &WriteOptions::default(),
-        )
+    crate::controllers::ops::write(updater, &Context::default(), name, new_object)
         .await
         .map(|_| ())
 }

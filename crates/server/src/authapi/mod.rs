@@ -143,3 +143,22 @@ fn load(config: &ServerConfig) -> Result<Loaded, ServerError> {
     };
     Ok((signing, verifying, static_tokens))
 }
+
+/// `spec.audiences` of a TokenReview or TokenRequest; when empty, `default` (the API
+/// server's own audiences).
+fn audiences_or(review: &serde_json::Value, default: &[String]) -> Vec<String> {
+    let audiences: Vec<String> = review
+        .pointer("/spec/audiences")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    if audiences.is_empty() {
+        default.to_vec()
+    } else {
+        audiences
+    }
+}

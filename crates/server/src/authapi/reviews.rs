@@ -79,18 +79,7 @@ impl Creater for TokenReviewer {
             ));
         }
         validate(Object::from_value(review.clone())?).await?;
-        let mut audiences: Vec<String> = review
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if audiences.is_empty() {
-            audiences = self.api_audiences.clone();
-        }
+        let audiences = super::audiences_or(&review, &self.api_audiences);
         let mut status = Map::new();
         match self
             .tokens

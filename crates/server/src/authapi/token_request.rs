@@ -205,18 +205,7 @@ impl Creater for TokenRequester {
                 ApiError::not_found(&GroupResource::new("", "serviceaccounts"), &name)
             })?;
         let mut req = obj.into_value();
-        let mut audiences: Vec<String> = req
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if audiences.is_empty() {
-            audiences = self.audiences.clone();
-        }
+        let audiences = super::audiences_or(&req, &self.audiences);
         let expiration = req
             .pointer("/spec/expirationSeconds")
             .and_then(Value::as_i64)

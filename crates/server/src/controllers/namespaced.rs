@@ -3,8 +3,7 @@
 use futures::StreamExt;
 use kapi_machinery::{ApiError, EventType, GetOptions, ListOptions, Object};
 use kapi_registry::rest::{
-    validate_nothing, validate_update_nothing, Context, FieldValidation, Storage, UpdatedObjectFn,
-    WriteOptions,
+    validate_nothing, Context, FieldValidation, Storage, UpdatedObjectFn, WriteOptions,
 };
 use kapi_storage::{DynStorage, WatchOptions};
 use serde_json::json;
@@ -74,17 +73,7 @@ async fn ensure_with(
                     Ok(obj)
                 })
             });
-            let result = updater
-                .update(
-                    &ctx,
-                    body.name(),
-                    new_object,
-                    validate_nothing(),
-                    validate_update_nothing(),
-                    false,
-                    &WriteOptions::default(),
-                )
-                .await;
+            let result = super::ops::write(updater, &ctx, body.name(), new_object).await;
             return match result {
                 Ok(_) => Ok(()),
                 Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),

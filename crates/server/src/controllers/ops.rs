@@ -4,7 +4,8 @@
 use kapi_machinery::options::PropagationPolicy;
 use kapi_machinery::{ApiError, DeleteOptions, GetOptions, Object, UserInfo};
 use kapi_registry::rest::{
-    validate_nothing, validate_update_nothing, Context, Storage, UpdatedObjectFn, WriteOptions,
+    validate_nothing, validate_update_nothing, Context, Storage, UpdateResult, UpdatedObjectFn,
+    Updater, WriteOptions,
 };
 use std::sync::Arc;
 
@@ -61,6 +62,26 @@ pub async fn delete(
     }
 }
 
+/// An update as controllers make it: no validation hooks, never a create, default options.
+pub async fn write(
+    updater: &dyn Updater,
+    ctx: &Context,
+    name: &str,
+    new_object: UpdatedObjectFn,
+) -> Result<UpdateResult, ApiError> {
+    updater
+        .update(
+            ctx,
+            name,
+            new_object,
+            validate_nothing(),
+            validate_update_nothing(),
+            false,
+            &WriteOptions::default(),
+        )
+        .await
+}
+
 /// What the update closure answers when `change` had nothing to do, so nothing is written (a
 /// write would bump the resourceVersion and wake every watcher, this controller included).
 const UNCHANGED: &str = "no change to write";
@@ -91,18 +112,7 @@ where
             }
         })
     });
-    match updater
-        .update(
-            ctx,
-            name,
-            new_object,
-            validate_nothing(),
-            validate_update_nothing(),
-            false,
-            &WriteOptions::default(),
-        )
-        .await
-    {
+    match write(updater, ctx, name, new_object).await {
         Ok(_) => Ok(()),
         Err(e) if e.is_not_found() || (e.code == 500 && e.message == UNCHANGED) => Ok(()),
         Err(e) => Err(e),

@@ -13,6 +13,7 @@
 
 use super::authorization::{Attributes, Authorizer, Decision};
 use super::filter::{Answer, Filter, Next};
+use super::hooked::{hooked, Hook, Polled};
 use super::request_id::AuditId;
 use crate::audit::event::{self, Event, RequestFacts};
 use crate::audit::policy::{Level, RequestAuditConfig, Stage};
@@ -22,16 +23,14 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::Utc;
 use futures::future::FutureExt;
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::BodyExt;
 use kapi_admission::audit::AuditSink;
-use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::{RequestInfo, UserInfo};
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 
 pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
@@ -305,13 +304,7 @@ impl Filter for Audit {
             if !audited.omits(Stage::ResponseStarted) {
                 audited.auditor.emit(&audited.event).await;
             }
-            Ok(resp.map(|body| {
-                CompleteOnEnd {
-                    inner: body,
-                    audited: Some(audited),
-                }
-                .boxed_unsync()
-            }))
+            Ok(resp.map(|body| hooked(body, CompleteOnEnd(Some(audited)))))
         })
     }
 }
@@ -324,16 +317,13 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// A long-running response's body that writes the `ResponseComplete` event when it ends or is
-/// dropped (the client went away).
-struct CompleteOnEnd {
-    inner: ResponseBody,
-    audited: Option<Audited>,
-}
+/// A long-running response's body hook that writes the `ResponseComplete` event when the
+/// body ends or is dropped (the client went away).
+struct CompleteOnEnd(Option<Audited>);
 
 impl CompleteOnEnd {
     fn complete(&mut self) {
-        if let Some(mut a) = self.audited.take() {
+        if let Some(mut a) = self.0.take() {
             a.stamp(Stage::ResponseComplete);
             if !a.omits(Stage::ResponseComplete) {
                 a.auditor.emit_detached(a.event);
@@ -342,27 +332,11 @@ impl CompleteOnEnd {
     }
 }
 
-impl Body for CompleteOnEnd {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+impl Hook for CompleteOnEnd {
+    fn polled(&mut self, polled: &Polled) {
         if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
             self.complete();
         }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -4,16 +4,11 @@
 //! RequestInfo filter and reads the RequestInfo that filter copies into the response.
 
 use super::filter::{Answer, Filter, Next};
+use super::hooked::{hooked, Hook};
 use crate::body::Request;
 use crate::metrics::{Metrics, RequestLabels};
-use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
-use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::RequestInfo;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 #[derive(Clone)]
@@ -140,13 +135,7 @@ impl Filter for MetricsFilter {
                 start,
                 gauge,
             };
-            Ok(resp.map(|body| {
-                ObservedBody {
-                    inner: body,
-                    _done: done,
-                }
-                .boxed_unsync()
-            }))
+            Ok(resp.map(|body| hooked(body, done)))
         })
     }
 }
@@ -168,31 +157,8 @@ impl Drop for Done {
     }
 }
 
-/// A response body that records its request when it is dropped.
-struct ObservedBody {
-    inner: ResponseBody,
-    _done: Done,
-}
-
-impl Body for ObservedBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
+/// The response body's hook: nothing but the record it makes when dropped.
+impl Hook for Done {}
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@ pub mod authorization;
 pub mod cache_control;
 pub mod compression;
 pub mod filter;
+pub mod hooked;
 pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
@@ -24,11 +25,11 @@ use crate::metrics::Metrics;
 use authentication::{Authentication, Authenticator};
 use authorization::{Authorization, Authorizer};
 use filter::Filter;
-use futures::future::BoxFuture;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceBuilder};
 
 /// What the filters need.
@@ -48,20 +49,14 @@ pub struct ChainConfig {
     pub auditor: Option<Arc<crate::audit::Auditor>>,
 }
 
+/// The handler chain as the server runs it: cloned per connection, its future boxed. A
+/// concrete type, because generic futures inside the spawned connection task trip the
+/// compiler's higher-ranked `Send` check.
+pub type Chain = BoxCloneSyncService<Request, HttpResponse, Infallible>;
+
 /// Every filter a request passes through, outermost first (kube-apiserver's order). A new
 /// filter is a new line here.
-pub fn build_handler_chain<S>(
-    api: S,
-    c: ChainConfig,
-) -> impl Service<
-    Request,
-    Response = HttpResponse,
-    Error = Infallible,
-    Future = BoxFuture<'static, Result<HttpResponse, Infallible>>,
-> + Clone
-       + Send
-       + Sync
-       + 'static
+pub fn build_handler_chain<S>(api: S, c: ChainConfig) -> Chain
 where
     S: Service<Request, Response = HttpResponse, Error = Infallible>
         + Clone
@@ -70,7 +65,7 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    ServiceBuilder::new()
+    let chain = ServiceBuilder::new()
         .layer(panic::PanicRecovery.layer()) // 500 for this request only
         .layer(request_id::RequestId.layer()) // Audit-Id, tracing span, request log
         .layer(cache_control::CacheControl.layer()) // no-cache, private
@@ -96,5 +91,6 @@ where
             >| { r.map(http_body_util::BodyExt::boxed_unsync) },
         )
         .layer(compression::layer()) // gzip for large complete bodies
-        .service(api)
+        .service(api);
+    BoxCloneSyncService::new(chain)
 }

@@ -4,15 +4,11 @@
 //! (or this one, when it is back).
 
 use super::filter::{Answer, Filter, Next};
+use super::hooked::{hooked, Hook};
 use crate::body::Request;
-use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt};
-use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
-use kapi_endpoints::{BoxError, ResponseBody};
 use kapi_machinery::RequestInfo;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Context;
 use tokio::sync::watch;
 
 #[derive(Clone)]
@@ -27,31 +23,11 @@ impl WatchTermination {
 }
 
 /// A body that ends when shutdown begins.
-struct UntilShutdown {
-    inner: ResponseBody,
-    shutdown: BoxFuture<'static, ()>,
-}
+struct UntilShutdown(BoxFuture<'static, ()>);
 
-impl Body for UntilShutdown {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        if self.shutdown.poll_unpin(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+impl Hook for UntilShutdown {
+    fn ends(&mut self, cx: &mut Context<'_>) -> bool {
+        self.0.poll_unpin(cx).is_ready()
     }
 }
 
@@ -73,7 +49,7 @@ impl Filter for WatchTermination {
                         let _ = rx.wait_for(|down| *down).await;
                     }
                     .boxed();
-                    UntilShutdown { inner, shutdown }.boxed_unsync()
+                    hooked(inner, UntilShutdown(shutdown))
                 })
             })
         }))

@@ -23,8 +23,8 @@ use crate::continuation;
 use crate::error::{Error, Result};
 use crate::events::prefix_end;
 use crate::interface::{
-    DynStorage, Event, GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn,
-    WatchOptions, WatchStream,
+    DynStorage, Event, GetOptions, ListResult, Revision, Storage, ValidateDeleteFn, WatchOptions,
+    WatchStream,
 };
 use crate::list::ReadAt;
 use async_trait::async_trait;
@@ -472,17 +472,8 @@ impl Storage for Cacher {
         }
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: Option<&Preconditions>,
-        ignore_not_found: bool,
-        try_update: &mut UpdateFn<'_>,
-    ) -> Result<Object> {
-        self.shared
-            .backend
-            .guaranteed_update(key, preconditions, ignore_not_found, try_update)
-            .await
+    async fn update(&self, key: &str, update: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
+        self.shared.backend.update(key, update).await
     }
 
     async fn delete(

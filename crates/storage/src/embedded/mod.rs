@@ -11,11 +11,11 @@ pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
+use crate::backend::{get_answer, strip_revision};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{with_revision, Change};
 use crate::interface::{
-    GetOptions, ListResult, Revision, Storage, UpdateFn, ValidateDeleteFn, WatchOptions,
-    WatchStream,
+    GetOptions, ListResult, Revision, Storage, ValidateDeleteFn, WatchOptions, WatchStream,
 };
 use crate::list::{RangeReader, RawKv, RawPage};
 use crate::transformer::{Codec, Transformers};
@@ -261,16 +261,6 @@ fn written(outcome: WriteOutcome) -> Result<Revision> {
     }
 }
 
-fn strip_revision(mut obj: Object) -> Object {
-    if obj
-        .metadata()
-        .is_some_and(|m| m.contains_key("resourceVersion"))
-    {
-        obj.metadata_mut().remove("resourceVersion");
-    }
-    obj
-}
-
 #[async_trait]
 impl RangeReader for EmbeddedStorage {
     async fn range(
@@ -354,34 +344,21 @@ impl Storage for EmbeddedStorage {
 
     async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
         let (found, current) = self.inner.latest(key).await?;
-        if let Some(min) = opts.resource_version.filter(|r| *r > current) {
-            return Err(too_large_resource_version(min, current));
-        }
-        match found {
-            Some((obj, _, _)) => Ok(Some(obj)),
-            None if opts.ignore_not_found => Ok(None),
-            None => Err(Error::NotFound { key: key.into() }),
-        }
+        get_answer(key, opts, current, found.map(|(obj, _, _)| || Ok(obj)))
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
         crate::list::list(self, prefix, opts).await
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: Option<&Preconditions>,
-        ignore_not_found: bool,
-        try_update: &mut UpdateFn<'_>,
-    ) -> Result<Object> {
+    async fn update(&self, key: &str, u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
         loop {
             let (current, _) = self.inner.latest(key).await?;
             let Some((cur, rev, stored)) = current else {
-                if !ignore_not_found {
+                if !u.ignore_not_found {
                     return Err(Error::NotFound { key: key.into() });
                 }
-                let object = strip_revision(try_update(None).await?);
+                let object = strip_revision((u.try_update)(None).await?);
                 let value = self.inner.codec.encode(key, &object)?;
                 match write(
                     &self.inner,
@@ -399,8 +376,8 @@ impl Storage for EmbeddedStorage {
                     Err(e) => return Err(e),
                 }
             };
-            crate::error::check_preconditions(preconditions, key, &cur)?;
-            let object = strip_revision(try_update(Some(cur.clone())).await?);
+            crate::error::check_preconditions(u.preconditions, key, &cur)?;
+            let object = strip_revision((u.try_update)(Some(cur.clone())).await?);
             let value = crate::events::encode_for_storage(&object);
             if value == stored {
                 // Nothing changed: no write, no event (upstream's short cut).

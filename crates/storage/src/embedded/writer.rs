@@ -254,6 +254,46 @@ fn live(row: Option<Row>) -> Option<Row> {
     row.filter(|r| !r.deleted)
 }
 
+/// The live row of `key` if it is still the one at `expected` (the revision the writer read).
+fn expected_row(tx: &Connection, key: &str, expected: Revision) -> Result<Option<Row>> {
+    Ok(live(db::latest_row(tx, key, i64::MAX)?).filter(|r| r.id == expected))
+}
+
+/// A compare-and-swap that lost: someone wrote `key` since it was read.
+fn conflict(key: String) -> Applied {
+    let message = "the object has been modified".into();
+    (Err(Error::Conflict { key, message }), None)
+}
+
+/// Writes the row that follows `row` for `key` at the next revision (a new value, or a
+/// tombstone when `deleted`), keeping its creation revision; returns that revision.
+fn supersede(
+    tx: &Connection,
+    current: &mut Revision,
+    key: &str,
+    row: &Row,
+    deleted: bool,
+    expires: i64,
+    value: &[u8],
+) -> Result<Revision> {
+    let rev = current.saturating_add(1);
+    insert(
+        tx,
+        NewRow {
+            rev,
+            key,
+            created: false,
+            deleted,
+            create_rev: row.create_revision,
+            prev: row.id,
+            expires,
+            value,
+        },
+    )?;
+    *current = rev;
+    Ok(rev)
+}
+
 /// Applies one op inside the batch's transaction. A logical refusal (exists, conflict) writes
 /// nothing; a SQL error fails the whole batch.
 fn apply(
@@ -307,31 +347,10 @@ fn apply(
             object,
             prev,
         } => {
-            let Some(row) = live(db::latest_row(tx, &key, i64::MAX)?).filter(|r| r.id == expected)
-            else {
-                return Ok((
-                    Err(Error::Conflict {
-                        key,
-                        message: "the object has been modified".into(),
-                    }),
-                    None,
-                ));
+            let Some(row) = expected_row(tx, &key, expected)? else {
+                return Ok(conflict(key));
             };
-            let rev = current.saturating_add(1);
-            insert(
-                tx,
-                NewRow {
-                    rev,
-                    key: &key,
-                    created: false,
-                    deleted: false,
-                    create_rev: row.create_revision,
-                    prev: row.id,
-                    expires: row.expires_at,
-                    value: &value,
-                },
-            )?;
-            *current = rev;
+            let rev = supersede(tx, current, &key, &row, false, row.expires_at, &value)?;
             let prev = Arc::new(with_revision((*prev).clone(), rev));
             let change = Change {
                 revision: rev,
@@ -347,31 +366,10 @@ fn apply(
             expected,
             prev,
         } => {
-            let Some(row) = live(db::latest_row(tx, &key, i64::MAX)?).filter(|r| r.id == expected)
-            else {
-                return Ok((
-                    Err(Error::Conflict {
-                        key,
-                        message: "the object has been modified".into(),
-                    }),
-                    None,
-                ));
+            let Some(row) = expected_row(tx, &key, expected)? else {
+                return Ok(conflict(key));
             };
-            let rev = current.saturating_add(1);
-            insert(
-                tx,
-                NewRow {
-                    rev,
-                    key: &key,
-                    created: false,
-                    deleted: true,
-                    create_rev: row.create_revision,
-                    prev: row.id,
-                    expires: 0,
-                    value: &row.value,
-                },
-            )?;
-            *current = rev;
+            let rev = supersede(tx, current, &key, &row, true, 0, &row.value)?;
             let gone = Arc::new(with_revision((*prev).clone(), rev));
             let change = Change {
                 revision: rev,

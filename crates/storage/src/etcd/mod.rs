@@ -9,11 +9,12 @@ mod members;
 mod ttl;
 mod watch;
 
+use crate::backend::{get_answer, strip_revision};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{prefix_end, with_revision};
 use crate::interface::{
-    GetOptions, ListResult, PrefixStamp, Revision, Storage, UpdateFn, ValidateDeleteFn,
-    WatchOptions, WatchStream,
+    GetOptions, ListResult, PrefixStamp, Revision, Storage, ValidateDeleteFn, WatchOptions,
+    WatchStream,
 };
 use crate::list::{RangeReader, RawKv, RawPage};
 use crate::transformer::{Codec, Transformers};
@@ -437,16 +438,6 @@ impl EtcdStorage {
     }
 }
 
-fn strip_revision(mut obj: Object) -> Object {
-    if obj
-        .metadata()
-        .is_some_and(|m| m.contains_key("resourceVersion"))
-    {
-        obj.metadata_mut().remove("resourceVersion");
-    }
-    obj
-}
-
 fn decode_kv(s: &EtcdStorage, kv: &KeyValue) -> Result<Object> {
     let key = String::from_utf8_lossy(kv.key());
     s.codec.decode(s.strip(&key), kv.value(), kv.mod_revision())
@@ -533,34 +524,26 @@ impl Storage for EtcdStorage {
 
     async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
         let (kv, current) = self.get_kv(key).await?;
-        if let Some(min) = opts.resource_version.filter(|r| *r > current) {
-            return Err(too_large_resource_version(min, current));
-        }
-        match kv {
-            Some(kv) => Ok(Some(decode_kv(self, &kv)?)),
-            None if opts.ignore_not_found => Ok(None),
-            None => Err(Error::NotFound { key: key.into() }),
-        }
+        get_answer(
+            key,
+            opts,
+            current,
+            kv.map(|kv| move || decode_kv(self, &kv)),
+        )
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
         crate::list::list(self, prefix, opts).await
     }
 
-    async fn guaranteed_update(
-        &self,
-        key: &str,
-        preconditions: Option<&Preconditions>,
-        ignore_not_found: bool,
-        try_update: &mut UpdateFn<'_>,
-    ) -> Result<Object> {
+    async fn update(&self, key: &str, u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
         let mut current = self.get_kv(key).await?.0;
         loop {
             let Some(kv) = current.take() else {
-                if !ignore_not_found {
+                if !u.ignore_not_found {
                     return Err(Error::NotFound { key: key.into() });
                 }
-                let object = strip_revision(try_update(None).await?);
+                let object = strip_revision((u.try_update)(None).await?);
                 match self
                     .put_if(key, 0, self.codec.encode(key, &object)?, 0, true)
                     .await?
@@ -573,8 +556,8 @@ impl Storage for EtcdStorage {
                 }
             };
             let cur = decode_kv(self, &kv)?;
-            crate::error::check_preconditions(preconditions, &self.full(key), &cur)?;
-            let object = strip_revision(try_update(Some(cur.clone())).await?);
+            crate::error::check_preconditions(u.preconditions, &self.full(key), &cur)?;
+            let object = strip_revision((u.try_update)(Some(cur.clone())).await?);
             let value = crate::events::encode_for_storage(&object);
             if value == *self.codec.plain(key, kv.value())? {
                 // Nothing changed: no write, no event (upstream's short cut).

@@ -60,15 +60,7 @@ impl Collector {
             })
             .await?;
         }
-        let ctx = ops::context(&owner.namespace, NAME);
-        ops::remove_finalizer(
-            owner.storage.as_ref(),
-            &ctx,
-            &owner.name,
-            &owner.uid,
-            ORPHAN,
-        )
-        .await?;
+        remove_finalizer(owner, ORPHAN).await?;
         tracing::info!(object = %owner.resource(), "garbage collector: dependents orphaned");
         Ok(())
     }
@@ -85,15 +77,7 @@ impl Collector {
             })
             .collect();
         if blocking.is_empty() {
-            let ctx = ops::context(&owner.namespace, NAME);
-            ops::remove_finalizer(
-                owner.storage.as_ref(),
-                &ctx,
-                &owner.name,
-                &owner.uid,
-                FOREGROUND,
-            )
-            .await?;
+            remove_finalizer(owner, FOREGROUND).await?;
             tracing::info!(object = %owner.resource(), "garbage collector: foreground deletion done");
             return Ok(());
         }
@@ -263,4 +247,17 @@ fn unblock_refs(obj: &mut kapi_machinery::Object, uids: &HashSet<String>) -> boo
         }
     }
     changed
+}
+
+/// Takes `finalizer` off `owner`, as the garbage collector.
+async fn remove_finalizer(owner: &Node, finalizer: &'static str) -> Result<(), ApiError> {
+    let ctx = ops::context(&owner.namespace, NAME);
+    ops::remove_finalizer(
+        owner.storage.as_ref(),
+        &ctx,
+        &owner.name,
+        &owner.uid,
+        finalizer,
+    )
+    .await
 }
