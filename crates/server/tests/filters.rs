@@ -175,15 +175,7 @@ fn chain<S>(
     inner: S,
     request_timeout: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
-) -> impl tower::Service<
-    Request,
-    Response = HttpResponse,
-    Error = Infallible,
-    Future = futures::future::BoxFuture<'static, Result<HttpResponse, Infallible>>,
-> + Clone
-       + Send
-       + Sync
-       + 'static
+) -> kapi_server::filters::Chain
 where
     S: tower::Service<Request, Response = HttpResponse, Error = Infallible>
         + Clone
