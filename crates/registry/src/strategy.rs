@@ -53,6 +53,19 @@ pub fn default_field_label_error(label: &str) -> String {
     )
 }
 
+/// `to`'s status set to `from`'s, or removed when `from` has none (upstream's
+/// `newObj.Status = oldObj.Status` and its reverse in status strategies).
+pub fn copy_status(to: &mut Object, from: &Object) {
+    match from.get("status") {
+        Some(s) => {
+            to.insert("status", s.clone());
+        }
+        None => {
+            to.remove("status");
+        }
+    }
+}
+
 /// Every top-level field but `metadata` and `status` (the spec, or a kind's other fields)
 /// taken from `old`: the part of a status strategy every kind shares.
 pub fn keep_all_but_status_and_metadata(new: &mut Object, old: &Object) {

@@ -326,14 +326,7 @@ impl Strategy for CustomResourceStrategy {
     /// status and managedFields (and its resourceVersion, already checked against the old).
     fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
         let mut out = old.clone();
-        match new.get("status") {
-            Some(s) => {
-                out.insert("status", s.clone());
-            }
-            None => {
-                out.remove("status");
-            }
-        }
+        crate::strategy::copy_status(&mut out, new);
         crate::strategy::keep_old_metadata(&mut out, new, &["managedFields", "resourceVersion"]);
         *new = out;
     }

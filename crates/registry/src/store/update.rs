@@ -25,17 +25,6 @@ struct UpdateCall<'a> {
     opts: &'a WriteOptions,
 }
 
-fn set_or_remove(obj: &mut Object, key: &str, v: Option<Value>) {
-    match v {
-        Some(v) => {
-            obj.insert(key, v);
-        }
-        None => {
-            obj.remove(key);
-        }
-    }
-}
-
 /// Allocation bookkeeping across compare-and-swap attempts.
 #[derive(Default)]
 struct AttemptState {
@@ -52,7 +41,7 @@ impl Store {
             Subresource::Main => {
                 let mut new = new;
                 if self.strategy.has_status() {
-                    set_or_remove(&mut new, "status", old.get("status").cloned());
+                    crate::strategy::copy_status(&mut new, old);
                 }
                 new
             }

@@ -179,14 +179,7 @@ impl Strategy for ValidatingAdmissionPolicyStrategy {
         obj.remove("status");
     }
     fn prepare_for_update(&self, new: &mut Object, old: &Object) {
-        match old.get("status") {
-            Some(s) => {
-                new.insert("status", s.clone());
-            }
-            None => {
-                new.remove("status");
-            }
-        }
+        crate::strategy::copy_status(new, old);
     }
     fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
         crate::strategy::keep_all_but_status_and_metadata(new, old);

@@ -180,14 +180,7 @@ impl Strategy for CustomResourceDefinitionStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Object, old: &Object) {
-        match old.get("status") {
-            Some(s) => {
-                new.insert("status", s.clone());
-            }
-            None => {
-                new.remove("status");
-            }
-        }
+        crate::strategy::copy_status(new, old);
         record_storage_version(new);
     }
 
