@@ -1,9 +1,11 @@
 //! The simple JSONPath subset CRDs use in `additionalPrinterColumns`, `selectableFields` and
 //! the scale subresource's paths: `.a.b`, `['a.b']`, `[0]`, `[*]` and equality filters
 //! `[?(@.type=="Ready")]`, evaluated as upstream's `k8s.io/client-go/util/jsonpath` with
-//! missing keys allowed.
+//! missing keys allowed. Built-in printers' columns read fields with the same paths,
+//! written in the source with [`jsonpath!`](crate::customresource::jsonpath::jsonpath).
 
 use serde_json::Value;
+use std::sync::LazyLock;
 
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +131,43 @@ impl JsonPath {
     }
 }
 
+/// A path written in the source, parsed on first use and then kept: a `static`, so that
+/// `const` tables of columns can point at it. Made by [`jsonpath!`].
+pub struct StaticPath {
+    pub text: &'static str,
+    pub parsed: LazyLock<JsonPath>,
+}
+
+impl StaticPath {
+    /// The parsed path (a path that does not parse is a programming error, caught by the
+    /// printers' tests, which read every column).
+    pub fn get(&self) -> &JsonPath {
+        &self.parsed
+    }
+}
+
+impl std::fmt::Debug for StaticPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text)
+    }
+}
+
+/// `jsonpath!(".spec.replicas")`: a `&'static` [`StaticPath`], parsed once.
+macro_rules! jsonpath {
+    ($text:literal) => {{
+        static PATH: $crate::customresource::jsonpath::StaticPath =
+            $crate::customresource::jsonpath::StaticPath {
+                text: $text,
+                parsed: ::std::sync::LazyLock::new(|| {
+                    $crate::customresource::jsonpath::JsonPath::parse($text)
+                        .unwrap_or_else(|e| panic!("built-in path {:?}: {e}", $text))
+                }),
+            };
+        &PATH
+    }};
+}
+pub(crate) use jsonpath;
+
 /// Splits `s` (starting at a `[`) into the text inside the matching `]` and what follows it;
 /// brackets inside quotes do not count.
 fn split_bracket(s: &str) -> Option<(&str, &str)> {
@@ -226,5 +265,14 @@ mod tests {
             Some(vec!["spec", "replicas"])
         );
         assert!(JsonPath::parse("spec").is_err());
+    }
+
+    #[test]
+    fn static_paths_parse_once() {
+        let p: &'static StaticPath = jsonpath!(".spec.list[0].type");
+        let v = json!({"spec": {"list": [{"type": "Ready"}]}});
+        assert_eq!(p.get().first(&v), Some(&json!("Ready")));
+        assert!(std::ptr::eq(p.get(), p.get()));
+        assert_eq!(format!("{p:?}"), ".spec.list[0].type");
     }
 }

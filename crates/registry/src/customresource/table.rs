@@ -1,10 +1,13 @@
 //! The Table of a custom resource (upstream's `pkg/registry/customresource/tableconvertor`):
-//! NAME, then the version's `additionalPrinterColumns`, or AGE when it has none.
+//! NAME, then the version's `additionalPrinterColumns`, or AGE when it has none. Cells are
+//! read by the built-in printers' column engine ([`crate::printers::column`]) in its CRD mode:
+//! a path that reaches nothing prints `null`.
 
 use super::jsonpath::JsonPath;
-use crate::printers::{
-    human_duration, now, parse_time, CREATION_TIMESTAMP_DESCRIPTION, NAME_DESCRIPTION,
-};
+use crate::printers::column::{definition, path_cell, Missing};
+#[cfg(test)]
+use crate::printers::parse_time;
+use crate::printers::{now, CREATION_TIMESTAMP_DESCRIPTION, NAME};
 use crate::rest::TableConvertor;
 use kapi_machinery::Object;
 use serde_json::{json, Value};
@@ -65,50 +68,27 @@ impl CustomResourceTable {
         Ok(Self { columns: out })
     }
 
-    fn cell(col: &Column, obj: &Value, now: chrono::DateTime<chrono::Utc>) -> Value {
-        let Some(v) = col.path.first(obj) else {
-            return Value::Null;
-        };
-        match (col.kind.as_str(), v) {
-            (_, Value::Null) => Value::Null,
-            ("string", Value::String(s)) => json!(s),
-            // jsonpath's printing of anything else
-            ("string", other) => json!(other.to_string()),
-            ("integer", Value::Number(n)) => match n.as_i64() {
-                Some(i) => json!(i),
-                None => json!(n.as_f64().map(|f| f as i64)),
-            },
-            ("number", Value::Number(n)) => json!(n.as_f64()),
-            ("boolean", Value::Bool(b)) => json!(b),
-            ("date", Value::String(s)) => match parse_time(s) {
-                Some(t) => json!(human_duration(now.signed_duration_since(t))),
-                None => json!("<invalid>"),
-            },
-            _ => Value::Null,
-        }
-    }
-
     /// The cells of `obj` as they read at `now`.
     pub fn cells_at(&self, obj: &Object, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
         let value = Value::Object(obj.as_map().clone());
         let mut cells = vec![json!(obj.name())];
-        cells.extend(self.columns.iter().map(|c| Self::cell(c, &value, now)));
+        cells.extend(
+            self.columns
+                .iter()
+                .map(|c| path_cell(&c.path, &c.kind, Missing::Null, &value, now)),
+        );
         cells
     }
 }
 
 impl TableConvertor for CustomResourceTable {
     fn columns(&self) -> Vec<Value> {
-        let mut cols = vec![json!({
-            "name": "Name", "type": "string", "format": "name",
-            "description": NAME_DESCRIPTION, "priority": 0,
-        })];
-        cols.extend(self.columns.iter().map(|c| {
-            json!({
-                "name": c.name, "type": c.kind, "format": c.format,
-                "description": c.description, "priority": c.priority,
-            })
-        }));
+        let mut cols = vec![NAME.to_json()];
+        cols.extend(
+            self.columns
+                .iter()
+                .map(|c| definition(&c.name, &c.kind, &c.format, &c.description, c.priority)),
+        );
         cols
     }
 

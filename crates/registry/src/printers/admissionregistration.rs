@@ -2,22 +2,20 @@
 //! webhooks they hold; policies their validation count and param kind; bindings their policy
 //! and param reference.
 
-use super::json::{arr_at, at, str_at};
+use super::column::count;
+use super::json::str_at;
 use super::labels::format_label_selector;
-use super::{age, value, Column, Printer, AGE, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::{Column, Printer, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => {
-            Printer::new(WEBHOOK_COLUMNS, webhook_cells)
-        }
-        "validatingadmissionpolicies" => Printer::new(POLICY_COLUMNS, policy_cells),
-        "validatingadmissionpolicybindings" => Printer::new(BINDING_COLUMNS, binding_cells),
+    Some(Printer::new(match resource {
+        "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => WEBHOOK_COLUMNS,
+        "validatingadmissionpolicies" => POLICY_COLUMNS,
+        "validatingadmissionpolicybindings" => BINDING_COLUMNS,
         _ => return None,
-    })
+    }))
 }
 
 const WEBHOOK_COLUMNS: &[Column] = &[
@@ -26,7 +24,8 @@ const WEBHOOK_COLUMNS: &[Column] = &[
         "Webhooks",
         "integer",
         "Webhooks indicates the number of webhooks in the configuration",
-    ),
+    )
+    .values(jsonpath!(".webhooks[*]"), count),
     AGE,
 ];
 
@@ -36,12 +35,14 @@ const POLICY_COLUMNS: &[Column] = &[
         "Validations",
         "integer",
         "Validations indicates the number of validation rules defined in this configuration",
-    ),
+    )
+    .values(jsonpath!(".spec.validations[*]"), count),
     Column::new(
         "ParamKind",
         "string",
         "ParamKind specifies the kind of resources used to parameterize this policy",
-    ),
+    )
+    .values(jsonpath!(".spec.paramKind"), param_kind),
     AGE,
 ];
 
@@ -51,41 +52,28 @@ const BINDING_COLUMNS: &[Column] = &[
         "PolicyName",
         "string",
         "PolicyName indicates the policy definition which the policy binding binded to",
-    ),
+    )
+    .string(jsonpath!(".spec.policyName")),
     Column::new(
         "ParamRef",
         "string",
         "ParamRef indicates the param resource which sets the configration param",
-    ),
+    )
+    .values(jsonpath!(".spec.paramRef"), param_ref),
     AGE,
 ];
 
-fn webhook_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(arr_at(&v, &["webhooks"]).len()),
-        age(obj, now),
-    ]
-}
-
-fn policy_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let kind = match at(&v, &["spec", "paramKind"]).filter(|p| p.is_object()) {
+/// `apiVersion/kind`, `<unset>` without a param kind.
+fn param_kind(kind: &[&Value]) -> Value {
+    json!(match kind.first().filter(|p| p.is_object()) {
         Some(p) => format!("{}/{}", str_at(p, &["apiVersion"]), str_at(p, &["kind"])),
         None => "<unset>".into(),
-    };
-    vec![
-        json!(obj.name()),
-        json!(arr_at(&v, &["spec", "validations"]).len()),
-        json!(kind),
-        age(obj, now),
-    ]
+    })
 }
 
-fn binding_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let param = match at(&v, &["spec", "paramRef"]).filter(|p| p.is_object()) {
+/// `namespace/name` (`*/name` for any namespace), else the selector, else `<unset>`.
+fn param_ref(reference: &[&Value]) -> Value {
+    json!(match reference.first().filter(|p| p.is_object()) {
         Some(p) if !str_at(p, &["name"]).is_empty() => {
             let ns = str_at(p, &["namespace"]);
             // Whether the param kind is cluster-scoped is not known here: `*` as upstream.
@@ -99,13 +87,7 @@ fn binding_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
             format_label_selector(p.get("selector"))
         }
         _ => "<unset>".into(),
-    };
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["spec", "policyName"])),
-        json!(param),
-        age(obj, now),
-    ]
+    })
 }
 
 #[cfg(test)]

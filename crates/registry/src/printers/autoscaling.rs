@@ -1,28 +1,53 @@
 //! Printer of `autoscaling` horizontal pod autoscalers (both versions; v1 objects are read as
 //! their v2 form, as upstream prints the internal type).
 
-use super::json::{arr_at, at, i64_at, opt_i64_at, str_at};
-use super::{age, value, Column, Printer, AGE, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::json::{arr_at, at, opt_i64_at, str_at};
+use super::rbac::kind_slash_name;
+use super::{Column, Printer, Row, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "horizontalpodautoscalers" => Printer::new(HPA_COLUMNS, hpa_cells),
+    Some(Printer::new(match resource {
+        "horizontalpodautoscalers" => HPA_COLUMNS,
         _ => return None,
-    })
+    }))
 }
 
+// Only the metrics differ between v1 and v2 (`targetCPUUtilizationPercentage`): the other
+// columns read both alike.
 const HPA_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Reference", "string", "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource."),
-    Column::new("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond."),
-    Column::new("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available."),
-    Column::new("MaxPods", "integer", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas."),
-    Column::new("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler."),
+    Column::new("Reference", "string", "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource.")
+        .values(jsonpath!(".spec.scaleTargetRef"), kind_slash_name),
+    Column::new("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.")
+        .computed(targets),
+    Column::new("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.")
+        .values(jsonpath!(".spec.minReplicas"), |min| {
+            json!(min.first().and_then(|m| m.as_i64()).map_or_else(|| "<unset>".to_string(), |m| m.to_string()))
+        }),
+    Column::new("MaxPods", "integer", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.")
+        .integer(jsonpath!(".spec.maxReplicas")),
+    Column::new("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.")
+        .integer(jsonpath!(".status.currentReplicas")),
     AGE,
 ];
+
+/// TARGETS, from the v2 form of the object.
+fn targets(r: &Row) -> Value {
+    let metrics = |v: &Value| {
+        format_metrics(
+            arr_at(v, &["spec", "metrics"]),
+            arr_at(v, &["status", "currentMetrics"]),
+        )
+    };
+    json!(if r.obj.api_version() == "autoscaling/v1" {
+        let v2 = crate::resources::autoscaling::v1_to_v2(r.obj.clone());
+        metrics(&v2.into_value())
+    } else {
+        metrics(r.v)
+    })
+}
 
 fn quantity(v: Option<&Value>) -> String {
     match v {
@@ -99,34 +124,6 @@ fn format_metrics(specs: &[Value], statuses: &[Value]) -> String {
         );
     }
     list.join(", ")
-}
-
-fn hpa_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let obj = if obj.api_version() == "autoscaling/v1" {
-        crate::resources::autoscaling::v1_to_v2(obj.clone())
-    } else {
-        obj.clone()
-    };
-    let v = value(&obj);
-    let reference = format!(
-        "{}/{}",
-        str_at(&v, &["spec", "scaleTargetRef", "kind"]),
-        str_at(&v, &["spec", "scaleTargetRef", "name"])
-    );
-    let min = opt_i64_at(&v, &["spec", "minReplicas"])
-        .map_or_else(|| "<unset>".to_string(), |m| m.to_string());
-    vec![
-        json!(obj.name()),
-        json!(reference),
-        json!(format_metrics(
-            arr_at(&v, &["spec", "metrics"]),
-            arr_at(&v, &["status", "currentMetrics"])
-        )),
-        json!(min),
-        json!(i64_at(&v, &["spec", "maxReplicas"])),
-        json!(i64_at(&v, &["status", "currentReplicas"])),
-        age(&obj, now),
-    ]
 }
 
 #[cfg(test)]

@@ -1,56 +1,59 @@
 //! Printers of `batch/v1`: jobs (STATUS, COMPLETIONS, DURATION) and cron jobs (SCHEDULE,
 //! TIMEZONE, SUSPEND, ACTIVE, LAST SCHEDULE).
 
+use super::column::count;
 use super::docs;
-use super::json::{arr_at, at, opt_bool_at, opt_i64_at, str_at};
-use super::labels::{format_label_selector, layout_containers};
+use super::json::{arr_at, opt_i64_at, str_at};
+use super::labels::label_selector;
 use super::{
-    age, human_duration, parse_time, translate_timestamp_since, value, Column, Printer, AGE,
-    CONTAINERS, IMAGES, NAME,
+    containers, human_duration, images, parse_time, translate_timestamp_since, Column, Printer,
+    Row, AGE, NAME,
 };
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "jobs" => Printer::new(JOB_COLUMNS, job_cells),
-        "cronjobs" => Printer::new(CRON_JOB_COLUMNS, cron_job_cells),
+    Some(Printer::new(match resource {
+        "jobs" => JOB_COLUMNS,
+        "cronjobs" => CRON_JOB_COLUMNS,
         _ => return None,
-    })
+    }))
 }
 
 const SELECTOR: Column = Column::new("Selector", "string", docs::JOB_SELECTOR).wide();
 
 const JOB_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Status", "string", "Status of the job."),
-    Column::new("Completions", "string", docs::JOB_SUCCEEDED),
-    Column::new("Duration", "string", "Time required to complete the job."),
+    Column::new("Status", "string", "Status of the job.").computed(job_status),
+    Column::new("Completions", "string", docs::JOB_SUCCEEDED).computed(job_completions),
+    Column::new("Duration", "string", "Time required to complete the job.").computed(|r| {
+        let start = parse_time(str_at(r.v, &["status", "startTime"]));
+        let completion = parse_time(str_at(r.v, &["status", "completionTime"]));
+        json!(match (start, completion) {
+            (None, _) => String::new(),
+            (Some(s), None) => human_duration(r.now.signed_duration_since(s)),
+            (Some(s), Some(c)) => human_duration(c.signed_duration_since(s)),
+        })
+    }),
     AGE,
-    CONTAINERS.wide(),
-    IMAGES.wide(),
-    SELECTOR,
+    containers(jsonpath!(".spec.template.spec")).wide(),
+    images(jsonpath!(".spec.template.spec")).wide(),
+    SELECTOR.values(jsonpath!(".spec.selector"), label_selector),
 ];
 
-fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let succeeded = opt_i64_at(&v, &["status", "succeeded"]).unwrap_or(0);
-    let completions = match opt_i64_at(&v, &["spec", "completions"]) {
+fn job_completions(r: &Row) -> Value {
+    let succeeded = opt_i64_at(r.v, &["status", "succeeded"]).unwrap_or(0);
+    json!(match opt_i64_at(r.v, &["spec", "completions"]) {
         Some(c) => format!("{succeeded}/{c}"),
-        None => match opt_i64_at(&v, &["spec", "parallelism"]).unwrap_or(0) {
+        None => match opt_i64_at(r.v, &["spec", "parallelism"]).unwrap_or(0) {
             p if p > 1 => format!("{succeeded}/1 of {p}"),
             _ => format!("{succeeded}/1"),
         },
-    };
-    let start = parse_time(str_at(&v, &["status", "startTime"]));
-    let completion = parse_time(str_at(&v, &["status", "completionTime"]));
-    let duration = match (start, completion) {
-        (None, _) => String::new(),
-        (Some(s), None) => human_duration(now.signed_duration_since(s)),
-        (Some(s), Some(c)) => human_duration(c.signed_duration_since(s)),
-    };
-    let conditions = arr_at(&v, &["status", "conditions"]);
+    })
+}
+
+fn job_status(r: &Row) -> Value {
+    let conditions = arr_at(r.v, &["status", "conditions"]);
     // The first condition of a type decides, as upstream's hasJobCondition.
     let has = |t: &str| {
         conditions
@@ -58,11 +61,11 @@ fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
             .find(|c| str_at(c, &["type"]) == t)
             .is_some_and(|c| str_at(c, &["status"]) == "True")
     };
-    let status = if has("Complete") {
+    json!(if has("Complete") {
         "Complete"
     } else if has("Failed") {
         "Failed"
-    } else if obj.deletion_timestamp().is_some() {
+    } else if r.obj.deletion_timestamp().is_some() {
         "Terminating"
     } else if has("Suspended") {
         "Suspended"
@@ -70,65 +73,38 @@ fn job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         "FailureTarget"
     } else {
         "Running"
-    };
-    let (names, images) =
-        layout_containers(at(&v, &["spec", "template", "spec"]).unwrap_or(&Value::Null));
-    vec![
-        json!(obj.name()),
-        json!(status),
-        json!(completions),
-        json!(duration),
-        age(obj, now),
-        json!(names),
-        json!(images),
-        json!(format_label_selector(at(&v, &["spec", "selector"]))),
-    ]
+    })
 }
 
 const CRON_JOB_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Schedule", "string", docs::CRON_JOB_SCHEDULE),
-    Column::new("Timezone", "string", docs::CRON_JOB_TIME_ZONE),
-    Column::new("Suspend", "boolean", docs::CRON_JOB_SUSPEND),
-    Column::new("Active", "integer", docs::CRON_JOB_ACTIVE),
-    Column::new("Last Schedule", "string", docs::CRON_JOB_LAST_SCHEDULE_TIME),
-    AGE,
-    CONTAINERS.wide(),
-    IMAGES.wide(),
-    SELECTOR,
-];
-
-fn cron_job_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let last_schedule = match str_at(&v, &["status", "lastScheduleTime"]) {
-        "" => "<none>".to_string(),
-        t => translate_timestamp_since(t, now),
-    };
-    let time_zone = at(&v, &["spec", "timeZone"])
-        .and_then(Value::as_str)
-        .unwrap_or("<none>");
+    Column::new("Schedule", "string", docs::CRON_JOB_SCHEDULE).string(jsonpath!(".spec.schedule")),
+    Column::new("Timezone", "string", docs::CRON_JOB_TIME_ZONE)
+        .string_or(jsonpath!(".spec.timeZone"), "<none>"),
     // printBoolPtr: the SUSPEND cell is text even though the column says boolean.
-    let suspend = match opt_bool_at(&v, &["spec", "suspend"]) {
-        Some(true) => "True",
-        Some(false) => "False",
-        None => "<unset>",
-    };
-    let job_spec = at(&v, &["spec", "jobTemplate", "spec"]).unwrap_or(&Value::Null);
-    let (names, images) =
-        layout_containers(at(job_spec, &["template", "spec"]).unwrap_or(&Value::Null));
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["spec", "schedule"])),
-        json!(time_zone),
-        json!(suspend),
-        json!(arr_at(&v, &["status", "active"]).len()),
-        json!(last_schedule),
-        age(obj, now),
-        json!(names),
-        json!(images),
-        json!(format_label_selector(at(job_spec, &["selector"]))),
-    ]
-}
+    Column::new("Suspend", "boolean", docs::CRON_JOB_SUSPEND).values(
+        jsonpath!(".spec.suspend"),
+        |suspend| {
+            json!(match suspend.first().and_then(|s| s.as_bool()) {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "<unset>",
+            })
+        },
+    ),
+    Column::new("Active", "integer", docs::CRON_JOB_ACTIVE)
+        .values(jsonpath!(".status.active[*]"), count),
+    Column::new("Last Schedule", "string", docs::CRON_JOB_LAST_SCHEDULE_TIME).computed(|r| {
+        json!(match str_at(r.v, &["status", "lastScheduleTime"]) {
+            "" => "<none>".to_string(),
+            t => translate_timestamp_since(t, r.now),
+        })
+    }),
+    AGE,
+    containers(jsonpath!(".spec.jobTemplate.spec.template.spec")).wide(),
+    images(jsonpath!(".spec.jobTemplate.spec.template.spec")).wide(),
+    SELECTOR.values(jsonpath!(".spec.jobTemplate.spec.selector"), label_selector),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,139 +1,107 @@
 //! Printers of the core group's plain resources (namespaces, config, storage claims, nodes);
 //! services, endpoints and events live in `service.rs` and `event.rs`, pods in `pod.rs`.
 
+use super::column::count;
 use super::docs;
 use super::json::{arr_at, bool_at, obj_at, str_at};
-use super::{age, event, service, value, Column, Printer, AGE, DEFAULT, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::{event, service, Column, Printer, Row, AGE, DEFAULT, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
-        "namespaces" => Printer::new(NAMESPACE_COLUMNS, namespace_cells),
-        "configmaps" => Printer::new(CONFIG_MAP_COLUMNS, config_map_cells),
-        "secrets" => Printer::new(SECRET_COLUMNS, secret_cells),
-        "serviceaccounts" => Printer::new(SERVICE_ACCOUNT_COLUMNS, service_account_cells),
+        "namespaces" => Printer::new(NAMESPACE_COLUMNS),
+        "configmaps" => Printer::new(CONFIG_MAP_COLUMNS),
+        "secrets" => Printer::new(SECRET_COLUMNS),
+        "serviceaccounts" => Printer::new(SERVICE_ACCOUNT_COLUMNS),
         "services" => service::SERVICES,
         "endpoints" => service::ENDPOINTS,
         "events" => event::EVENTS,
         // Upstream has no LimitRange printer: `kubectl get limitranges` shows NAME, CREATED AT.
         "limitranges" => DEFAULT,
-        "resourcequotas" => Printer::new(RESOURCE_QUOTA_COLUMNS, resource_quota_cells),
-        "persistentvolumeclaims" => Printer::new(PVC_COLUMNS, pvc_cells),
-        "persistentvolumes" => Printer::new(PV_COLUMNS, pv_cells),
-        "nodes" => Printer::new(NODE_COLUMNS, node_cells),
+        "resourcequotas" => Printer::new(RESOURCE_QUOTA_COLUMNS),
+        "persistentvolumeclaims" => Printer::new(PVC_COLUMNS),
+        "persistentvolumes" => Printer::new(PV_COLUMNS),
+        "nodes" => Printer::new(NODE_COLUMNS),
         _ => return None,
     })
 }
 
 const NAMESPACE_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Status", "string", "The status of the namespace"),
+    Column::new("Status", "string", "The status of the namespace")
+        .string(jsonpath!(".status.phase")),
     AGE,
 ];
-
-fn namespace_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["status", "phase"])),
-        age(obj, now),
-    ]
-}
 
 const CONFIG_MAP_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Data", "string", docs::CONFIG_MAP_DATA),
+    Column::new("Data", "string", docs::CONFIG_MAP_DATA).computed(|r| {
+        json!(obj_at(r.v, &["data"])
+            .len()
+            .saturating_add(obj_at(r.v, &["binaryData"]).len()))
+    }),
     AGE,
 ];
-
-fn config_map_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let n = obj_at(&v, &["data"])
-        .len()
-        .saturating_add(obj_at(&v, &["binaryData"]).len());
-    vec![json!(obj.name()), json!(n), age(obj, now)]
-}
 
 const SECRET_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Type", "string", docs::SECRET_TYPE),
-    Column::new("Data", "string", docs::SECRET_DATA),
+    Column::new("Type", "string", docs::SECRET_TYPE).string(jsonpath!(".type")),
+    // `stringData` is merged into `data` on write, so only `data` counts.
+    Column::new("Data", "string", docs::SECRET_DATA).values(jsonpath!(".data[*]"), count),
     AGE,
 ];
-
-fn secret_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    // `stringData` is merged into `data` on write, so only `data` counts.
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["type"])),
-        json!(obj_at(&v, &["data"]).len()),
-        age(obj, now),
-    ]
-}
 
 const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Secrets", "string", docs::SERVICE_ACCOUNT_SECRETS),
+    Column::new("Secrets", "string", docs::SERVICE_ACCOUNT_SECRETS)
+        .values(jsonpath!(".secrets[*]"), count),
     AGE,
 ];
 
-fn service_account_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(arr_at(&v, &["secrets"]).len()),
-        age(obj, now),
-    ]
-}
-
 const RESOURCE_QUOTA_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
+    Column::new("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume.")
+        .computed(|r| json!(quota_entries(r, false))),
     Column::new(
         "Limit",
         "string",
         "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
-    ),
+    )
+    .computed(|r| json!(quota_entries(r, true))),
     AGE,
 ];
 
-fn resource_quota_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let hard = obj_at(&v, &["status", "hard"]);
-    let used = obj_at(&v, &["status", "used"]);
+/// `name: used/hard` of each hard limit, sorted by name: those of `limits.*` resources
+/// (`limits`) or of every other one.
+fn quota_entries(r: &Row, limits: bool) -> String {
+    let hard = obj_at(r.v, &["status", "hard"]);
+    let used = obj_at(r.v, &["status", "used"]);
     let mut names: Vec<&String> = hard.keys().collect();
     names.sort();
-    let (mut requests, mut limits) = (Vec::new(), Vec::new());
-    for name in names {
-        let used_q = used
-            .get(name.as_str())
+    let quantity_of = |m: &serde_json::Map<String, Value>, name: &str| {
+        m.get(name)
             .and_then(Value::as_str)
             .map(quantity)
-            .unwrap_or_else(|| "0".into());
-        let hard_q = hard
-            .get(name.as_str())
-            .and_then(Value::as_str)
-            .map(quantity)
-            .unwrap_or_else(|| "0".into());
-        let entry = format!("{name}: {used_q}/{hard_q}");
-        // `limits.cpu`, `limits.memory`, ... go to LIMIT; everything else to REQUEST.
-        let mut pieces = name.split('.');
-        if pieces.next() == Some("limits") && pieces.next().is_some() {
-            limits.push(entry);
-        } else {
-            requests.push(entry);
-        }
-    }
-    vec![
-        json!(obj.name()),
-        json!(requests.join(", ")),
-        json!(limits.join(", ")),
-        age(obj, now),
-    ]
+            .unwrap_or_else(|| "0".into())
+    };
+    names
+        .into_iter()
+        .filter(|name| {
+            // `limits.cpu`, `limits.memory`, ... go to LIMIT; everything else to REQUEST.
+            let mut pieces = name.split('.');
+            (pieces.next() == Some("limits") && pieces.next().is_some()) == limits
+        })
+        .map(|name| {
+            format!(
+                "{name}: {}/{}",
+                quantity_of(used, name),
+                quantity_of(hard, name)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A `resource.Quantity` as upstream prints it (see [`super::quantity`]).
@@ -141,79 +109,18 @@ fn quantity(s: &str) -> String {
     super::quantity::canonical(s)
 }
 
-const PV_COLUMNS: &[Column] = &[
-    NAME,
-    Column::new("Capacity", "string", docs::PV_CAPACITY),
-    Column::new("Access Modes", "string", docs::PV_ACCESS_MODES),
-    Column::new("Reclaim Policy", "string", docs::PV_RECLAIM_POLICY),
-    Column::new("Status", "string", docs::PV_PHASE),
-    Column::new("Claim", "string", docs::PV_CLAIM_REF),
-    Column::new("StorageClass", "string", "StorageClass of the pv"),
-    Column::new(
-        "VolumeAttributesClass",
-        "string",
-        "VolumeAttributesClass of the pv",
-    ),
-    Column::new("Reason", "string", docs::PV_REASON),
-    AGE,
-    Column::new("VolumeMode", "string", docs::PV_VOLUME_MODE).wide(),
-];
-
-const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
-
-fn pv_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let claim = match v.pointer("/spec/claimRef").filter(|c| c.is_object()) {
-        Some(c) => format!("{}/{}", str_at(c, &["namespace"]), str_at(c, &["name"])),
-        None => String::new(),
-    };
-    let capacity = quantity_or_zero(&v, &["spec", "capacity", "storage"]);
-    let phase = if obj.deletion_timestamp().is_some() {
-        "Terminating"
-    } else {
-        str_at(&v, &["status", "phase"])
-    };
-    let class = match obj.annotations().get(BETA_STORAGE_CLASS_ANNOTATION) {
-        Some(c) => c.clone(),
-        None => str_at(&v, &["spec", "storageClassName"]).to_string(),
-    };
-    vec![
-        json!(obj.name()),
-        json!(capacity),
-        json!(access_modes(arr_at(&v, &["spec", "accessModes"]))),
-        json!(str_at(&v, &["spec", "persistentVolumeReclaimPolicy"])),
-        json!(phase),
-        json!(claim),
-        json!(class),
-        json!(str_opt_or(
-            &v,
-            &["spec", "volumeAttributesClassName"],
-            "<unset>"
-        )),
-        json!(str_at(&v, &["status", "reason"])),
-        age(obj, now),
-        json!(str_opt_or(&v, &["spec", "volumeMode"], "<unset>")),
-    ]
-}
-
-fn quantity_or_zero(v: &Value, path: &[&str]) -> String {
-    match super::json::at(v, path).and_then(Value::as_str) {
+/// A `resource.Quantity` field's cell: `0` when absent.
+fn quantity_or_zero(q: &[&Value]) -> Value {
+    json!(match q.first().and_then(|q| q.as_str()) {
         Some(q) => quantity(q),
         None => "0".into(),
-    }
+    })
 }
 
-/// A `*string` field: its value when set (even empty), `default` when absent.
-fn str_opt_or<'a>(v: &'a Value, path: &[&str], default: &'a str) -> &'a str {
-    super::json::at(v, path)
-        .and_then(Value::as_str)
-        .unwrap_or(default)
-}
-
-/// `helper.GetAccessModesAsString`: fixed order, duplicates dropped.
-pub(super) fn access_modes(modes: &[Value]) -> String {
-    let set: BTreeSet<&str> = modes.iter().filter_map(Value::as_str).collect();
-    [
+/// `helper.GetAccessModesAsString` of an access-mode list: fixed order, duplicates dropped.
+fn access_modes(modes: &[&Value]) -> Value {
+    let set: BTreeSet<&str> = modes.iter().filter_map(|m| m.as_str()).collect();
+    json!([
         ("ReadWriteOnce", "RWO"),
         ("ReadOnlyMany", "ROX"),
         ("ReadWriteMany", "RWX"),
@@ -223,88 +130,135 @@ pub(super) fn access_modes(modes: &[Value]) -> String {
     .filter(|(mode, _)| set.contains(mode))
     .map(|(_, short)| *short)
     .collect::<Vec<_>>()
-    .join(",")
+    .join(","))
 }
+
+const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+
+/// The STORAGECLASS of volumes and claims: the beta annotation wins over the field.
+fn storage_class(r: &Row) -> Value {
+    json!(
+        match r.obj.annotations().get(BETA_STORAGE_CLASS_ANNOTATION) {
+            Some(c) => c.clone(),
+            None => str_at(r.v, &["spec", "storageClassName"]).to_string(),
+        }
+    )
+}
+
+/// STATUS of volumes and claims: `Terminating` while deleted, else the phase.
+fn phase(r: &Row) -> Value {
+    json!(if r.obj.deletion_timestamp().is_some() {
+        "Terminating"
+    } else {
+        str_at(r.v, &["status", "phase"])
+    })
+}
+
+const PV_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Capacity", "string", docs::PV_CAPACITY)
+        .values(jsonpath!(".spec.capacity.storage"), quantity_or_zero),
+    Column::new("Access Modes", "string", docs::PV_ACCESS_MODES)
+        .values(jsonpath!(".spec.accessModes[*]"), access_modes),
+    Column::new("Reclaim Policy", "string", docs::PV_RECLAIM_POLICY)
+        .string(jsonpath!(".spec.persistentVolumeReclaimPolicy")),
+    Column::new("Status", "string", docs::PV_PHASE).computed(phase),
+    Column::new("Claim", "string", docs::PV_CLAIM_REF).values(jsonpath!(".spec.claimRef"), |c| {
+        json!(match c.first().filter(|c| c.is_object()) {
+            Some(c) => format!("{}/{}", str_at(c, &["namespace"]), str_at(c, &["name"])),
+            None => String::new(),
+        })
+    }),
+    Column::new("StorageClass", "string", "StorageClass of the pv").computed(storage_class),
+    Column::new(
+        "VolumeAttributesClass",
+        "string",
+        "VolumeAttributesClass of the pv",
+    )
+    .string_or(jsonpath!(".spec.volumeAttributesClassName"), "<unset>"),
+    Column::new("Reason", "string", docs::PV_REASON).string(jsonpath!(".status.reason")),
+    AGE,
+    Column::new("VolumeMode", "string", docs::PV_VOLUME_MODE)
+        .wide()
+        .string_or(jsonpath!(".spec.volumeMode"), "<unset>"),
+];
 
 const PVC_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Status", "string", docs::PVC_PHASE),
-    Column::new("Volume", "string", docs::PVC_VOLUME_NAME),
-    Column::new("Capacity", "string", docs::PVC_CAPACITY),
-    Column::new("Access Modes", "string", docs::PVC_ACCESS_MODES),
-    Column::new("StorageClass", "string", "StorageClass of the pvc"),
+    Column::new("Status", "string", docs::PVC_PHASE).computed(phase),
+    Column::new("Volume", "string", docs::PVC_VOLUME_NAME).string(jsonpath!(".spec.volumeName")),
+    // Capacity and access modes are the bound volume's, so only shown once bound.
+    Column::new("Capacity", "string", docs::PVC_CAPACITY)
+        .computed(|r| bound(r, jsonpath!(".status.capacity.storage"), quantity_or_zero)),
+    Column::new("Access Modes", "string", docs::PVC_ACCESS_MODES)
+        .computed(|r| bound(r, jsonpath!(".status.accessModes[*]"), access_modes)),
+    Column::new("StorageClass", "string", "StorageClass of the pvc").computed(storage_class),
     Column::new(
         "VolumeAttributesClass",
         "string",
         "VolumeAttributesClass of the pvc",
-    ),
+    )
+    .string_or(jsonpath!(".spec.volumeAttributesClassName"), "<unset>"),
     AGE,
-    Column::new("VolumeMode", "string", docs::PVC_VOLUME_MODE).wide(),
+    Column::new("VolumeMode", "string", docs::PVC_VOLUME_MODE)
+        .wide()
+        .string_or(jsonpath!(".spec.volumeMode"), "<unset>"),
 ];
 
-fn pvc_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let phase = if obj.deletion_timestamp().is_some() {
-        "Terminating"
+/// A claim's cell of what `path` reaches, empty until the claim is bound to a volume.
+fn bound(
+    r: &Row,
+    path: &crate::customresource::jsonpath::StaticPath,
+    f: fn(&[&Value]) -> Value,
+) -> Value {
+    if str_at(r.v, &["spec", "volumeName"]).is_empty() {
+        json!("")
     } else {
-        str_at(&v, &["status", "phase"])
-    };
-    let volume = str_at(&v, &["spec", "volumeName"]);
-    // Capacity and access modes are the bound volume's, so only shown once bound.
-    let (capacity, modes) = if volume.is_empty() {
-        (String::new(), String::new())
-    } else {
-        (
-            quantity_or_zero(&v, &["status", "capacity", "storage"]),
-            access_modes(arr_at(&v, &["status", "accessModes"])),
-        )
-    };
-    let class = match obj.annotations().get(BETA_STORAGE_CLASS_ANNOTATION) {
-        Some(c) => c.clone(),
-        None => str_at(&v, &["spec", "storageClassName"]).to_string(),
-    };
-    vec![
-        json!(obj.name()),
-        json!(phase),
-        json!(volume),
-        json!(capacity),
-        json!(modes),
-        json!(class),
-        json!(str_opt_or(
-            &v,
-            &["spec", "volumeAttributesClassName"],
-            "<unset>"
-        )),
-        age(obj, now),
-        json!(str_opt_or(&v, &["spec", "volumeMode"], "<unset>")),
-    ]
+        f(&path.get().find(r.v))
+    }
 }
 
 const NODE_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Status", "string", "The status of the node"),
-    Column::new("Roles", "string", "The roles of the node"),
+    Column::new("Status", "string", "The status of the node").computed(node_status),
+    Column::new("Roles", "string", "The roles of the node").computed(node_roles),
     AGE,
-    Column::new("Version", "string", docs::NODE_KUBELET_VERSION),
-    Column::new("Internal-IP", "string", docs::NODE_ADDRESSES).wide(),
-    Column::new("External-IP", "string", docs::NODE_ADDRESSES).wide(),
-    Column::new("OS-Image", "string", docs::NODE_OS_IMAGE).wide(),
-    Column::new("Kernel-Version", "string", docs::NODE_KERNEL_VERSION).wide(),
+    Column::new("Version", "string", docs::NODE_KUBELET_VERSION)
+        .string(jsonpath!(".status.nodeInfo.kubeletVersion")),
+    Column::new("Internal-IP", "string", docs::NODE_ADDRESSES)
+        .wide()
+        .string_or(
+            jsonpath!(".status.addresses[?(@.type==\"InternalIP\")].address"),
+            "<none>",
+        ),
+    Column::new("External-IP", "string", docs::NODE_ADDRESSES)
+        .wide()
+        .string_or(
+            jsonpath!(".status.addresses[?(@.type==\"ExternalIP\")].address"),
+            "<none>",
+        ),
+    Column::new("OS-Image", "string", docs::NODE_OS_IMAGE)
+        .wide()
+        .nonempty_or(jsonpath!(".status.nodeInfo.osImage"), "<unknown>"),
+    Column::new("Kernel-Version", "string", docs::NODE_KERNEL_VERSION)
+        .wide()
+        .nonempty_or(jsonpath!(".status.nodeInfo.kernelVersion"), "<unknown>"),
     Column::new(
         "Container-Runtime",
         "string",
         docs::NODE_CONTAINER_RUNTIME_VERSION,
     )
-    .wide(),
+    .wide()
+    .nonempty_or(
+        jsonpath!(".status.nodeInfo.containerRuntimeVersion"),
+        "<unknown>",
+    ),
 ];
 
-const LABEL_NODE_ROLE_PREFIX: &str = "node-role.kubernetes.io/";
-const NODE_LABEL_ROLE: &str = "kubernetes.io/role";
-
-fn node_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    // Only the Ready condition is summarised; the last one of that type wins, as in upstream's map.
-    let ready = arr_at(&v, &["status", "conditions"])
+/// `Ready`/`NotReady`/`Unknown` from the Ready condition (the last one of that type wins, as
+/// in upstream's map), then `SchedulingDisabled` when cordoned.
+fn node_status(r: &Row) -> Value {
+    let ready = arr_at(r.v, &["status", "conditions"])
         .iter()
         .rev()
         .find(|c| str_at(c, &["type"]) == "Ready");
@@ -313,11 +267,18 @@ fn node_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         Some(_) => "NotReady",
         None => "Unknown",
     }];
-    if bool_at(&v, &["spec", "unschedulable"]) {
+    if bool_at(r.v, &["spec", "unschedulable"]) {
         status.push("SchedulingDisabled");
     }
+    json!(status.join(","))
+}
+
+const LABEL_NODE_ROLE_PREFIX: &str = "node-role.kubernetes.io/";
+const NODE_LABEL_ROLE: &str = "kubernetes.io/role";
+
+fn node_roles(r: &Row) -> Value {
     let mut roles = BTreeSet::new();
-    for (k, val) in obj.labels() {
+    for (k, val) in r.obj.labels() {
         if let Some(role) = k.strip_prefix(LABEL_NODE_ROLE_PREFIX) {
             if !role.is_empty() {
                 roles.insert(role.to_string());
@@ -326,38 +287,11 @@ fn node_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
             roles.insert(val);
         }
     }
-    let roles = if roles.is_empty() {
+    json!(if roles.is_empty() {
         "<none>".to_string()
     } else {
         roles.into_iter().collect::<Vec<_>>().join(",")
-    };
-    let address = |kind: &str| {
-        arr_at(&v, &["status", "addresses"])
-            .iter()
-            .find(|a| str_at(a, &["type"]) == kind)
-            .map(|a| str_at(a, &["address"]).to_string())
-            .unwrap_or_else(|| "<none>".into())
-    };
-    let info = |field: &str| {
-        let s = str_at(&v, &["status", "nodeInfo", field]);
-        if s.is_empty() {
-            "<unknown>".to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    vec![
-        json!(obj.name()),
-        json!(status.join(",")),
-        json!(roles),
-        age(obj, now),
-        json!(str_at(&v, &["status", "nodeInfo", "kubeletVersion"])),
-        json!(address("InternalIP")),
-        json!(address("ExternalIP")),
-        json!(info("osImage")),
-        json!(info("kernelVersion")),
-        json!(info("containerRuntimeVersion")),
-    ]
+    })
 }
 
 #[cfg(test)]

@@ -4,29 +4,67 @@
 
 use super::docs;
 use super::json::{at, i64_at, str_at};
-use super::{translate_timestamp_since, value, Column, Printer, NAME_DESCRIPTION};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
-use serde_json::{json, Value};
+use super::{translate_timestamp_since, Column, Printer, Row, NAME};
+use crate::customresource::jsonpath::jsonpath;
+use serde_json::json;
+#[cfg(test)]
+use serde_json::Value;
 
-pub(super) const EVENTS: Printer = Printer {
-    columns: COLUMNS,
-    cells,
-};
+pub(super) const EVENTS: Printer = Printer::new(COLUMNS);
 
 const COLUMNS: &[Column] = &[
-    Column::new("Last Seen", "string", docs::EVENT_LAST_TIMESTAMP),
-    Column::new("Type", "string", docs::EVENT_TYPE),
-    Column::new("Reason", "string", docs::EVENT_REASON),
-    Column::new("Object", "string", docs::EVENT_INVOLVED_OBJECT),
-    Column::new("Subobject", "string", docs::OBJECT_REFERENCE_FIELD_PATH).wide(),
-    Column::new("Source", "string", docs::EVENT_SOURCE).wide(),
-    Column::new("Message", "string", docs::EVENT_MESSAGE),
-    Column::new("First Seen", "string", docs::EVENT_FIRST_TIMESTAMP).wide(),
-    Column::new("Count", "string", docs::EVENT_COUNT).wide(),
-    Column::new("Name", "string", NAME_DESCRIPTION)
-        .format("name")
-        .wide(),
+    Column::new("Last Seen", "string", docs::EVENT_LAST_TIMESTAMP)
+        .computed(|r| json!(last_seen(r))),
+    Column::new("Type", "string", docs::EVENT_TYPE).string(jsonpath!(".type")),
+    Column::new("Reason", "string", docs::EVENT_REASON).string(jsonpath!(".reason")),
+    Column::new("Object", "string", docs::EVENT_INVOLVED_OBJECT).computed(|r| {
+        let f = fields(r);
+        let kind = str_at(r.v, &[f.involved, "kind"]).to_lowercase();
+        json!(match str_at(r.v, &[f.involved, "name"]) {
+            "" => kind,
+            name => format!("{kind}/{name}"),
+        })
+    }),
+    Column::new("Subobject", "string", docs::OBJECT_REFERENCE_FIELD_PATH)
+        .wide()
+        .computed(|r| json!(str_at(r.v, &[fields(r).involved, "fieldPath"]))),
+    Column::new("Source", "string", docs::EVENT_SOURCE)
+        .wide()
+        .computed(|r| {
+            let f = fields(r);
+            let component = first_non_empty(
+                str_at(r.v, &[f.source, "component"]),
+                str_at(r.v, &["reportingController"]),
+            );
+            let instance = first_non_empty(
+                str_at(r.v, &[f.source, "host"]),
+                str_at(r.v, &["reportingInstance"]),
+            );
+            json!(if instance.is_empty() {
+                component.to_string()
+            } else {
+                format!("{component}, {instance}")
+            })
+        }),
+    Column::new("Message", "string", docs::EVENT_MESSAGE)
+        .computed(|r| json!(str_at(r.v, &[fields(r).message]).trim())),
+    Column::new("First Seen", "string", docs::EVENT_FIRST_TIMESTAMP)
+        .wide()
+        .computed(|r| json!(first_seen(r))),
+    Column::new("Count", "string", docs::EVENT_COUNT)
+        .wide()
+        .computed(|r| {
+            let f = fields(r);
+            json!(match at(r.v, &["series"]).filter(|s| s.is_object()) {
+                Some(series) => i64_at(series, &["count"]),
+                // Singleton events of the new API carry no count.
+                None => match i64_at(r.v, &[f.count]) {
+                    0 => 1,
+                    n => n,
+                },
+            })
+        }),
+    NAME.wide(),
 ];
 
 /// Field names of the two event API shapes.
@@ -56,74 +94,39 @@ const EVENTS_V1: Fields = Fields {
     count: "deprecatedCount",
 };
 
-fn cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
+/// The field names of the row's API shape.
+fn fields(r: &Row) -> &'static Fields {
     // Objects without an apiVersion are told apart by the fields only the new API has.
-    let new_api = match obj.api_version() {
+    let new_api = match r.obj.api_version() {
         "" => ["regarding", "note", "deprecatedSource"]
             .iter()
-            .any(|k| obj.get(k).is_some()),
+            .any(|k| r.obj.get(k).is_some()),
         api_version => api_version.starts_with("events.k8s.io/"),
     };
-    let f = if new_api { &EVENTS_V1 } else { &CORE };
-
-    let first_ts = str_at(&v, &[f.first]);
-    let first = if first_ts.is_empty() {
-        translate_timestamp_since(str_at(&v, &["eventTime"]), now)
+    if new_api {
+        &EVENTS_V1
     } else {
-        translate_timestamp_since(first_ts, now)
-    };
-    let last_ts = str_at(&v, &[f.last]);
-    let mut last = if last_ts.is_empty() {
-        first.clone()
-    } else {
-        translate_timestamp_since(last_ts, now)
-    };
-    let mut count = i64_at(&v, &[f.count]);
-    match at(&v, &["series"]).filter(|s| s.is_object()) {
-        Some(series) => {
-            last = translate_timestamp_since(str_at(series, &["lastObservedTime"]), now);
-            count = i64_at(series, &["count"]);
-        }
-        // Singleton events of the new API carry no count.
-        None if count == 0 => count = 1,
-        None => {}
+        &CORE
     }
+}
 
-    let kind = str_at(&v, &[f.involved, "kind"]).to_lowercase();
-    let name = str_at(&v, &[f.involved, "name"]);
-    let target = if name.is_empty() {
-        kind
-    } else {
-        format!("{kind}/{name}")
-    };
+/// FIRST SEEN: the first timestamp, else the event time.
+fn first_seen(r: &Row) -> String {
+    match str_at(r.v, &[fields(r).first]) {
+        "" => translate_timestamp_since(str_at(r.v, &["eventTime"]), r.now),
+        first => translate_timestamp_since(first, r.now),
+    }
+}
 
-    let component = first_non_empty(
-        str_at(&v, &[f.source, "component"]),
-        str_at(&v, &["reportingController"]),
-    );
-    let instance = first_non_empty(
-        str_at(&v, &[f.source, "host"]),
-        str_at(&v, &["reportingInstance"]),
-    );
-    let source = if instance.is_empty() {
-        component.to_string()
-    } else {
-        format!("{component}, {instance}")
-    };
-
-    vec![
-        json!(last),
-        json!(str_at(&v, &["type"])),
-        json!(str_at(&v, &["reason"])),
-        json!(target),
-        json!(str_at(&v, &[f.involved, "fieldPath"])),
-        json!(source),
-        json!(str_at(&v, &[f.message]).trim()),
-        json!(first),
-        json!(count),
-        json!(obj.name()),
-    ]
+/// LAST SEEN: the series' last observation, else the last timestamp, else FIRST SEEN.
+fn last_seen(r: &Row) -> String {
+    if let Some(series) = at(r.v, &["series"]).filter(|s| s.is_object()) {
+        return translate_timestamp_since(str_at(series, &["lastObservedTime"]), r.now);
+    }
+    match str_at(r.v, &[fields(r).last]) {
+        "" => first_seen(r),
+        last => translate_timestamp_since(last, r.now),
+    }
 }
 
 fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {

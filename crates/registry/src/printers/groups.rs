@@ -4,29 +4,20 @@
 //! the default table upstream).
 
 use super::docs;
-use super::json::{arr_at, at, bool_at, i64_at, opt_bool_at, str_at};
-use super::{age, event, human_duration, value, Column, Printer, AGE, DEFAULT, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::json::{arr_at, at, str_at};
+use super::{event, human_duration, Column, Printer, Row, AGE, DEFAULT, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
     Some(match (group, resource) {
-        ("coordination.k8s.io", "leases") => Printer::new(LEASE_COLUMNS, lease_cells),
+        ("coordination.k8s.io", "leases") => Printer::new(LEASE_COLUMNS),
         ("events.k8s.io", "events") => event::EVENTS,
-        ("discovery.k8s.io", "endpointslices") => {
-            Printer::new(ENDPOINT_SLICE_COLUMNS, endpoint_slice_cells)
-        }
-        ("scheduling.k8s.io", "priorityclasses") => {
-            Printer::new(PRIORITY_CLASS_COLUMNS, priority_class_cells)
-        }
-        ("policy", "poddisruptionbudgets") => Printer::new(PDB_COLUMNS, pdb_cells),
-        ("storage.k8s.io", "storageclasses") => {
-            Printer::new(STORAGE_CLASS_COLUMNS, storage_class_cells)
-        }
-        ("certificates.k8s.io", "certificatesigningrequests") => {
-            Printer::new(CSR_COLUMNS, csr_cells)
-        }
+        ("discovery.k8s.io", "endpointslices") => Printer::new(ENDPOINT_SLICE_COLUMNS),
+        ("scheduling.k8s.io", "priorityclasses") => Printer::new(PRIORITY_CLASS_COLUMNS),
+        ("policy", "poddisruptionbudgets") => Printer::new(PDB_COLUMNS),
+        ("storage.k8s.io", "storageclasses") => Printer::new(STORAGE_CLASS_COLUMNS),
+        ("certificates.k8s.io", "certificatesigningrequests") => Printer::new(CSR_COLUMNS),
         ("apiextensions.k8s.io", "customresourcedefinitions") => DEFAULT,
         _ => return None,
     })
@@ -34,31 +25,30 @@ pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
 
 const LEASE_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Holder", "string", docs::LEASE_HOLDER_IDENTITY),
+    Column::new("Holder", "string", docs::LEASE_HOLDER_IDENTITY)
+        .string(jsonpath!(".spec.holderIdentity")),
     AGE,
 ];
-
-fn lease_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["spec", "holderIdentity"])),
-        age(obj, now),
-    ]
-}
 
 const ENDPOINT_SLICE_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("AddressType", "string", docs::ENDPOINT_SLICE_ADDRESS_TYPE),
-    Column::new("Ports", "string", docs::ENDPOINT_SLICE_PORTS),
-    Column::new("Endpoints", "string", docs::ENDPOINT_SLICE_ENDPOINTS),
+    Column::new("AddressType", "string", docs::ENDPOINT_SLICE_ADDRESS_TYPE)
+        .string(jsonpath!(".addressType")),
+    Column::new("Ports", "string", docs::ENDPOINT_SLICE_PORTS)
+        .values(jsonpath!(".ports[*]"), endpoint_slice_ports),
+    Column::new("Endpoints", "string", docs::ENDPOINT_SLICE_ENDPOINTS).values(
+        jsonpath!(".endpoints[*].addresses[*]"),
+        |addresses| {
+            let addresses: Vec<&str> = addresses.iter().filter_map(|a| a.as_str()).collect();
+            json!(list_with_more(&addresses))
+        },
+    ),
     AGE,
 ];
 
-fn endpoint_slice_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    const MAX: usize = 3;
-    let v = value(obj);
-    let ports: Vec<String> = arr_at(&v, &["ports"])
+/// Each port's number, else its name, else `*`.
+fn endpoint_slice_ports(ports: &[&Value]) -> Value {
+    let ports: Vec<String> = ports
         .iter()
         .map(|p| {
             match (
@@ -71,29 +61,20 @@ fn endpoint_slice_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
             }
         })
         .collect();
-    let addresses: Vec<String> = arr_at(&v, &["endpoints"])
-        .iter()
-        .flat_map(|e| {
-            arr_at(e, &["addresses"])
-                .iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-        })
-        .collect();
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["addressType"])),
-        json!(list_with_more(&ports, MAX)),
-        json!(list_with_more(&addresses, MAX)),
-        age(obj, now),
-    ]
+    json!(list_with_more(&ports))
 }
 
-/// `listWithMoreString`: up to `max` items, `+ N more...`, `<unset>` when empty.
-fn list_with_more(items: &[String], max: usize) -> String {
-    let shown = items.get(..max).unwrap_or(items).join(",");
-    if items.len() > max {
-        format!("{shown} + {} more...", items.len().saturating_sub(max))
+/// `listWithMoreString`: up to three items, `+ N more...`, `<unset>` when empty.
+fn list_with_more<S: AsRef<str>>(items: &[S]) -> String {
+    const MAX: usize = 3;
+    let shown = items
+        .iter()
+        .take(MAX)
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(",");
+    if items.len() > MAX {
+        format!("{shown} + {} more...", items.len().saturating_sub(MAX))
     } else if shown.is_empty() {
         "<unset>".into()
     } else {
@@ -103,151 +84,103 @@ fn list_with_more(items: &[String], max: usize) -> String {
 
 const PRIORITY_CLASS_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Value", "integer", docs::PRIORITY_CLASS_VALUE),
+    Column::new("Value", "integer", docs::PRIORITY_CLASS_VALUE).integer(jsonpath!(".value")),
     Column::new(
         "Global-Default",
         "boolean",
         docs::PRIORITY_CLASS_GLOBAL_DEFAULT,
-    ),
+    )
+    .boolean(jsonpath!(".globalDefault")),
     AGE,
     Column::new(
         "PreemptionPolicy",
         "string",
         docs::PRIORITY_CLASS_PREEMPTION_POLICY,
     )
-    .wide(),
+    .wide()
+    .string(jsonpath!(".preemptionPolicy")),
 ];
 
-fn priority_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(i64_at(&v, &["value"])),
-        json!(bool_at(&v, &["globalDefault"])),
-        age(obj, now),
-        json!(str_at(&v, &["preemptionPolicy"])),
-    ]
-}
-
+// `IntOrString.String()`: the number or the text; `N/A` when unset.
 const PDB_COLUMNS: &[Column] = &[
     NAME,
     Column::new(
         "Min Available",
         "string",
         "The minimum number of pods that must be available.",
-    ),
+    )
+    .string_or(jsonpath!(".spec.minAvailable"), "N/A"),
     Column::new(
         "Max Unavailable",
         "string",
         "The maximum number of pods that may be unavailable.",
-    ),
+    )
+    .string_or(jsonpath!(".spec.maxUnavailable"), "N/A"),
     Column::new(
         "Allowed Disruptions",
         "integer",
         "Calculated number of pods that may be disrupted at this time.",
-    ),
+    )
+    .integer(jsonpath!(".status.disruptionsAllowed")),
     AGE,
 ];
 
-/// An `IntOrString` as its `String()` prints it; `N/A` when unset.
-fn int_or_string(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        _ => "N/A".into(),
-    }
-}
-
-fn pdb_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(int_or_string(at(&v, &["spec", "minAvailable"]))),
-        json!(int_or_string(at(&v, &["spec", "maxUnavailable"]))),
-        json!(i64_at(&v, &["status", "disruptionsAllowed"])),
-        age(obj, now),
-    ]
-}
-
 const STORAGE_CLASS_COLUMNS: &[Column] = &[
-    NAME,
-    Column::new("Provisioner", "string", docs::STORAGE_CLASS_PROVISIONER),
+    NAME.computed(storage_class_name),
+    Column::new("Provisioner", "string", docs::STORAGE_CLASS_PROVISIONER)
+        .string(jsonpath!(".provisioner")),
     Column::new(
         "ReclaimPolicy",
         "string",
         docs::STORAGE_CLASS_RECLAIM_POLICY,
-    ),
+    )
+    .string_or(jsonpath!(".reclaimPolicy"), "Delete"),
     Column::new(
         "VolumeBindingMode",
         "string",
         docs::STORAGE_CLASS_VOLUME_BINDING_MODE,
-    ),
+    )
+    .string_or(jsonpath!(".volumeBindingMode"), "Immediate"),
     Column::new(
         "AllowVolumeExpansion",
         "string",
         docs::STORAGE_CLASS_ALLOW_VOLUME_EXPANSION,
-    ),
+    )
+    .boolean(jsonpath!(".allowVolumeExpansion")),
     AGE,
 ];
 
-fn storage_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let annotations = obj.annotations();
+/// The name, with ` (default)` for the default class.
+fn storage_class_name(r: &Row) -> Value {
+    let annotations = r.obj.annotations();
     let is_default = [
         "storageclass.kubernetes.io/is-default-class",
         "storageclass.beta.kubernetes.io/is-default-class",
     ]
     .iter()
     .any(|k| annotations.get(*k).map(String::as_str) == Some("true"));
-    let name = if is_default {
-        format!("{} (default)", obj.name())
+    if is_default {
+        json!(format!("{} (default)", r.obj.name()))
     } else {
-        obj.name().to_string()
-    };
-    let reclaim = at(&v, &["reclaimPolicy"])
-        .and_then(Value::as_str)
-        .unwrap_or("Delete");
-    let binding = at(&v, &["volumeBindingMode"])
-        .and_then(Value::as_str)
-        .unwrap_or("Immediate");
-    vec![
-        json!(name),
-        json!(str_at(&v, &["provisioner"])),
-        json!(reclaim),
-        json!(binding),
-        json!(opt_bool_at(&v, &["allowVolumeExpansion"]).unwrap_or(false)),
-        age(obj, now),
-    ]
+        json!(r.obj.name())
+    }
 }
 
 const CSR_COLUMNS: &[Column] = &[
     NAME,
     AGE,
-    Column::new("SignerName", "string", docs::CSR_SIGNER_NAME),
-    Column::new("Requestor", "string", docs::CSR_REQUEST),
-    Column::new("RequestedDuration", "string", docs::CSR_EXPIRATION_SECONDS),
-    Column::new("Condition", "string", docs::CSR_CONDITIONS),
+    Column::new("SignerName", "string", docs::CSR_SIGNER_NAME)
+        .nonempty_or(jsonpath!(".spec.signerName"), "<none>"),
+    Column::new("Requestor", "string", docs::CSR_REQUEST).string(jsonpath!(".spec.username")),
+    Column::new("RequestedDuration", "string", docs::CSR_EXPIRATION_SECONDS).values(
+        jsonpath!(".spec.expirationSeconds"),
+        |seconds| match seconds.first().and_then(|s| s.as_i64()) {
+            Some(s) => json!(human_duration(chrono::Duration::seconds(s))),
+            None => json!("<none>"),
+        },
+    ),
+    Column::new("Condition", "string", docs::CSR_CONDITIONS).computed(|r| json!(csr_status(r.v))),
 ];
-
-fn csr_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let signer = match str_at(&v, &["spec", "signerName"]) {
-        "" => "<none>",
-        s => s,
-    };
-    let requested = match at(&v, &["spec", "expirationSeconds"]).and_then(Value::as_i64) {
-        Some(s) => human_duration(chrono::Duration::seconds(s)),
-        None => "<none>".into(),
-    };
-    vec![
-        json!(obj.name()),
-        age(obj, now),
-        json!(signer),
-        json!(str_at(&v, &["spec", "username"])),
-        json!(requested),
-        json!(csr_status(&v)),
-    ]
-}
 
 /// `extractCSRStatus`: Denied over Approved over Pending, then `,Failed` and `,Issued`.
 fn csr_status(v: &Value) -> String {

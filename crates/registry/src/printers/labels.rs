@@ -1,7 +1,8 @@
-//! Label selectors and container lists as the printers render them.
+//! Label selectors, label maps and container lists as the printers render them; the
+//! `fn(&[&Value]) -> Value` forms are cells of the field their column's path reaches.
 
-use super::json::{arr_at, obj_at, str_at};
-use serde_json::Value;
+use super::json::{arr_at, join_map, obj_at, str_at, string_map_at};
+use serde_json::{json, Value};
 
 /// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key,
 /// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; empty for a nil or empty selector.
@@ -46,9 +47,33 @@ pub fn format_label_selector(sel: Option<&Value>) -> String {
     }
 }
 
+/// The cell of a `*LabelSelector` field: [`format_label_selector`].
+pub fn label_selector(selector: &[&Value]) -> Value {
+    json!(format_label_selector(selector.first().copied()))
+}
+
+/// The cell of a selector printed bare (deployments): [`selector_string`].
+pub fn bare_selector(selector: &[&Value]) -> Value {
+    json!(selector_string(selector.first().copied()))
+}
+
+/// `labels.FormatLabels` of a `map[string]string` field: `k=v,...` sorted by key, `<none>`
+/// when empty.
+pub fn labels(map: &[&Value]) -> Value {
+    let pairs = map
+        .first()
+        .map(|m| string_map_at(m, &[]))
+        .unwrap_or_default();
+    json!(if pairs.is_empty() {
+        "<none>".to_string()
+    } else {
+        join_map(&pairs)
+    })
+}
+
 /// `layoutContainerCells`: container names and images, comma separated.
-pub fn layout_containers(pod_spec: &Value) -> (String, String) {
-    let containers = arr_at(pod_spec, &["containers"]);
+pub fn layout_containers(pod_spec: Option<&Value>) -> (String, String) {
+    let containers = pod_spec.map_or(&[][..], |s| arr_at(s, &["containers"]));
     let names = containers
         .iter()
         .map(|c| str_at(c, &["name"]))

@@ -1,12 +1,15 @@
 //! Server-side printing: the `meta.k8s.io/v1` Table columns and cells of every built-in
 //! resource, matching kube-apiserver's `pkg/printers/internalversion` (what `kubectl get`
-//! shows). Printers read objects as stored JSON; a field that is absent reads as its zero
-//! value, as it would after upstream decoded the object into its Go type.
+//! shows). A printer is one table of column specs ([`column`]): a column reads a field with a
+//! JSONPath, the engine of CRDs' `additionalPrinterColumns`, or computes its cell where
+//! upstream's printer does. Objects are read as stored JSON; a field that is absent reads as
+//! its zero value, as it would after upstream decoded the object into its Go type.
 
 mod admissionregistration;
 mod apps;
 mod autoscaling;
 mod batch;
+pub mod column;
 mod controllers;
 mod core;
 mod docs;
@@ -26,56 +29,14 @@ pub use duration::{
     human_duration, now, parse_time, short_human_duration, translate_timestamp_since,
 };
 
+pub use column::{Cell, Column, Row, Zero};
+
+use crate::customresource::jsonpath::{jsonpath, StaticPath};
 use crate::rest::TableConvertor;
 use chrono::{DateTime, SecondsFormat, Utc};
 use kapi_machinery::Object;
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// One `TableColumnDefinition`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Column {
-    pub name: &'static str,
-    /// OpenAPI type: `string`, `integer`, `boolean`, `date`.
-    pub kind: &'static str,
-    pub format: &'static str,
-    pub description: &'static str,
-    /// 0: always shown; 1: only with `-o wide`.
-    pub priority: i32,
-}
-
-impl Column {
-    pub const fn new(name: &'static str, kind: &'static str, description: &'static str) -> Self {
-        Column {
-            name,
-            kind,
-            format: "",
-            description,
-            priority: 0,
-        }
-    }
-    /// The same column, shown only with `-o wide`.
-    pub const fn wide(self) -> Self {
-        Column {
-            priority: 1,
-            ..self
-        }
-    }
-    pub const fn format(self, format: &'static str) -> Self {
-        Column { format, ..self }
-    }
-
-    /// The column as `TableColumnDefinition` JSON (every field is always present).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "type": self.kind,
-            "format": self.format,
-            "description": self.description,
-            "priority": self.priority,
-        })
-    }
-}
 
 /// `metav1.ObjectMeta`'s documentation of `name`, the NAME column's description everywhere.
 pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
@@ -83,52 +44,53 @@ pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is r
 pub const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// The NAME column every printer starts with.
-pub const NAME: Column = Column::new("Name", "string", NAME_DESCRIPTION).format("name");
-/// The AGE column.
-pub const AGE: Column = Column::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION);
+pub const NAME: Column = Column::new("Name", "string", NAME_DESCRIPTION)
+    .format("name")
+    .string(jsonpath!(".metadata.name"));
+/// The AGE column: the time since creation, as `kubectl get` prints it.
+pub const AGE: Column = Column::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION)
+    .computed(|r| json!(translate_timestamp_since(r.obj.creation_timestamp(), r.now)));
 
-/// The CONTAINERS column of a pod template's owner (shown with `-o wide` on most).
-pub const CONTAINERS: Column = Column::new(
-    "Containers",
-    "string",
-    "Names of each container in the template.",
-);
-/// The IMAGES column of a pod template's owner.
-pub const IMAGES: Column = Column::new(
-    "Images",
-    "string",
-    "Images referenced by each container in the template.",
-);
-
-/// The object as a JSON value, for the path readers of [`json`].
-pub(crate) fn value(obj: &Object) -> Value {
-    Value::Object(obj.as_map().clone())
+/// The CONTAINERS column of a pod template's owner, whose pod spec is at `pod_spec`.
+pub const fn containers(pod_spec: &'static StaticPath) -> Column {
+    Column::new(
+        "Containers",
+        "string",
+        "Names of each container in the template.",
+    )
+    .values(pod_spec, |spec| {
+        json!(labels::layout_containers(spec.first().copied()).0)
+    })
+}
+/// The IMAGES column of a pod template's owner, whose pod spec is at `pod_spec`.
+pub const fn images(pod_spec: &'static StaticPath) -> Column {
+    Column::new(
+        "Images",
+        "string",
+        "Images referenced by each container in the template.",
+    )
+    .values(pod_spec, |spec| {
+        json!(labels::layout_containers(spec.first().copied()).1)
+    })
 }
 
-/// The AGE cell: the time since creation, as `kubectl get` prints it.
-pub(crate) fn age(obj: &Object, now: DateTime<Utc>) -> Value {
-    json!(translate_timestamp_since(obj.creation_timestamp(), now))
-}
-
-/// Computes one row's cells from an object and the current time.
-pub type CellsFn = fn(&Object, DateTime<Utc>) -> Vec<Value>;
-
-/// A printer: fixed columns and a pure function for the cells.
+/// A printer: one table of columns, each with its cell.
 #[derive(Clone, Copy)]
 pub struct Printer {
     pub columns: &'static [Column],
-    pub cells: CellsFn,
 }
 
 impl Printer {
-    /// The printer of `columns`, whose cells `cells` computes (NAME first, in column order).
-    pub const fn new(columns: &'static [Column], cells: CellsFn) -> Self {
-        Printer { columns, cells }
+    /// The printer of `columns` (NAME first, in column order).
+    pub const fn new(columns: &'static [Column]) -> Self {
+        Printer { columns }
     }
 
     /// The cells of `obj` as they read at `now`.
     pub fn cells_at(&self, obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-        (self.cells)(obj, now)
+        let v = Value::Object(obj.as_map().clone());
+        let row = Row { obj, v: &v, now };
+        self.columns.iter().map(|c| c.cell(&row)).collect()
     }
 }
 
@@ -143,19 +105,11 @@ impl TableConvertor for Printer {
 
 /// The table of every resource without a printer of its own (upstream's
 /// `rest.NewDefaultTableConvertor`): NAME and CREATED AT.
-pub const DEFAULT: Printer = Printer::new(DEFAULT_COLUMNS, default_cells);
-
-const DEFAULT_COLUMNS: &[Column] = &[
+pub const DEFAULT: Printer = Printer::new(&[
     NAME,
-    Column::new("Created At", "date", CREATION_TIMESTAMP_DESCRIPTION),
-];
-
-fn default_cells(obj: &Object, _now: DateTime<Utc>) -> Vec<Value> {
-    vec![
-        json!(obj.name()),
-        json!(format_rfc3339(obj.creation_timestamp())),
-    ]
-}
+    Column::new("Created At", "date", CREATION_TIMESTAMP_DESCRIPTION)
+        .computed(|r| json!(format_rfc3339(r.obj.creation_timestamp()))),
+]);
 
 /// A `metav1.Time` as Go's `time.RFC3339` prints it in UTC; the zero time when unset.
 pub fn format_rfc3339(ts: &str) -> String {
@@ -305,6 +259,20 @@ mod tests {
         }
         assert!(for_resource("", "widgets").is_none());
         assert!(for_resource("example.com", "widgets").is_none());
+    }
+
+    #[test]
+    fn every_built_in_column_says_where_its_cell_comes_from() {
+        for (group, resource) in BUILT_INS {
+            let p = printer_for(group, resource).expect("printer");
+            for c in p.columns {
+                assert!(
+                    !matches!(c.cell, Cell::Unset),
+                    "{group}/{resource} {}",
+                    c.name
+                );
+            }
+        }
     }
 
     #[test]

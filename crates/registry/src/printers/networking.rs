@@ -1,21 +1,20 @@
 //! Printers of `networking.k8s.io/v1`: ingresses, ingress classes, network policies.
 
 use super::docs;
-use super::json::{arr_at, at, str_at};
-use super::labels::format_label_selector;
+use super::json::{at, str_at};
+use super::labels::label_selector;
 use super::service::load_balancer_ips;
-use super::{age, value, Column, Printer, AGE, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::{Column, Printer, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "ingresses" => Printer::new(INGRESS_COLUMNS, ingress_cells),
-        "ingressclasses" => Printer::new(INGRESS_CLASS_COLUMNS, ingress_class_cells),
-        "networkpolicies" => Printer::new(NETWORK_POLICY_COLUMNS, network_policy_cells),
+    Some(Printer::new(match resource {
+        "ingresses" => INGRESS_COLUMNS,
+        "ingressclasses" => INGRESS_CLASS_COLUMNS,
+        "networkpolicies" => NETWORK_POLICY_COLUMNS,
         _ => return None,
-    })
+    }))
 }
 
 const INGRESS_COLUMNS: &[Column] = &[
@@ -24,43 +23,31 @@ const INGRESS_COLUMNS: &[Column] = &[
         "Class",
         "string",
         "The name of the IngressClass resource that should be used for additional configuration",
-    ),
+    )
+    .string_or(jsonpath!(".spec.ingressClassName"), "<none>"),
     Column::new(
         "Hosts",
         "string",
         "Hosts that incoming requests are matched against before the ingress rule",
-    ),
+    )
+    .values(jsonpath!(".spec.rules[*]"), format_hosts),
     Column::new(
         "Address",
         "string",
         "Address is a list containing ingress points for the load-balancer",
-    ),
-    Column::new("Ports", "string", "Ports of TLS configurations that open"),
+    )
+    .values(jsonpath!(".status.loadBalancer.ingress[*]"), |ingress| {
+        json!(load_balancer_ips(ingress.iter().copied()).join(","))
+    }),
+    Column::new("Ports", "string", "Ports of TLS configurations that open")
+        .values(jsonpath!(".spec.tls[*]"), |tls| {
+            json!(if tls.is_empty() { "80" } else { "80, 443" })
+        }),
     AGE,
 ];
 
-fn ingress_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let class = at(&v, &["spec", "ingressClassName"])
-        .and_then(Value::as_str)
-        .unwrap_or("<none>");
-    let ports = if arr_at(&v, &["spec", "tls"]).is_empty() {
-        "80"
-    } else {
-        "80, 443"
-    };
-    vec![
-        json!(obj.name()),
-        json!(class),
-        json!(format_hosts(arr_at(&v, &["spec", "rules"]))),
-        json!(load_balancer_ips(arr_at(&v, &["status", "loadBalancer", "ingress"])).join(",")),
-        json!(ports),
-        age(obj, now),
-    ]
-}
-
 /// `formatHosts`: up to three rule hosts, `*` when none names a host.
-fn format_hosts(rules: &[Value]) -> String {
+fn format_hosts(rules: &[&Value]) -> Value {
     const MAX: usize = 3;
     let mut list: Vec<&str> = Vec::new();
     let mut more = false;
@@ -74,14 +61,14 @@ fn format_hosts(rules: &[Value]) -> String {
         }
     }
     if list.is_empty() {
-        return "*".into();
+        return json!("*");
     }
     let ret = list.join(",");
-    if more {
+    json!(if more {
         format!("{ret} + {} more...", rules.len().saturating_sub(MAX))
     } else {
         ret
-    }
+    })
 }
 
 const INGRESS_CLASS_COLUMNS: &[Column] = &[
@@ -90,53 +77,35 @@ const INGRESS_CLASS_COLUMNS: &[Column] = &[
         "Controller",
         "string",
         "Controller that is responsible for handling this class",
-    ),
+    )
+    .string(jsonpath!(".spec.controller")),
     Column::new(
         "Parameters",
         "string",
         "A reference to a resource with additional parameters",
-    ),
+    )
+    .values(jsonpath!(".spec.parameters"), |parameters| {
+        json!(match parameters.first().filter(|p| p.is_object()) {
+            Some(p) => {
+                let mut s = str_at(p, &["kind"]).to_string();
+                if let Some(group) = at(p, &["apiGroup"]).and_then(Value::as_str) {
+                    s = format!("{s}.{group}");
+                }
+                format!("{s}/{}", str_at(p, &["name"]))
+            }
+            None => "<none>".into(),
+        })
+    }),
     AGE,
 ];
-
-fn ingress_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let parameters = match at(&v, &["spec", "parameters"]).filter(|p| p.is_object()) {
-        Some(p) => {
-            let mut s = str_at(p, &["kind"]).to_string();
-            if let Some(group) = at(p, &["apiGroup"]).and_then(Value::as_str) {
-                s = format!("{s}.{group}");
-            }
-            format!("{s}/{}", str_at(p, &["name"]))
-        }
-        None => "<none>".into(),
-    };
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["spec", "controller"])),
-        json!(parameters),
-        age(obj, now),
-    ]
-}
 
 const NETWORK_POLICY_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Pod-Selector", "string", docs::NETWORK_POLICY_POD_SELECTOR),
+    // podSelector is a struct upstream, so absent and empty both select everything: `<none>`.
+    Column::new("Pod-Selector", "string", docs::NETWORK_POLICY_POD_SELECTOR)
+        .values(jsonpath!(".spec.podSelector"), label_selector),
     AGE,
 ];
-
-fn network_policy_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    // podSelector is a struct upstream, so absent and empty both select everything.
-    let selector = at(&v, &["spec", "podSelector"])
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    vec![
-        json!(obj.name()),
-        json!(format_label_selector(Some(&selector))),
-        age(obj, now),
-    ]
-}
 
 #[cfg(test)]
 mod tests {

@@ -4,63 +4,47 @@
 
 use super::docs;
 use super::json::{arr_at, bool_at, i64_at, str_at};
-use super::{parse_time, translate_timestamp_since, value, Column, Printer, AGE, NAME};
+use super::{parse_time, translate_timestamp_since, Column, Printer, Row, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
-pub(super) const PODS: Printer = Printer {
-    columns: COLUMNS,
-    cells,
-};
+pub(super) const PODS: Printer = Printer::new(COLUMNS);
 
+// READY, STATUS and RESTARTS are one summary of the container statuses, computed per cell.
 const COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
-    Column::new("Status", "string", "The aggregate status of the containers in this pod."),
+    Column::new("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.")
+        .computed(|r| {
+            let s = summarize(r);
+            json!(format!("{}/{}", s.ready, s.total))
+        }),
+    Column::new("Status", "string", "The aggregate status of the containers in this pod.")
+        .computed(|r| json!(summarize(r).reason)),
     Column::new(
         "Restarts",
         "string",
         "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-    ),
+    )
+    .computed(|r| json!(summarize(r).restarts)),
     AGE,
-    Column::new("IP", "string", docs::POD_IP).wide(),
-    Column::new("Node", "string", docs::POD_NODE_NAME).wide(),
-    Column::new("Nominated Node", "string", docs::POD_NOMINATED_NODE_NAME).wide(),
-    Column::new("Readiness Gates", "string", docs::POD_READINESS_GATES).wide(),
+    Column::new("IP", "string", docs::POD_IP)
+        .wide()
+        .nonempty_or(jsonpath!(".status.podIPs[0].ip"), "<none>"),
+    Column::new("Node", "string", docs::POD_NODE_NAME)
+        .wide()
+        .nonempty_or(jsonpath!(".spec.nodeName"), "<none>"),
+    Column::new("Nominated Node", "string", docs::POD_NOMINATED_NODE_NAME)
+        .wide()
+        .nonempty_or(jsonpath!(".status.nominatedNodeName"), "<none>"),
+    Column::new("Readiness Gates", "string", docs::POD_READINESS_GATES)
+        .wide()
+        .computed(|r| json!(readiness_gates(r.v))),
 ];
 
 /// `pod.Status.Reason` the node lifecycle controller sets on pods of an unreachable node.
 const NODE_UNREACHABLE_POD_REASON: &str = "NodeLost";
-
-fn cells(pod: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(pod);
-    let status = summarize(&v, pod.deletion_timestamp().is_some(), now);
-    let pod_ip = arr_at(&v, &["status", "podIPs"])
-        .first()
-        .map(|ip| str_at(ip, &["ip"]))
-        .unwrap_or("");
-    vec![
-        json!(pod.name()),
-        json!(format!("{}/{}", status.ready, status.total)),
-        json!(status.reason),
-        json!(status.restarts),
-        json!(translate_timestamp_since(pod.creation_timestamp(), now)),
-        json!(or_none(pod_ip)),
-        json!(or_none(str_at(&v, &["spec", "nodeName"]))),
-        json!(or_none(str_at(&v, &["status", "nominatedNodeName"]))),
-        json!(readiness_gates(&v)),
-    ]
-}
-
-fn or_none(s: &str) -> &str {
-    if s.is_empty() {
-        "<none>"
-    } else {
-        s
-    }
-}
 
 struct Summary {
     ready: usize,
@@ -88,7 +72,8 @@ impl Restarts {
     }
 }
 
-fn summarize(pod: &Value, deleting: bool, now: DateTime<Utc>) -> Summary {
+fn summarize(r: &Row) -> Summary {
+    let (pod, deleting, now) = (r.v, r.obj.deletion_timestamp().is_some(), r.now);
     let phase = str_at(pod, &["status", "phase"]);
     let status_reason = str_at(pod, &["status", "reason"]);
     let mut reason = if status_reason.is_empty() {

@@ -2,75 +2,71 @@
 //! (NAME, CREATED AT); bindings show ROLE and, wide, their subjects.
 
 use super::docs;
-use super::json::{arr_at, str_at};
-use super::{age, value, Column, Printer, AGE, DEFAULT, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::json::str_at;
+use super::{Column, Printer, AGE, DEFAULT, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(match resource {
         "roles" | "clusterroles" => DEFAULT,
-        "rolebindings" => Printer::new(ROLE_BINDING_COLUMNS, binding_cells),
-        "clusterrolebindings" => Printer::new(CLUSTER_ROLE_BINDING_COLUMNS, binding_cells),
+        "rolebindings" => Printer::new(ROLE_BINDING_COLUMNS),
+        "clusterrolebindings" => Printer::new(CLUSTER_ROLE_BINDING_COLUMNS),
         _ => return None,
     })
 }
 
-const ROLE_BINDING_COLUMNS: &[Column] = &[
-    NAME,
-    Column::new("Role", "string", docs::ROLE_BINDING_ROLE_REF),
-    AGE,
-    Column::new("Users", "string", "Users in the roleBinding").wide(),
-    Column::new("Groups", "string", "Groups in the roleBinding").wide(),
-    Column::new(
-        "ServiceAccounts",
-        "string",
-        "ServiceAccounts in the roleBinding",
-    )
-    .wide(),
-];
+/// The columns of a binding: ROLE, then (wide) its subjects as `rbac.SubjectsStrings` sorts
+/// them (users, groups, service accounts; other kinds are dropped). `$what` names the kind in
+/// the descriptions.
+macro_rules! binding_columns {
+    ($role_doc:expr, $what:literal) => {
+        &[
+            NAME,
+            Column::new("Role", "string", $role_doc).values(jsonpath!(".roleRef"), kind_slash_name),
+            AGE,
+            Column::new("Users", "string", concat!("Users in the ", $what))
+                .wide()
+                .values(jsonpath!(".subjects[?(@.kind==\"User\")]"), names),
+            Column::new("Groups", "string", concat!("Groups in the ", $what))
+                .wide()
+                .values(jsonpath!(".subjects[?(@.kind==\"Group\")]"), names),
+            Column::new(
+                "ServiceAccounts",
+                "string",
+                concat!("ServiceAccounts in the ", $what),
+            )
+            .wide()
+            .values(
+                jsonpath!(".subjects[?(@.kind==\"ServiceAccount\")]"),
+                service_accounts,
+            ),
+        ]
+    };
+}
 
-const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] = &[
-    NAME,
-    Column::new("Role", "string", docs::CLUSTER_ROLE_BINDING_ROLE_REF),
-    AGE,
-    Column::new("Users", "string", "Users in the clusterRoleBinding").wide(),
-    Column::new("Groups", "string", "Groups in the clusterRoleBinding").wide(),
-    Column::new(
-        "ServiceAccounts",
-        "string",
-        "ServiceAccounts in the clusterRoleBinding",
-    )
-    .wide(),
-];
+const ROLE_BINDING_COLUMNS: &[Column] =
+    binding_columns!(docs::ROLE_BINDING_ROLE_REF, "roleBinding");
+const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] =
+    binding_columns!(docs::CLUSTER_ROLE_BINDING_ROLE_REF, "clusterRoleBinding");
 
-fn binding_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let role = format!(
-        "{}/{}",
-        str_at(&v, &["roleRef", "kind"]),
-        str_at(&v, &["roleRef", "name"])
-    );
-    // rbac.SubjectsStrings; other kinds are dropped from the table.
-    let (mut users, mut groups, mut sas) = (Vec::new(), Vec::new(), Vec::new());
-    for s in arr_at(&v, &["subjects"]) {
-        let name = str_at(s, &["name"]);
-        match str_at(s, &["kind"]) {
-            "ServiceAccount" => sas.push(format!("{}/{name}", str_at(s, &["namespace"]))),
-            "User" => users.push(name.to_string()),
-            "Group" => groups.push(name.to_string()),
-            _ => {}
-        }
-    }
-    vec![
-        json!(obj.name()),
-        json!(role),
-        age(obj, now),
-        json!(users.join(", ")),
-        json!(groups.join(", ")),
-        json!(sas.join(", ")),
-    ]
+/// A reference as `Kind/name` (`roleRef`, `scaleTargetRef`).
+pub(super) fn kind_slash_name(reference: &[&Value]) -> Value {
+    let r = reference.first().copied().unwrap_or(&Value::Null);
+    json!(format!("{}/{}", str_at(r, &["kind"]), str_at(r, &["name"])))
+}
+
+fn names(subjects: &[&Value]) -> Value {
+    let names: Vec<&str> = subjects.iter().map(|s| str_at(s, &["name"])).collect();
+    json!(names.join(", "))
+}
+
+fn service_accounts(subjects: &[&Value]) -> Value {
+    let names: Vec<String> = subjects
+        .iter()
+        .map(|s| format!("{}/{}", str_at(s, &["namespace"]), str_at(s, &["name"])))
+        .collect();
+    json!(names.join(", "))
 }
 
 #[cfg(test)]

@@ -2,75 +2,57 @@
 //! `<none>`/`<pending>`, endpoints as `ip:port` lists capped at three.
 
 use super::docs;
-use super::json::{arr_at, i64_at, str_at, string_map_at};
-use super::{age, value, Column, Printer, AGE, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::json::{arr_at, i64_at, str_at};
+use super::labels::labels;
+use super::{Column, Printer, Row, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-pub(super) const SERVICES: Printer = Printer::new(SERVICE_COLUMNS, service_cells);
-pub(super) const ENDPOINTS: Printer = Printer::new(ENDPOINTS_COLUMNS, endpoints_cells);
+pub(super) const SERVICES: Printer = Printer::new(SERVICE_COLUMNS);
+pub(super) const ENDPOINTS: Printer = Printer::new(ENDPOINTS_COLUMNS);
 
 const SERVICE_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Type", "string", docs::SERVICE_TYPE),
-    Column::new("Cluster-IP", "string", docs::SERVICE_CLUSTER_IP),
-    Column::new("External-IP", "string", docs::SERVICE_EXTERNAL_IPS),
-    Column::new("Port(s)", "string", docs::SERVICE_PORTS),
+    Column::new("Type", "string", docs::SERVICE_TYPE).computed(|r| json!(service_type(r.v))),
+    Column::new("Cluster-IP", "string", docs::SERVICE_CLUSTER_IP).computed(|r| {
+        json!(match arr_at(r.v, &["spec", "clusterIPs"])
+            .first()
+            .and_then(Value::as_str)
+        {
+            Some(ip) => ip,
+            None => match str_at(r.v, &["spec", "clusterIP"]) {
+                "" => "<none>",
+                ip => ip,
+            },
+        })
+    }),
+    Column::new("External-IP", "string", docs::SERVICE_EXTERNAL_IPS).computed(external_ip),
+    Column::new("Port(s)", "string", docs::SERVICE_PORTS)
+        .values(jsonpath!(".spec.ports[*]"), port_string),
     AGE,
-    Column::new("Selector", "string", docs::SERVICE_SELECTOR).wide(),
+    Column::new("Selector", "string", docs::SERVICE_SELECTOR)
+        .wide()
+        .values(jsonpath!(".spec.selector"), labels),
 ];
 
-fn service_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let svc_type = match str_at(&v, &["spec", "type"]) {
-        // The defaulted value, for objects stored without it.
+/// `spec.type`, or its defaulted value for objects stored without it.
+fn service_type(v: &Value) -> &str {
+    match str_at(v, &["spec", "type"]) {
         "" => "ClusterIP",
         t => t,
-    };
-    let cluster_ips = arr_at(&v, &["spec", "clusterIPs"]);
-    let internal_ip = match cluster_ips.first().and_then(Value::as_str) {
-        Some(ip) => ip,
-        None => match str_at(&v, &["spec", "clusterIP"]) {
-            "" => "<none>",
-            ip => ip,
-        },
-    };
-    let ports = port_string(arr_at(&v, &["spec", "ports"]));
-    vec![
-        json!(obj.name()),
-        json!(svc_type),
-        json!(internal_ip),
-        json!(external_ip(&v, svc_type)),
-        json!(if ports.is_empty() {
-            "<none>".to_string()
-        } else {
-            ports
-        }),
-        age(obj, now),
-        json!(format_labels(&v, &["spec", "selector"])),
-    ]
-}
-
-/// `labels.FormatLabels`: `k=v,...` sorted by key, `<none>` when empty.
-pub(super) fn format_labels(v: &Value, path: &[&str]) -> String {
-    let pairs = string_map_at(v, path);
-    if pairs.is_empty() {
-        "<none>".into()
-    } else {
-        super::json::join_map(&pairs)
     }
 }
 
-fn strings(values: &[Value]) -> Vec<&str> {
-    values.iter().filter_map(Value::as_str).collect()
-}
-
 /// `getServiceExternalIP` as the server calls it (wide, so never truncated).
-fn external_ip(v: &Value, svc_type: &str) -> String {
-    let external_ips = strings(arr_at(v, &["spec", "externalIPs"]));
-    match svc_type {
+fn external_ip(r: &Row) -> Value {
+    let v = r.v;
+    let svc_type = service_type(v);
+    let external_ips: Vec<&str> = arr_at(v, &["spec", "externalIPs"])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    json!(match svc_type {
         "ClusterIP" | "NodePort" => {
             if external_ips.is_empty() {
                 "<none>".into()
@@ -83,7 +65,7 @@ fn external_ip(v: &Value, svc_type: &str) -> String {
             if !external_ips.is_empty() {
                 let mut all: Vec<&str> = lb.iter().map(String::as_str).collect();
                 all.extend(external_ips);
-                return all.join(",");
+                return json!(all.join(","));
             }
             if lb.is_empty() {
                 "<pending>".into()
@@ -93,13 +75,13 @@ fn external_ip(v: &Value, svc_type: &str) -> String {
         }
         "ExternalName" => str_at(v, &["spec", "externalName"]).to_string(),
         _ => "<unknown>".into(),
-    }
+    })
 }
 
 /// The distinct IPs (else hostnames) of load-balancer ingress points, sorted.
-pub(super) fn load_balancer_ips(ingress: &[Value]) -> Vec<String> {
+pub(super) fn load_balancer_ips<'a>(ingress: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
     let set: BTreeSet<String> = ingress
-        .iter()
+        .into_iter()
         .filter_map(|i| {
             let ip = str_at(i, &["ip"]);
             let host = str_at(i, &["hostname"]);
@@ -115,9 +97,13 @@ pub(super) fn load_balancer_ips(ingress: &[Value]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// `makePortString`: `port/proto`, or `port:nodePort/proto` when a node port is set.
-fn port_string(ports: &[Value]) -> String {
-    ports
+/// `makePortString`: `port/proto`, or `port:nodePort/proto` when a node port is set; `<none>`
+/// without ports.
+fn port_string(ports: &[&Value]) -> Value {
+    if ports.is_empty() {
+        return json!("<none>");
+    }
+    json!(ports
         .iter()
         .map(|p| {
             let protocol = match str_at(p, &["protocol"]) {
@@ -133,23 +119,15 @@ fn port_string(ports: &[Value]) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join(",")
+        .join(","))
 }
 
 const ENDPOINTS_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Endpoints", "string", docs::ENDPOINTS_SUBSETS),
+    Column::new("Endpoints", "string", docs::ENDPOINTS_SUBSETS)
+        .values(jsonpath!(".subsets[*]"), format_endpoints),
     AGE,
 ];
-
-fn endpoints_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(format_endpoints(arr_at(&v, &["subsets"]))),
-        age(obj, now),
-    ]
-}
 
 /// `net.JoinHostPort`: IPv6 addresses in brackets.
 fn join_host_port(host: &str, port: i64) -> String {
@@ -161,10 +139,10 @@ fn join_host_port(host: &str, port: i64) -> String {
 }
 
 /// `formatEndpoints` with all ports: up to three `ip:port`, then `+ N more...`.
-fn format_endpoints(subsets: &[Value]) -> String {
+fn format_endpoints(subsets: &[&Value]) -> Value {
     const MAX: usize = 3;
     if subsets.is_empty() {
-        return "<none>".into();
+        return json!("<none>");
     }
     let mut list: Vec<String> = Vec::new();
     let mut more = false;
@@ -196,11 +174,11 @@ fn format_endpoints(subsets: &[Value]) -> String {
         }
     }
     let ret = list.join(",");
-    if more {
+    json!(if more {
         format!("{ret} + {} more...", count.saturating_sub(MAX))
     } else {
         ret
-    }
+    })
 }
 
 #[cfg(test)]

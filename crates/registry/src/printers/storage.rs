@@ -1,67 +1,49 @@
 //! Printers of `storage.k8s.io/v1` CSI drivers, CSI nodes and volume attachments, and of
 //! `node.k8s.io/v1` runtime classes (storage classes are in `groups.rs`).
 
-use super::json::{arr_at, at, bool_at, str_at};
-use super::{age, value, Column, Printer, AGE, NAME};
-use chrono::{DateTime, Utc};
-use kapi_machinery::Object;
+use super::column::{count, joined};
+use super::json::str_at;
+use super::{Column, Printer, AGE, NAME};
+use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
 pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
-    Some(match (group, resource) {
-        ("storage.k8s.io", "csidrivers") => Printer::new(CSI_DRIVER_COLUMNS, csi_driver_cells),
-        ("storage.k8s.io", "csinodes") => Printer::new(CSI_NODE_COLUMNS, csi_node_cells),
-        ("storage.k8s.io", "volumeattachments") => {
-            Printer::new(VOLUME_ATTACHMENT_COLUMNS, volume_attachment_cells)
-        }
-        ("node.k8s.io", "runtimeclasses") => {
-            Printer::new(RUNTIME_CLASS_COLUMNS, runtime_class_cells)
-        }
+    Some(Printer::new(match (group, resource) {
+        ("storage.k8s.io", "csidrivers") => CSI_DRIVER_COLUMNS,
+        ("storage.k8s.io", "csinodes") => CSI_NODE_COLUMNS,
+        ("storage.k8s.io", "volumeattachments") => VOLUME_ATTACHMENT_COLUMNS,
+        ("node.k8s.io", "runtimeclasses") => RUNTIME_CLASS_COLUMNS,
         _ => return None,
-    })
+    }))
 }
 
 const CSI_DRIVER_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable."),
-    Column::new("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false."),
-    Column::new("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true."),
-    Column::new("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication."),
-    Column::new("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume."),
-    Column::new("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism."),
+    Column::new("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable.")
+        .boolean(jsonpath!(".spec.attachRequired")),
+    Column::new("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false.")
+        .boolean(jsonpath!(".spec.podInfoOnMount")),
+    Column::new("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true.")
+        .boolean(jsonpath!(".spec.storageCapacity")),
+    Column::new("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.")
+        .values(jsonpath!(".spec.tokenRequests[*]"), token_requests),
+    Column::new("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.")
+        .boolean(jsonpath!(".spec.requiresRepublish")),
+    Column::new("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism.")
+        .values(jsonpath!(".spec.volumeLifecycleModes[*]"), |modes| match joined(modes) {
+            m if m.is_empty() => json!("<none>"),
+            m => json!(m),
+        }),
     AGE,
 ];
 
-fn csi_driver_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let audiences: Vec<&str> = arr_at(&v, &["spec", "tokenRequests"])
-        .iter()
-        .map(|t| str_at(t, &["audience"]))
-        .collect();
-    let tokens = if audiences.is_empty() {
-        "<unset>".to_string()
-    } else {
-        audiences.join(",")
-    };
-    let modes: Vec<&str> = arr_at(&v, &["spec", "volumeLifecycleModes"])
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    let modes = if modes.is_empty() {
-        "<none>".to_string()
-    } else {
-        modes.join(",")
-    };
-    vec![
-        json!(obj.name()),
-        json!(bool_at(&v, &["spec", "attachRequired"])),
-        json!(bool_at(&v, &["spec", "podInfoOnMount"])),
-        json!(bool_at(&v, &["spec", "storageCapacity"])),
-        json!(tokens),
-        json!(bool_at(&v, &["spec", "requiresRepublish"])),
-        json!(modes),
-        age(obj, now),
-    ]
+/// The audiences of the token requests, `<unset>` when there are none.
+fn token_requests(requests: &[&Value]) -> Value {
+    if requests.is_empty() {
+        return json!("<unset>");
+    }
+    let audiences: Vec<&str> = requests.iter().map(|t| str_at(t, &["audience"])).collect();
+    json!(audiences.join(","))
 }
 
 const CSI_NODE_COLUMNS: &[Column] = &[
@@ -70,57 +52,30 @@ const CSI_NODE_COLUMNS: &[Column] = &[
         "Drivers",
         "integer",
         "Drivers indicates the number of CSI drivers registered on the node",
-    ),
+    )
+    .values(jsonpath!(".spec.drivers[*]"), count),
     AGE,
 ];
-
-fn csi_node_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(arr_at(&v, &["spec", "drivers"]).len()),
-        age(obj, now),
-    ]
-}
 
 const VOLUME_ATTACHMENT_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Attacher", "string", "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName()."),
-    Column::new("PV", "string", "persistentVolumeName represents the name of the persistent volume to attach."),
-    Column::new("Node", "string", "nodeName represents the node that the volume should be attached to."),
-    Column::new("Attached", "boolean", "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher."),
+    Column::new("Attacher", "string", "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().")
+        .string(jsonpath!(".spec.attacher")),
+    Column::new("PV", "string", "persistentVolumeName represents the name of the persistent volume to attach.")
+        .string(jsonpath!(".spec.source.persistentVolumeName")),
+    Column::new("Node", "string", "nodeName represents the node that the volume should be attached to.")
+        .string(jsonpath!(".spec.nodeName")),
+    Column::new("Attached", "boolean", "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.")
+        .boolean(jsonpath!(".status.attached")),
     AGE,
 ];
-
-fn volume_attachment_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    let pv = at(&v, &["spec", "source", "persistentVolumeName"])
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["spec", "attacher"])),
-        json!(pv),
-        json!(str_at(&v, &["spec", "nodeName"])),
-        json!(bool_at(&v, &["status", "attached"])),
-        age(obj, now),
-    ]
-}
 
 const RUNTIME_CLASS_COLUMNS: &[Column] = &[
     NAME,
-    Column::new("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class. The possible values are specific to the node & CRI configuration.  It is assumed that all handlers are available on every node, and handlers of the same name are equivalent on every node. For example, a handler called \"runc\" might specify that the runc OCI runtime (using native Linux containers) will be used to run the containers in a pod. The Handler must be lowercase, conform to the DNS Label (RFC 1123) requirements, and is immutable."),
+    Column::new("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class. The possible values are specific to the node & CRI configuration.  It is assumed that all handlers are available on every node, and handlers of the same name are equivalent on every node. For example, a handler called \"runc\" might specify that the runc OCI runtime (using native Linux containers) will be used to run the containers in a pod. The Handler must be lowercase, conform to the DNS Label (RFC 1123) requirements, and is immutable.")
+        .string(jsonpath!(".handler")),
     AGE,
 ];
-
-fn runtime_class_cells(obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
-    let v = value(obj);
-    vec![
-        json!(obj.name()),
-        json!(str_at(&v, &["handler"])),
-        age(obj, now),
-    ]
-}
 
 #[cfg(test)]
 mod tests {
