@@ -1,8 +1,8 @@
 //! Printer of `autoscaling` horizontal pod autoscalers (both versions; v1 objects are read as
 //! their v2 form, as upstream prints the internal type).
 
+use super::column::kind_slash_name;
 use super::json::{arr_at, at, opt_i64_at, str_at};
-use super::rbac::kind_slash_name;
 use super::{Column, Printer, Row, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
@@ -23,15 +23,21 @@ const HPA_COLUMNS: &[Column] = &[
     Column::new("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.")
         .computed(targets),
     Column::new("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.")
-        .values(jsonpath!(".spec.minReplicas"), |min| {
-            json!(min.first().and_then(|m| m.as_i64()).map_or_else(|| "<unset>".to_string(), |m| m.to_string()))
-        }),
+        .values(jsonpath!(".spec.minReplicas"), min_replicas),
     Column::new("MaxPods", "integer", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.")
         .integer(jsonpath!(".spec.maxReplicas")),
     Column::new("Replicas", "integer", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.")
         .integer(jsonpath!(".status.currentReplicas")),
     AGE,
 ];
+
+/// A `*int32` as text, `<unset>` when nil.
+fn min_replicas(min: &[&Value]) -> Value {
+    json!(match min.first().and_then(|m| m.as_i64()) {
+        Some(m) => m.to_string(),
+        None => "<unset>".into(),
+    })
+}
 
 /// TARGETS, from the v2 form of the object.
 fn targets(r: &Row) -> Value {

@@ -257,6 +257,13 @@ pub fn joined(values: &[&Value]) -> String {
         .join(",")
 }
 
+/// A reference as `Kind/name` (`roleRef`, `scaleTargetRef`).
+pub fn kind_slash_name(reference: &[&Value]) -> Value {
+    let r = reference.first().copied().unwrap_or(&Value::Null);
+    let text = |key: &str| r.get(key).and_then(Value::as_str).unwrap_or("");
+    json!(format!("{}/{}", text("kind"), text("name")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

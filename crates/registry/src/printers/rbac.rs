@@ -1,6 +1,7 @@
 //! Printers of `rbac.authorization.k8s.io/v1`. Roles and cluster roles have none upstream
 //! (NAME, CREATED AT); bindings show ROLE and, wide, their subjects.
 
+use super::column::kind_slash_name;
 use super::docs;
 use super::json::str_at;
 use super::{Column, Printer, AGE, DEFAULT, NAME};
@@ -49,12 +50,6 @@ const ROLE_BINDING_COLUMNS: &[Column] =
     binding_columns!(docs::ROLE_BINDING_ROLE_REF, "roleBinding");
 const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] =
     binding_columns!(docs::CLUSTER_ROLE_BINDING_ROLE_REF, "clusterRoleBinding");
-
-/// A reference as `Kind/name` (`roleRef`, `scaleTargetRef`).
-pub(super) fn kind_slash_name(reference: &[&Value]) -> Value {
-    let r = reference.first().copied().unwrap_or(&Value::Null);
-    json!(format!("{}/{}", str_at(r, &["kind"]), str_at(r, &["name"])))
-}
 
 fn names(subjects: &[&Value]) -> Value {
     let names: Vec<&str> = subjects.iter().map(|s| str_at(s, &["name"])).collect();
