@@ -9,6 +9,12 @@ use clap::Parser;
 use options::Options;
 use tracing_subscriber::EnvFilter;
 
+/// glibc's malloc keeps what a burst of requests freed in per-thread arenas (tens of MB after
+/// the OpenAPI build, several KB per object created); mimalloc gives freed pages back, so RSS
+/// follows the live heap (docs/benchmarks.md, "Memory and restart").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn init_logging(verbosity: u8) {
     let level = match verbosity {
         0..=2 => "info",
