@@ -78,7 +78,10 @@ impl Cached {
     /// The encodings, the JSON made now if no list has needed it yet.
     pub fn encoded(&self) -> EncodedItem {
         EncodedItem {
-            json: self.json.get_or_init(|| exact(encode_list_item(&self.object))).clone(),
+            json: self
+                .json
+                .get_or_init(|| exact(encode_list_item(&self.object)))
+                .clone(),
             protobuf: self.protobuf.clone(),
         }
     }
