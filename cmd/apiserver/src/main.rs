@@ -9,6 +9,12 @@ use clap::Parser;
 use options::Options;
 use tracing_subscriber::EnvFilter;
 
+/// glibc's malloc keeps what a burst of requests freed in per-thread arenas (tens of MB after
+/// the OpenAPI build, several KB per object created); jemalloc with its background thread gives
+/// freed pages back within seconds, idle or not (docs/benchmarks.md, "Memory and restart").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn init_logging(verbosity: u8) {
     let level = match verbosity {
         0..=2 => "info",
@@ -53,6 +59,11 @@ async fn shutdown_signal() {
 }
 
 fn main() -> std::process::ExitCode {
+    // Purging runs on allocation activity otherwise: an idle server would keep what its last
+    // burst freed.
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+        eprintln!("warning: jemalloc's background thread: {e}");
+    }
     let options = Options::parse();
     init_logging(options.verbosity);
     let config = match options.validate() {

@@ -80,11 +80,17 @@ impl Cached {
         EncodedItem {
             json: self
                 .json
-                .get_or_init(|| encode_list_item(&self.object))
+                .get_or_init(|| exact(encode_list_item(&self.object)))
                 .clone(),
             protobuf: self.protobuf.clone(),
         }
     }
+}
+
+/// `bytes` in an allocation of its own size: the encoder's buffer grows by doubling, and the
+/// cache keeps one per object for its lifetime (a 700-byte item would hold 1 KB).
+fn exact(bytes: Bytes) -> Bytes {
+    Bytes::copy_from_slice(&bytes)
 }
 
 #[derive(Default)]

@@ -124,15 +124,20 @@ fn free_port() -> Result<u16> {
 }
 
 fn rss_kib(pid: u32) -> Result<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// One KiB figure of `/proc/PID/status`, by its field name (with the colon).
+fn status_kib(pid: u32, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .context("no VmRSS")?;
+        .find_map(|l| l.strip_prefix(field))
+        .with_context(|| format!("no {field}"))?;
     Ok(line
         .split_whitespace()
-        .nth(1)
-        .context("bad VmRSS")?
+        .next()
+        .with_context(|| format!("bad {field}"))?
         .parse()?)
 }
 
