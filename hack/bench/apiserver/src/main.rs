@@ -34,6 +34,7 @@ mod crd;
 mod creates;
 mod lists;
 mod memory;
+mod profile;
 mod startup;
 mod watch;
 
@@ -94,6 +95,10 @@ struct Args {
     /// `watch`: for how long.
     #[arg(long, default_value_t = 5.0)]
     watch_seconds: f64,
+    /// `creates`: record a CPU profile of the server per phase (POST, dry run, GET) into
+    /// this directory with `perf record -g` (see `profile`).
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 impl Args {
@@ -297,7 +302,7 @@ async fn main() -> Result<()> {
             .etcd_servers
             .as_deref()
             .and_then(|e| e.split(',').next());
-        for row in creates::run(&client, etcd, args.objects, c).await? {
+        for row in creates::run(&client, etcd, args.objects, c, args.profile.as_deref(), pid).await? {
             println!("{row}");
         }
     }
