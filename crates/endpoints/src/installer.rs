@@ -159,10 +159,7 @@ pub fn install_group_into(
             key.version = version.version.clone();
             routes.insert(
                 key,
-                Arc::new(ResourceRoutes {
-                    storage: storage.clone(),
-                    verbs,
-                }),
+                Arc::new(ResourceRoutes::new(storage.clone(), verbs)),
             );
         }
     }
