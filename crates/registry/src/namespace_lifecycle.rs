@@ -4,9 +4,10 @@
 
 use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
-use kapi_machinery::{ApiError, GroupResource};
-use kapi_storage::DynStorage;
+use kapi_machinery::{ApiError, GroupResource, Object};
+use kapi_storage::{DynStorage, GetOptions};
 use serde_json::Value;
+use std::sync::{Arc, OnceLock};
 
 /// Decides whether new objects may be created in a namespace.
 #[async_trait]
@@ -21,15 +22,76 @@ pub trait NamespaceLifecycle: Send + Sync {
     ) -> Result<(), ApiError>;
 }
 
-/// Reads the namespace straight from storage.
+/// Reads the namespace from the namespaces' watch cache once one is known (see
+/// [`NamespaceCache`]) when it finds it there active, else straight from storage: upstream's
+/// lister with its live lookup for a namespace the cache lacks or sees terminating.
 pub struct StorageNamespaceLifecycle {
     storage: DynStorage,
+    cache: NamespaceCache,
 }
 
 impl StorageNamespaceLifecycle {
     pub fn new(storage: DynStorage) -> Self {
-        Self { storage }
+        Self {
+            storage,
+            cache: NamespaceCache::default(),
+        }
     }
+
+    /// The same check, reading through `cache` once it is set.
+    pub fn with_cache(storage: DynStorage, cache: NamespaceCache) -> Self {
+        Self { storage, cache }
+    }
+}
+
+/// The namespaces Store's storage (its watch cache), set once the Store exists: the check is
+/// built before the Stores it is given to, the namespaces Store among them.
+#[derive(Clone, Default)]
+pub struct NamespaceCache(Arc<OnceLock<DynStorage>>);
+
+impl NamespaceCache {
+    /// Takes the storage of the namespaces Store among `groups`, if there is one.
+    pub fn fill_from(&self, groups: &[crate::rest::ApiGroupInfo]) {
+        let found = groups
+            .iter()
+            .filter(|g| g.group.is_empty())
+            .flat_map(|g| g.versions.iter())
+            .flat_map(|v| v.storages.iter())
+            .filter(|s| s.info().resource == "namespaces" && s.info().subresource.is_empty())
+            .find_map(|s| s.as_any()?.downcast_ref::<crate::store::Store>())
+            .map(|store| store.storage().clone());
+        if let Some(storage) = found {
+            let _ = self.0.set(storage);
+        }
+    }
+
+    /// The namespace as the cache holds it (it may trail storage); `None` when it does not
+    /// hold it or no cache is set.
+    pub async fn get(&self, namespace: &str) -> Result<Option<Object>, ApiError> {
+        let Some(cache) = self.0.get() else {
+            return Ok(None);
+        };
+        cache
+            .get(&format!("/namespaces/{namespace}"), &ANY_CACHED)
+            .await
+            .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace, "get"))
+    }
+}
+
+/// Any revision the cache holds (a backend reads its latest).
+const ANY_CACHED: GetOptions = GetOptions {
+    resource_version: Some(0),
+    ignore_not_found: true,
+};
+
+/// Whether a namespace is being deleted.
+pub fn is_terminating(ns: &Object) -> bool {
+    let phase = ns
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    phase == "Terminating" || ns.deletion_timestamp().is_some()
 }
 
 /// 403 `<gr> "<name>" is forbidden: unable to create new content in namespace <ns> because it
@@ -59,6 +121,11 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
         gr: &GroupResource,
         name: &str,
     ) -> Result<(), ApiError> {
+        if let Some(ns) = self.cache.get(namespace).await? {
+            if !is_terminating(&ns) {
+                return Ok(());
+            }
+        }
         let ns_gr = GroupResource::new("", "namespaces");
         let key = format!("/namespaces/{namespace}");
         let got = self
@@ -69,12 +136,7 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
         let Some(ns) = got else {
             return Err(ApiError::not_found(&ns_gr, namespace));
         };
-        let phase = ns
-            .get("status")
-            .and_then(|s| s.get("phase"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if phase == "Terminating" || ns.deletion_timestamp().is_some() {
+        if is_terminating(&ns) {
             return Err(namespace_terminating(namespace, gr, name));
         }
         Ok(())

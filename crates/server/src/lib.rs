@@ -247,13 +247,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
+    // Namespace checks read the namespaces' watch cache once the groups exist.
+    let namespace_cache = kapi_registry::namespace_lifecycle::NamespaceCache::default();
     let crd_build = kapi_registry::BuildContext {
         config: registry_config.clone(),
         namespaces: Arc::new(
-            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::new(storage.clone()),
+            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::with_cache(
+                storage.clone(),
+                namespace_cache.clone(),
+            ),
         ),
     };
     let mut groups = kapi_registry::build(registry_config).await?;
+    namespace_cache.fill_from(&groups);
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
     // for tests, is no one's: upstream's default stands in).
     let target_port = match config.secure_port {
@@ -268,7 +274,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let schemas = Arc::new(admission::OpenApiSchemas::default());
     let admission = Arc::new(admission::build_chain(
         &config,
-        storage.clone(),
+        kapi_registry::admission_objects::StorageObjects::with_namespace_cache(
+            storage.clone(),
+            namespace_cache,
+        ),
         &metrics,
         authorization.authorizer.clone(),
         schemas.clone(),

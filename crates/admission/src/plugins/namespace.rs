@@ -55,8 +55,24 @@ fn is_namespace(a: &Attributes) -> bool {
     a.resource.group.is_empty() && a.resource.resource == "namespaces"
 }
 
+/// The namespace as upstream's plugin finds it: from the cache when it is there and active,
+/// else (missing, terminating or deleting in the cache: possibly out of date) from storage.
 async fn get_namespace(objects: &dyn ObjectStore, name: &str) -> Result<Option<Object>, ApiError> {
+    if let Some(ns) = objects.get_cached(&namespaces(), "", name).await? {
+        if !is_terminating(&ns) {
+            return Ok(Some(ns));
+        }
+    }
     objects.get(&namespaces(), "", name).await
+}
+
+fn is_terminating(ns: &Object) -> bool {
+    let phase = ns
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    phase == "Terminating" || ns.deletion_timestamp().is_some()
 }
 
 /// 403 with upstream's `NamespaceTerminating` cause.
@@ -99,15 +115,8 @@ impl ValidationInterface for NamespaceLifecycle {
         let Some(ns) = get_namespace(self.objects.as_ref(), &a.namespace).await? else {
             return Err(ApiError::not_found(&namespaces(), &a.namespace));
         };
-        if a.operation == Operation::Create {
-            let phase = ns
-                .get("status")
-                .and_then(|s| s.get("phase"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if phase == "Terminating" || ns.deletion_timestamp().is_some() {
-                return Err(terminating(a));
-            }
+        if a.operation == Operation::Create && is_terminating(&ns) {
+            return Err(terminating(a));
         }
         Ok(())
     }
