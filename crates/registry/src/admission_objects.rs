@@ -2,13 +2,13 @@
 //! namespaces, limit ranges, quotas and service accounts (and write quota status and
 //! auto-provisioned namespaces) straight from storage, by `/<resource>/<namespace>/<name>`.
 
+use crate::namespace_lifecycle::NamespaceCache;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use kapi_admission::objects::ObjectStore;
 use kapi_admission::source::{Change, ObjectWatcher};
 use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
-use crate::namespace_lifecycle::NamespaceCache;
 use kapi_storage::{DynStorage, Error, WatchOptions};
 use std::sync::Arc;
 

@@ -302,7 +302,9 @@ async fn main() -> Result<()> {
             .etcd_servers
             .as_deref()
             .and_then(|e| e.split(',').next());
-        for row in creates::run(&client, etcd, args.objects, c, args.profile.as_deref(), pid).await? {
+        for row in
+            creates::run(&client, etcd, args.objects, c, args.profile.as_deref(), pid).await?
+        {
             println!("{row}");
         }
     }
