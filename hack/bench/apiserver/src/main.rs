@@ -21,7 +21,8 @@
 //! `--paged-objects` elsewhere), see `lists`; `creates` (where a POST's time goes, against the
 //! storage layer's and raw etcd's creates, see `creates`); `watch` (fan-out to `--watchers`
 //! watchers, see `watch`); `memory` (RSS per stored object and a restart with
-//! `--paged-objects` stored, see `memory`).
+//! `--paged-objects` stored, see `memory`). `--profile <dir>` records a perf profile of the
+//! server during each phase of `creates` (see `profile`).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
