@@ -26,7 +26,7 @@ pub use strategy::Strategy;
 
 use kapi_machinery::ApiError;
 use kapi_storage::DynStorage;
-use namespace_lifecycle::{NamespaceCache, NamespaceLifecycle, StorageNamespaceLifecycle};
+use namespace_lifecycle::{NamespaceLifecycle, StorageNamespaceLifecycle};
 use std::sync::Arc;
 
 /// What the registry needs to build every built-in resource.
@@ -84,14 +84,10 @@ impl BuildContext {
 /// events.k8s.io, discovery.k8s.io. Subresources are separate storages with
 /// `info().subresource` set.
 pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, ApiError> {
-    let cache = NamespaceCache::default();
-    let namespaces: Arc<dyn NamespaceLifecycle> = Arc::new(StorageNamespaceLifecycle::with_cache(
-        config.storage.clone(),
-        cache.clone(),
-    ));
+    let namespaces: Arc<dyn NamespaceLifecycle> =
+        Arc::new(StorageNamespaceLifecycle::new(config.storage.clone()));
     let ctx = BuildContext { config, namespaces };
     let mut groups = vec![resources::core::group(&ctx).await?];
-    cache.fill_from(&groups);
     groups.extend(resources::apps::groups(&ctx));
     groups.extend(resources::batch::groups(&ctx));
     groups.extend(resources::misc::groups(&ctx));

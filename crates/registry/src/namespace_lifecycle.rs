@@ -3,10 +3,10 @@
 //! the admission plugin can take it over; the Store calls it only when it is given one.
 
 use async_trait::async_trait;
+use kapi_admission::plugins::namespace::is_terminating;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use kapi_storage::{DynStorage, GetOptions};
-use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
 /// Decides whether new objects may be created in a namespace.
@@ -22,30 +22,20 @@ pub trait NamespaceLifecycle: Send + Sync {
     ) -> Result<(), ApiError>;
 }
 
-/// Reads the namespace from the namespaces' watch cache once one is known (see
-/// [`NamespaceCache`]) when it finds it there active, else straight from storage: upstream's
-/// lister with its live lookup for a namespace the cache lacks or sees terminating.
+/// Reads the namespace straight from storage: a namespace deleted a moment ago is seen
+/// terminating by the next create (a watch cache could still show it active).
 pub struct StorageNamespaceLifecycle {
     storage: DynStorage,
-    cache: NamespaceCache,
 }
 
 impl StorageNamespaceLifecycle {
     pub fn new(storage: DynStorage) -> Self {
-        Self {
-            storage,
-            cache: NamespaceCache::default(),
-        }
-    }
-
-    /// The same check, reading through `cache` once it is set.
-    pub fn with_cache(storage: DynStorage, cache: NamespaceCache) -> Self {
-        Self { storage, cache }
+        Self { storage }
     }
 }
 
-/// The namespaces Store's storage (its watch cache), set once the Store exists: the check is
-/// built before the Stores it is given to, the namespaces Store among them.
+/// The namespaces Store's storage (its watch cache), for admission's cached reads; set once
+/// the Store exists (the admission chain is built before, or beside, the groups).
 #[derive(Clone, Default)]
 pub struct NamespaceCache(Arc<OnceLock<DynStorage>>);
 
@@ -84,16 +74,6 @@ const ANY_CACHED: GetOptions = GetOptions {
     ignore_not_found: true,
 };
 
-/// Whether a namespace is being deleted.
-pub fn is_terminating(ns: &Object) -> bool {
-    let phase = ns
-        .get("status")
-        .and_then(|s| s.get("phase"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    phase == "Terminating" || ns.deletion_timestamp().is_some()
-}
-
 /// 403 `<gr> "<name>" is forbidden: unable to create new content in namespace <ns> because it
 /// is being terminated`, with upstream's `NamespaceTerminating` cause.
 pub fn namespace_terminating(namespace: &str, gr: &GroupResource, name: &str) -> ApiError {
@@ -121,11 +101,6 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
         gr: &GroupResource,
         name: &str,
     ) -> Result<(), ApiError> {
-        if let Some(ns) = self.cache.get(namespace).await? {
-            if !is_terminating(&ns) {
-                return Ok(());
-            }
-        }
         let ns_gr = GroupResource::new("", "namespaces");
         let key = format!("/namespaces/{namespace}");
         let got = self

@@ -247,18 +247,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
-    // Namespace checks read the namespaces' watch cache once the groups exist.
-    let namespace_cache = kapi_registry::namespace_lifecycle::NamespaceCache::default();
     let crd_build = kapi_registry::BuildContext {
         config: registry_config.clone(),
         namespaces: Arc::new(
-            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::with_cache(
-                storage.clone(),
-                namespace_cache.clone(),
-            ),
+            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::new(storage.clone()),
         ),
     };
     let mut groups = kapi_registry::build(registry_config).await?;
+    // Admission's namespace plugins read the namespaces' watch cache first.
+    let namespace_cache = kapi_registry::namespace_lifecycle::NamespaceCache::default();
     namespace_cache.fill_from(&groups);
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
     // for tests, is no one's: upstream's default stands in).
