@@ -16,6 +16,19 @@ pub trait ObjectStore: Send + Sync {
         name: &str,
     ) -> Result<Option<Object>, ApiError>;
 
+    /// The object as a watch cache holds it, which may trail storage by the last changes
+    /// (upstream's informer listers); without a cache, [`ObjectStore::get`]. Callers read
+    /// storage again whenever a cached answer would refuse or could be out of date in a way
+    /// that matters (upstream's live lookup).
+    async fn get_cached(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object>, ApiError> {
+        self.get(gr, namespace, name).await
+    }
+
     /// Every object of `gr` in `namespace` (all namespaces when `""` for a namespaced one).
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError>;
 

@@ -157,13 +157,7 @@ pub fn install_group_into(
             // one storage may serve several versions.
             key.group = group.group.clone();
             key.version = version.version.clone();
-            routes.insert(
-                key,
-                Arc::new(ResourceRoutes {
-                    storage: storage.clone(),
-                    verbs,
-                }),
-            );
+            routes.insert(key, Arc::new(ResourceRoutes::new(storage.clone(), verbs)));
         }
     }
 }

@@ -244,6 +244,7 @@ impl ApiServerHandler {
             info,
             resource,
             storage: routes.storage.clone(),
+            routes,
             namespace,
             user,
             admission: self.inner.admission.clone(),

@@ -5,6 +5,7 @@
 use crate::discovery::Discovery;
 use crate::installer::{self, VerbTable};
 use crate::openapi::OpenApi;
+use crate::patch::meta::PatchSchema;
 use bytes::Bytes;
 use http::{HeaderMap, Response};
 use kapi_registry::rest::{self, ApiGroupInfo};
@@ -35,6 +36,26 @@ impl RouteKey {
 pub struct ResourceRoutes {
     pub storage: Arc<dyn rest::Storage>,
     pub verbs: VerbTable,
+    /// The storage's patch schema, built on first use: building it generates the kind's
+    /// whole schema, too much to do on every write.
+    patch_schema: OnceLock<Option<PatchSchema>>,
+}
+
+impl ResourceRoutes {
+    pub fn new(storage: Arc<dyn rest::Storage>, verbs: VerbTable) -> Self {
+        Self {
+            storage,
+            verbs,
+            patch_schema: OnceLock::new(),
+        }
+    }
+
+    /// [`PatchSchema::for_storage`] of the storage, computed once per route snapshot.
+    pub fn patch_schema(&self) -> Option<&PatchSchema> {
+        self.patch_schema
+            .get_or_init(|| PatchSchema::for_storage(self.storage.as_ref()))
+            .as_ref()
+    }
 }
 
 /// One immutable routing snapshot.

@@ -22,6 +22,8 @@ pub struct RequestScope {
     /// The resource as routed (group/version from the route).
     pub resource: ResourceInfo,
     pub storage: Arc<dyn rest::Storage>,
+    /// The route the request took (per-resource state shared by requests: its patch schema).
+    pub routes: Arc<crate::router::ResourceRoutes>,
     /// The request's namespace; empty for cluster-scoped resources and all-namespace lists.
     pub namespace: String,
     pub name: String,
@@ -216,12 +218,12 @@ impl RequestScope {
         old: Option<Object>,
         dry_run: bool,
     ) -> Result<Object, ApiError> {
-        admit_with(
-            &self.admission,
-            self.attributes(operation, Some(obj.clone()), old, dry_run),
-            obj,
-        )
-        .await
+        // The attributes take the object's name; the object itself moves in (no copy).
+        let mut attrs = self.attributes(operation, None, old, dry_run);
+        if !obj.name().is_empty() {
+            attrs.name = obj.name().to_string();
+        }
+        admit_with(&self.admission, attrs, obj).await
     }
 
     /// Validating admission as the function the Store calls just before writing.

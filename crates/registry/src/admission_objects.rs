@@ -2,6 +2,7 @@
 //! namespaces, limit ranges, quotas and service accounts (and write quota status and
 //! auto-provisioned namespaces) straight from storage, by `/<resource>/<namespace>/<name>`.
 
+use crate::namespace_lifecycle::NamespaceCache;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -14,11 +15,21 @@ use std::sync::Arc;
 /// Objects read and written through the storage backend.
 pub struct StorageObjects {
     storage: DynStorage,
+    /// Where cached reads of namespaces come from (every namespaced write reads one).
+    namespaces: NamespaceCache,
 }
 
 impl StorageObjects {
     pub fn new(storage: DynStorage) -> Arc<Self> {
-        Arc::new(Self { storage })
+        Self::with_namespace_cache(storage, NamespaceCache::default())
+    }
+
+    /// Reads namespaces for [`ObjectStore::get_cached`] from `namespaces` once it is set.
+    pub fn with_namespace_cache(storage: DynStorage, namespaces: NamespaceCache) -> Arc<Self> {
+        Arc::new(Self {
+            storage,
+            namespaces,
+        })
     }
 }
 
@@ -54,6 +65,18 @@ impl ObjectStore for StorageObjects {
             .get(&key(gr, namespace, name), &crate::store::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(gr, name, "get"))
+    }
+
+    async fn get_cached(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object>, ApiError> {
+        if gr.group.is_empty() && gr.resource == "namespaces" && namespace.is_empty() {
+            return self.namespaces.get(name).await;
+        }
+        self.get(gr, namespace, name).await
     }
 
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError> {

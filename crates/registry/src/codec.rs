@@ -59,7 +59,8 @@ pub fn canonicalize<T>(obj: Object) -> Object
 where
     T: DeserializeOwned + Serialize,
 {
-    let typed: Result<T, _> = serde_json::from_value(obj.clone().into_value());
+    // Read through a borrow: the object is only given back when it does not fit.
+    let typed: Result<T, _> = T::deserialize(obj.as_map());
     match typed.and_then(|t| serde_json::to_value(&t)) {
         Ok(Value::Object(m)) => Object::from(m),
         _ => obj,
@@ -197,7 +198,7 @@ pub fn parse_json_with_duplicates(kind: &str, bytes: &[u8]) -> Decoded {
     let mut dups = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = TrackingSeed {
-        path: String::new(),
+        path: &Pos::Root,
         dups: &mut dups,
     }
     .deserialize(&mut de)
@@ -252,19 +253,39 @@ pub fn decode_bytes_with(
     }
 }
 
-struct TrackingSeed<'a> {
-    path: String,
+/// Where a value sits, rendered (`metadata.name`, `items[0]`) only when a duplicate is found:
+/// most bodies have none, so no path string is built per key.
+#[derive(Clone, Copy)]
+enum Pos<'a> {
+    Root,
+    Key(&'a Pos<'a>, &'a str),
+    Index(&'a Pos<'a>, usize),
+}
+
+impl fmt::Display for Pos<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pos::Root => Ok(()),
+            Pos::Key(Pos::Root, key) => f.write_str(key),
+            Pos::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Pos::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+struct TrackingSeed<'a, 'p> {
+    path: &'p Pos<'p>,
     dups: &'a mut Vec<String>,
 }
 
-impl<'de> DeserializeSeed<'de> for TrackingSeed<'_> {
+impl<'de> DeserializeSeed<'de> for TrackingSeed<'_, '_> {
     type Value = Value;
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for TrackingSeed<'_> {
+impl<'de> Visitor<'de> for TrackingSeed<'_, '_> {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -297,8 +318,9 @@ impl<'de> Visitor<'de> for TrackingSeed<'_> {
         let mut out = Vec::new();
         let mut i = 0usize;
         loop {
+            let pos = Pos::Index(self.path, i);
             let seed = TrackingSeed {
-                path: format!("{}[{i}]", self.path),
+                path: &pos,
                 dups: &mut *self.dups,
             };
             match seq.next_element_seed(seed)? {
@@ -312,18 +334,16 @@ impl<'de> Visitor<'de> for TrackingSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
+            let v = {
+                let pos = Pos::Key(self.path, &key);
+                if out.contains_key(&key) {
+                    self.dups.push(pos.to_string());
+                }
+                map.next_value_seed(TrackingSeed {
+                    path: &pos,
+                    dups: &mut *self.dups,
+                })?
             };
-            if out.contains_key(&key) {
-                self.dups.push(path.clone());
-            }
-            let v = map.next_value_seed(TrackingSeed {
-                path,
-                dups: &mut *self.dups,
-            })?;
             out.insert(key, v);
         }
         Ok(Value::Object(out))

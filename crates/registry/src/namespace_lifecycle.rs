@@ -3,10 +3,11 @@
 //! the admission plugin can take it over; the Store calls it only when it is given one.
 
 use async_trait::async_trait;
+use kapi_admission::plugins::namespace::is_terminating;
 use kapi_machinery::error::StatusCause;
-use kapi_machinery::{ApiError, GroupResource};
-use kapi_storage::DynStorage;
-use serde_json::Value;
+use kapi_machinery::{ApiError, GroupResource, Object};
+use kapi_storage::{DynStorage, GetOptions};
+use std::sync::{Arc, OnceLock};
 
 /// Decides whether new objects may be created in a namespace.
 #[async_trait]
@@ -21,7 +22,8 @@ pub trait NamespaceLifecycle: Send + Sync {
     ) -> Result<(), ApiError>;
 }
 
-/// Reads the namespace straight from storage.
+/// Reads the namespace straight from storage: a namespace deleted a moment ago is seen
+/// terminating by the next create (a watch cache could still show it active).
 pub struct StorageNamespaceLifecycle {
     storage: DynStorage,
 }
@@ -31,6 +33,46 @@ impl StorageNamespaceLifecycle {
         Self { storage }
     }
 }
+
+/// The namespaces Store's storage (its watch cache), for admission's cached reads; set once
+/// the Store exists (the admission chain is built before, or beside, the groups).
+#[derive(Clone, Default)]
+pub struct NamespaceCache(Arc<OnceLock<DynStorage>>);
+
+impl NamespaceCache {
+    /// Takes the storage of the namespaces Store among `groups`, if there is one.
+    pub fn fill_from(&self, groups: &[crate::rest::ApiGroupInfo]) {
+        let found = groups
+            .iter()
+            .filter(|g| g.group.is_empty())
+            .flat_map(|g| g.versions.iter())
+            .flat_map(|v| v.storages.iter())
+            .filter(|s| s.info().resource == "namespaces" && s.info().subresource.is_empty())
+            .find_map(|s| s.as_any()?.downcast_ref::<crate::store::Store>())
+            .map(|store| store.storage().clone());
+        if let Some(storage) = found {
+            let _ = self.0.set(storage);
+        }
+    }
+
+    /// The namespace as the cache holds it (it may trail storage); `None` when it does not
+    /// hold it or no cache is set.
+    pub async fn get(&self, namespace: &str) -> Result<Option<Object>, ApiError> {
+        let Some(cache) = self.0.get() else {
+            return Ok(None);
+        };
+        cache
+            .get(&format!("/namespaces/{namespace}"), &ANY_CACHED)
+            .await
+            .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace, "get"))
+    }
+}
+
+/// Any revision the cache holds (a backend reads its latest).
+const ANY_CACHED: GetOptions = GetOptions {
+    resource_version: Some(0),
+    ignore_not_found: true,
+};
 
 /// 403 `<gr> "<name>" is forbidden: unable to create new content in namespace <ns> because it
 /// is being terminated`, with upstream's `NamespaceTerminating` cause.
@@ -69,12 +111,7 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
         let Some(ns) = got else {
             return Err(ApiError::not_found(&ns_gr, namespace));
         };
-        let phase = ns
-            .get("status")
-            .and_then(|s| s.get("phase"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if phase == "Terminating" || ns.deletion_timestamp().is_some() {
+        if is_terminating(&ns) {
             return Err(namespace_terminating(namespace, gr, name));
         }
         Ok(())

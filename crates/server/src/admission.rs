@@ -16,7 +16,6 @@ use kapi_auth::authz::{Attributes, Authorizer, Decision};
 use kapi_endpoints::openapi::OpenApi;
 use kapi_endpoints::{ApiServerHandler, WeakApiServerHandler};
 use kapi_registry::rest::ApiGroupInfo;
-use kapi_storage::DynStorage;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -139,7 +138,7 @@ impl SchemaResolver for OpenApiSchemas {
 /// The chain the server runs; start-up fails naming the plugin or file at fault.
 pub fn build_chain(
     config: &ServerConfig,
-    storage: DynStorage,
+    objects: Arc<kapi_registry::admission_objects::StorageObjects>,
     metrics: &Metrics,
     authorizer: Arc<dyn Authorizer>,
     schemas: Arc<OpenApiSchemas>,
@@ -157,7 +156,6 @@ pub fn build_chain(
         Some(path) => PluginConfigs::load(path).map_err(err)?,
         None => PluginConfigs::default(),
     };
-    let objects = kapi_registry::admission_objects::StorageObjects::new(storage);
     let ctx = PluginContext {
         objects: Some(objects.clone()),
         watcher: Some(objects),

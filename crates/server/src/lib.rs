@@ -254,6 +254,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         ),
     };
     let mut groups = kapi_registry::build(registry_config).await?;
+    // Admission's namespace plugins read the namespaces' watch cache first.
+    let namespace_cache = kapi_registry::namespace_lifecycle::NamespaceCache::default();
+    namespace_cache.fill_from(&groups);
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
     // for tests, is no one's: upstream's default stands in).
     let target_port = match config.secure_port {
@@ -268,7 +271,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let schemas = Arc::new(admission::OpenApiSchemas::default());
     let admission = Arc::new(admission::build_chain(
         &config,
-        storage.clone(),
+        kapi_registry::admission_objects::StorageObjects::with_namespace_cache(
+            storage.clone(),
+            namespace_cache,
+        ),
         &metrics,
         authorization.authorizer.clone(),
         schemas.clone(),

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub const LIFECYCLE: &str = "NamespaceLifecycle";
 pub const EXISTS: &str = "NamespaceExists";
@@ -23,11 +25,7 @@ pub const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
 pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     plugins.register(
         LIFECYCLE,
-        Arc::new(|_, ctx| {
-            Ok(Arc::new(NamespaceLifecycle {
-                objects: ctx.objects(LIFECYCLE)?,
-            }))
-        }),
+        Arc::new(|_, ctx| Ok(Arc::new(NamespaceLifecycle::new(ctx.objects(LIFECYCLE)?)))),
     )?;
     plugins.register(
         EXISTS,
@@ -55,8 +53,29 @@ fn is_namespace(a: &Attributes) -> bool {
     a.resource.group.is_empty() && a.resource.resource == "namespaces"
 }
 
+/// The namespace as upstream's plugin finds it: from the cache when it is there and active,
+/// else (missing, terminating or deleting in the cache: possibly out of date) from storage.
 async fn get_namespace(objects: &dyn ObjectStore, name: &str) -> Result<Option<Object>, ApiError> {
+    if let Some(ns) = objects.get_cached(&namespaces(), "", name).await? {
+        if !is_terminating(&ns) {
+            return Ok(Some(ns));
+        }
+    }
     objects.get(&namespaces(), "", name).await
+}
+
+/// How long a namespace deleted through this server is read from storage, not the cache
+/// (upstream's `forceLiveLookupTTL`).
+const FORCE_LIVE_LOOKUP: Duration = Duration::from_secs(30);
+
+/// Whether a namespace is being deleted (Terminating, or a deletionTimestamp set).
+pub fn is_terminating(ns: &Object) -> bool {
+    let phase = ns
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    phase == "Terminating" || ns.deletion_timestamp().is_some()
 }
 
 /// 403 with upstream's `NamespaceTerminating` cause.
@@ -78,6 +97,34 @@ fn terminating(a: &Attributes) -> ApiError {
 
 pub struct NamespaceLifecycle {
     objects: Arc<dyn ObjectStore>,
+    /// Namespaces this server was asked to delete, until when: the cache may not show them
+    /// terminating yet, so they are read from storage (upstream's `forceLiveLookupCache`).
+    force_live: Mutex<HashMap<String, Instant>>,
+}
+
+impl NamespaceLifecycle {
+    pub fn new(objects: Arc<dyn ObjectStore>) -> Self {
+        Self {
+            objects,
+            force_live: Mutex::default(),
+        }
+    }
+
+    fn deleted(&self, name: &str) {
+        if let Ok(mut m) = self.force_live.lock() {
+            let now = Instant::now();
+            m.retain(|_, until| *until > now);
+            let until = now.checked_add(FORCE_LIVE_LOOKUP).unwrap_or(now);
+            m.insert(name.to_string(), until);
+        }
+    }
+
+    fn must_read_live(&self, name: &str) -> bool {
+        self.force_live
+            .lock()
+            .map(|m| m.get(name).is_some_and(|until| *until > Instant::now()))
+            .unwrap_or(true)
+    }
 }
 
 handler!(NamespaceLifecycle, [Create, Update, Delete], validates);
@@ -86,8 +133,11 @@ handler!(NamespaceLifecycle, [Create, Update, Delete], validates);
 impl ValidationInterface for NamespaceLifecycle {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         if is_namespace(a) {
-            if a.operation == Operation::Delete && IMMORTAL.contains(&a.name.as_str()) {
-                return Err(a.forbidden("this namespace may not be deleted"));
+            if a.operation == Operation::Delete {
+                if IMMORTAL.contains(&a.name.as_str()) {
+                    return Err(a.forbidden("this namespace may not be deleted"));
+                }
+                self.deleted(&a.name);
             }
             return Ok(());
         }
@@ -96,18 +146,16 @@ impl ValidationInterface for NamespaceLifecycle {
         if a.operation == Operation::Delete || a.namespace.is_empty() {
             return Ok(());
         }
-        let Some(ns) = get_namespace(self.objects.as_ref(), &a.namespace).await? else {
+        let found = if self.must_read_live(&a.namespace) {
+            self.objects.get(&namespaces(), "", &a.namespace).await?
+        } else {
+            get_namespace(self.objects.as_ref(), &a.namespace).await?
+        };
+        let Some(ns) = found else {
             return Err(ApiError::not_found(&namespaces(), &a.namespace));
         };
-        if a.operation == Operation::Create {
-            let phase = ns
-                .get("status")
-                .and_then(|s| s.get("phase"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if phase == "Terminating" || ns.deletion_timestamp().is_some() {
-                return Err(terminating(a));
-            }
+        if a.operation == Operation::Create && is_terminating(&ns) {
+            return Err(terminating(a));
         }
         Ok(())
     }

@@ -30,7 +30,7 @@ fn cm(op: Operation, ns: &str) -> Attributes {
 
 #[tokio::test]
 async fn lifecycle_refuses_missing_and_terminating_namespaces() {
-    let p = NamespaceLifecycle { objects: store() };
+    let p = NamespaceLifecycle::new(store());
     p.validate(&cm(Operation::Create, "default")).await.unwrap();
     let e = p.validate(&cm(Operation::Create, "x")).await.unwrap_err();
     assert_eq!(
@@ -57,7 +57,7 @@ async fn lifecycle_refuses_missing_and_terminating_namespaces() {
 
 #[tokio::test]
 async fn lifecycle_protects_immortal_namespaces() {
-    let p = NamespaceLifecycle { objects: store() };
+    let p = NamespaceLifecycle::new(store());
     for name in IMMORTAL {
         let a = Attributes::new(
             Operation::Delete,

@@ -173,7 +173,7 @@ pub(crate) fn field_manager(scope: &RequestScope, requested: Option<&str>) -> Fi
         ),
     };
     FieldManager::new(
-        PatchSchema::for_storage(scope.storage.as_ref()).as_ref(),
+        scope.routes.patch_schema(),
         &manager,
         &api_version(scope),
         &scope.resource.subresource,
@@ -225,7 +225,7 @@ pub async fn patch(
 ) -> Result<Response<ResponseBody>, ApiError> {
     let patcher = capability(scope, scope.storage.as_patcher(), "patch")?;
     // The content type is checked first, before the body is read, as upstream does.
-    let schema = PatchSchema::for_storage(scope.storage.as_ref());
+    let schema = scope.routes.patch_schema().cloned();
     let kind = negotiate_patch(scope.content_type(), schema.is_some())?;
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     scope.audit_request_body(&bytes);

@@ -54,17 +54,18 @@ pub(crate) fn open(path: &Path, writer: bool) -> Result<Connection> {
 
 /// Reads the current and compacted revisions.
 pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
+    // Every read runs this: the statements are prepared once per connection, not parsed again.
     let get = |k: &str| {
-        conn.query_row("SELECT v FROM meta WHERE k = ?1", [k], |r| {
-            r.get::<_, i64>(0)
-        })
-        .map_err(sql_err)
+        conn.prepare_cached("SELECT v FROM meta WHERE k = ?1")
+            .and_then(|mut s| s.query_row([k], |r| r.get::<_, i64>(0)))
+            .map_err(sql_err)
     };
     let current = get("current")?;
     let compacted = get("compacted")?;
     // Rows are the source of truth if meta ever lagged (it is written in the same transaction).
     let max_id: Option<i64> = conn
-        .query_row("SELECT MAX(id) FROM kv", [], |r| r.get(0))
+        .prepare_cached("SELECT MAX(id) FROM kv")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(sql_err)?;
     Ok((current.max(max_id.unwrap_or(0)), compacted))
 }

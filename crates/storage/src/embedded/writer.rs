@@ -152,7 +152,8 @@ impl Writer {
                 results.push((cmd.reply, applied));
             }
             if self.current != start_rev {
-                tx.execute("UPDATE meta SET v = ?1 WHERE k = 'current'", [self.current])
+                tx.prepare_cached("UPDATE meta SET v = ?1 WHERE k = 'current'")
+                    .and_then(|mut s| s.execute([self.current]))
                     .map_err(sql_err)?;
             }
             if self.compacted != start_compacted {

@@ -20,6 +20,7 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use futures::stream::{self, StreamExt};
 use kapi_machinery::Object;
 use kapi_storage::DynStorage;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,21 +105,32 @@ pub async fn run(
     etcd: Option<&str>,
     n: usize,
     concurrency: usize,
+    profile: Option<&Path>,
+    pid: u32,
 ) -> Result<Vec<String>> {
     crate::lists::fill(client, "bench-create", 0, concurrency).await?;
-    let post = crate::rate(client, n, concurrency, |i| configmap("bench-create", i)).await?;
-    let dry = crate::rate(client, n, concurrency, |i| {
-        let mut req = configmap("bench-create", n + i);
-        *req.uri_mut() = "/api/v1/namespaces/bench-create/configmaps?dryRun=All"
-            .parse()
-            .unwrap_or_default();
-        req
+    let post = crate::profile::around(profile, "post", pid, async {
+        crate::rate(client, n, concurrency, |i| configmap("bench-create", i)).await
     })
     .await?;
-    let get = crate::rate(client, n, concurrency, |i| {
-        http::Request::get(format!("/api/v1/namespaces/bench-create/configmaps/cm-{i}"))
-            .body(Vec::new())
-            .unwrap_or_default()
+    let dry = crate::profile::around(profile, "dry-run", pid, async {
+        crate::rate(client, n, concurrency, |i| {
+            let mut req = configmap("bench-create", n + i);
+            *req.uri_mut() = "/api/v1/namespaces/bench-create/configmaps?dryRun=All"
+                .parse()
+                .unwrap_or_default();
+            req
+        })
+        .await
+    })
+    .await?;
+    let get = crate::profile::around(profile, "get", pid, async {
+        crate::rate(client, n, concurrency, |i| {
+            http::Request::get(format!("/api/v1/namespaces/bench-create/configmaps/cm-{i}"))
+                .body(Vec::new())
+                .unwrap_or_default()
+        })
+        .await
     })
     .await?;
     let mut rows = vec![

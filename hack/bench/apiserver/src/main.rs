@@ -21,7 +21,8 @@
 //! `--paged-objects` elsewhere), see `lists`; `creates` (where a POST's time goes, against the
 //! storage layer's and raw etcd's creates, see `creates`); `watch` (fan-out to `--watchers`
 //! watchers, see `watch`); `memory` (RSS per stored object and a restart with
-//! `--paged-objects` stored, see `memory`).
+//! `--paged-objects` stored, see `memory`). `--profile <dir>` records a perf profile of the
+//! server during each phase of `creates` (see `profile`).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -34,6 +35,7 @@ mod crd;
 mod creates;
 mod lists;
 mod memory;
+mod profile;
 mod startup;
 mod watch;
 
@@ -94,6 +96,10 @@ struct Args {
     /// `watch`: for how long.
     #[arg(long, default_value_t = 5.0)]
     watch_seconds: f64,
+    /// `creates`: record a CPU profile of the server per phase (POST, dry run, GET) into
+    /// this directory with `perf record -g` (see `profile`).
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 impl Args {
@@ -302,7 +308,9 @@ async fn main() -> Result<()> {
             .etcd_servers
             .as_deref()
             .and_then(|e| e.split(',').next());
-        for row in creates::run(&client, etcd, args.objects, c).await? {
+        for row in
+            creates::run(&client, etcd, args.objects, c, args.profile.as_deref(), pid).await?
+        {
             println!("{row}");
         }
     }

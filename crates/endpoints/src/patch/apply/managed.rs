@@ -8,6 +8,7 @@ use super::merge::{merge, remove};
 use super::schema::{effective, Shape, Ty};
 use super::set::{path_string, Path, PathElement, Set};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// `Apply` or `Update`; `Apply` sorts first, as upstream orders entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -280,12 +281,20 @@ fn owned(set: &Set, writer: &Writer, obj: &Value) -> Set {
         .difference(&stripped())
 }
 
-fn without_managed_fields(v: &Value) -> Value {
+/// `v` without `metadata.managedFields`, copied only when it has them.
+fn without_managed_fields(v: &Value) -> Cow<'_, Value> {
+    let has = v
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some();
+    if !has {
+        return Cow::Borrowed(v);
+    }
     let mut v = v.clone();
     if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.shift_remove("managedFields");
     }
-    v
+    Cow::Owned(v)
 }
 
 fn filtered(c: Comparison, writer: &Writer, obj: &Value) -> Comparison {
@@ -457,7 +466,7 @@ pub fn apply(
         conflicts.sort_by(|a, b| (&a.manager, &a.path).cmp(&(&b.manager, &b.path)));
         return Err(ApplyError::Conflicts(conflicts));
     }
-    let unchanged = merged == live;
+    let unchanged = merged == *live;
     if let Some(e) = next.entries.get_mut(me) {
         e.api_version = writer.api_version.clone();
         // The time says when the applier last changed the object (kept on a no-op).

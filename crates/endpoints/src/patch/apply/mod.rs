@@ -72,28 +72,38 @@ impl FieldManager {
         if !self.tracked {
             return;
         }
-        let new_value = Value::Object(new.as_map().clone());
+        // The new object's map is moved into a value for the walk and back (no copy); the
+        // stored one is copied once.
+        let new_value = Value::Object(std::mem::take(new.as_map_mut()));
+        let old_value = old
+            .map(|o| Value::Object(o.as_map().clone()))
+            .unwrap_or_else(|| Value::Object(Map::new()));
         let requested = if self.writer.subresource.is_empty() {
             Managed::requested(&new_value)
         } else {
             Requested::Keep
         };
-        let mut managed = match requested {
-            Requested::Reset => {
+        let recorded = match requested {
+            Requested::Reset => None,
+            Requested::Use(m) => Some(m),
+            Requested::Keep => Some(match old {
+                Some(_) => Managed::decode(&old_value).unwrap_or_default(),
+                None => Managed::default(),
+            }),
+        }
+        .map(|mut managed| {
+            managed::update(&mut managed, &old_value, &new_value, &self.ty, &self.writer)
+                .map(|()| managed)
+        });
+        if let Value::Object(m) = new_value {
+            *new.as_map_mut() = m;
+        }
+        match recorded {
+            None => {
                 new.metadata_mut().shift_remove("managedFields");
-                return;
             }
-            Requested::Use(m) => m,
-            Requested::Keep => old
-                .map(|o| Managed::decode(&Value::Object(o.as_map().clone())).unwrap_or_default())
-                .unwrap_or_default(),
-        };
-        let old_value = old
-            .map(|o| Value::Object(o.as_map().clone()))
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        match managed::update(&mut managed, &old_value, &new_value, &self.ty, &self.writer) {
-            Ok(()) => managed.encode_into(new.as_map_mut()),
-            Err(e) => {
+            Some(Ok(managed)) => managed.encode_into(new.as_map_mut()),
+            Some(Err(e)) => {
                 tracing::debug!(error = %e, "managedFields dropped: ownership not computable");
                 new.metadata_mut().shift_remove("managedFields");
             }
