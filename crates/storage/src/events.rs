@@ -19,15 +19,38 @@ pub(crate) enum ChangeKind {
 /// One committed write. Objects carry `resourceVersion`; for a deletion `object` is the last
 /// state with `resourceVersion` set to the deletion's revision, as upstream sends it.
 #[derive(Clone, Debug)]
-pub(crate) struct Change {
+pub(crate) struct Change<P = Arc<Object>> {
     pub revision: Revision,
     pub key: String,
     pub kind: ChangeKind,
     pub object: Option<Arc<Object>>,
     /// The state before this write (sent, with `resourceVersion` set to `revision`, as the
     /// DELETED of an object that stopped matching a predicate). `None` for additions. It may
-    /// still carry its own `resourceVersion`: `to_event` stamps it when it is sent.
-    pub prev: Option<Arc<Object>>,
+    /// still carry its own `resourceVersion`: `to_event` stamps it when it is sent. The
+    /// backends keep the object; the watch cache keeps its encoded item ([`Prior`]).
+    pub prev: Option<P>,
+}
+
+/// The state before a write as a [`Change`] keeps it.
+pub(crate) trait Prior {
+    /// Whether it matches `pred` (`key` is the change's).
+    fn matches(&self, key: &str, pred: &SelectionPredicate) -> bool;
+    /// The object with `resourceVersion` set to `revision` (a DELETED event's object).
+    fn stamped(&self, revision: Revision) -> Option<Arc<Object>>;
+}
+
+impl Prior for Arc<Object> {
+    fn matches(&self, _: &str, pred: &SelectionPredicate) -> bool {
+        pred.matches(self)
+    }
+
+    fn stamped(&self, revision: Revision) -> Option<Arc<Object>> {
+        Some(if self.resource_version() == revision.to_string() {
+            self.clone()
+        } else {
+            Arc::new(with_revision((**self).clone(), revision))
+        })
+    }
 }
 
 impl Change {
@@ -53,7 +76,7 @@ pub(crate) fn key_matches(watched: &str, recursive: bool, key: &str) -> bool {
 
 /// The event a watcher with `pred` gets for `change`, if any: an object that starts matching
 /// is ADDED, one that stops matching is DELETED (upstream's cacheWatcher rules).
-pub(crate) fn to_event(change: &Change, pred: &SelectionPredicate) -> Option<Event> {
+pub(crate) fn to_event<P: Prior>(change: &Change<P>, pred: &SelectionPredicate) -> Option<Event> {
     let everything = pred.is_everything();
     let matches = |o: &Arc<Object>| everything || pred.matches(o);
     let event = |t: EventType, o: &Arc<Object>| {
@@ -78,18 +101,18 @@ pub(crate) fn to_event(change: &Change, pred: &SelectionPredicate) -> Option<Eve
         ChangeKind::Modified => {
             let cur = change.object.as_ref()?;
             let now = matches(cur);
-            let before = change.prev.as_ref().map_or(now, matches);
+            let before = change
+                .prev
+                .as_ref()
+                .map_or(now, |p| everything || p.matches(&change.key, pred));
             match (before, now) {
                 (true, true) => event(EventType::Modified, cur),
                 (false, true) => event(EventType::Added, cur),
-                (true, false) => change.prev.as_ref().and_then(|p| {
-                    let stamped = if p.resource_version() == change.revision.to_string() {
-                        p.clone()
-                    } else {
-                        Arc::new(with_revision((**p).clone(), change.revision))
-                    };
-                    event(EventType::Deleted, &stamped)
-                }),
+                (true, false) => change
+                    .prev
+                    .as_ref()
+                    .and_then(|p| p.stamped(change.revision))
+                    .and_then(|o| event(EventType::Deleted, &o)),
                 (false, false) => None,
             }
         }
@@ -128,13 +151,36 @@ pub(crate) fn encode_for_storage(obj: &Object) -> Vec<u8> {
     }
 }
 
-/// An object's JSON as an item of a list: typed lists' items carry no `apiVersion`/`kind`.
-/// The endpoints' list writer removes them the same way, so both forms are byte-identical.
+/// The fields a list item leaves out.
+pub(crate) const TYPE_FIELDS: [&str; 2] = ["apiVersion", "kind"];
+
+/// An object's JSON as an item of a list: typed lists' items carry no `apiVersion`/`kind`,
+/// the other fields keep their order. The endpoints' list writer removes them the same way,
+/// so both forms are byte-identical.
 pub fn encode_list_item(obj: &Object) -> bytes::Bytes {
-    let mut o = obj.clone();
-    o.remove("apiVersion");
-    o.remove("kind");
-    bytes::Bytes::from(o.to_vec())
+    bytes::Bytes::from(list_item_json(obj))
+}
+
+/// [`encode_list_item`]'s bytes, written without copying the object.
+pub(crate) fn list_item_json(obj: &Object) -> Vec<u8> {
+    // Serializing a map of values cannot fail: every key is a string.
+    serde_json::to_vec(&ListForm(obj.as_map())).unwrap_or_default()
+}
+
+/// A map serialized without its type fields.
+struct ListForm<'a>(&'a serde_json::Map<String, Value>);
+
+impl serde::Serialize for ListForm<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0 {
+            if !TYPE_FIELDS.contains(&k.as_str()) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
 }
 
 /// Decodes stored bytes and stamps the revision.

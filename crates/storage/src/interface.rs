@@ -33,8 +33,24 @@ pub struct ListResult {
     /// How many items remain after this page, where known.
     pub remaining_item_count: Option<i64>,
     /// Each item's encodings, in order, when the storage keeps objects encoded (the watch
-    /// cache): a list response is then written by concatenating them.
+    /// cache): a list response is then written by concatenating them. From
+    /// [`Storage::list_encoded`], `items` may then be empty ([`ListResult::decode_items`]).
     pub encoded: Option<Vec<EncodedItem>>,
+}
+
+impl ListResult {
+    /// Fills `items` from `encoded` when a list left them encoded.
+    pub fn decode_items(&mut self) -> Result<()> {
+        if let Some(encoded) = &self.encoded {
+            if self.items.len() != encoded.len() {
+                self.items = encoded
+                    .iter()
+                    .map(|e| e.decode().map(Arc::new))
+                    .collect::<Result<_>>()?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One list item's encodings, shared with the watch cache that keeps them.
@@ -46,6 +62,15 @@ pub struct EncodedItem {
     /// The item's protobuf message, filled by the first protobuf list that needs it (the
     /// storage knows no protobuf schema) and reused by every later one.
     pub protobuf: Arc<std::sync::OnceLock<bytes::Bytes>>,
+    /// What the list-item form left out (`apiVersion`, `kind`), to decode the object.
+    pub(crate) type_meta: Arc<crate::cacher::TypeMeta>,
+}
+
+impl EncodedItem {
+    /// The object, decoded from its JSON (the watch cache keeps no decoded object).
+    pub fn decode(&self) -> Result<Object> {
+        self.type_meta.decode(&self.json)
+    }
 }
 
 /// Options for [`Storage::watch`].
@@ -109,6 +134,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Lists every key under `prefix` (which should end in `/`), honouring the resource
     /// version semantics, selectors, `limit` and `continue` of `opts`.
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult>;
+
+    /// [`Storage::list`] whose items may stay encoded: when the result's `encoded` is set,
+    /// `items` may be empty ([`ListResult::decode_items`] makes them). The watch cache keeps
+    /// only bytes, so a response written from them decodes nothing.
+    async fn list_encoded(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
+        self.list(prefix, opts).await
+    }
 
     /// Read-modify-write with compare-and-swap on the revision, retried on conflict.
     /// Preconditions are checked against each current object read.

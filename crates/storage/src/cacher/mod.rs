@@ -12,12 +12,20 @@
 //!   or answers 410.
 //! - WATCH is served from a bounded window of recent changes; older revisions are 410 Gone.
 //!   Each watcher has a bounded queue: one that cannot keep up is closed, never waited for.
-//! - Objects are shared `Arc`s: the store, the window and every watcher hold the same copy.
+//! - The store keeps each object as its list-item JSON and labels, not decoded (see `item`): a
+//!   list is written from those bytes; a GET, a list of objects or a selector on another
+//!   field decodes them. The window of recent changes keeps their new objects decoded, shared
+//!   by every watcher as `Arc`s.
+//! - The first load reads the backend by pages and encodes each object as it comes, so no
+//!   whole decoded list is held.
 //! - A failed backend watch (e.g. 410 after compaction) relists and closes every watcher.
 //! - A watcher that asked for bookmarks gets a BOOKMARK at the cache's revision about every
 //!   minute and 2s before its timeout, as upstream's `nextBookmarkTime` schedules them.
 
+mod item;
 mod state;
+
+pub(crate) use item::TypeMeta;
 
 use crate::continuation;
 use crate::error::{Error, Result};
@@ -31,7 +39,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
+use item::Cached;
 use state::{Slot, State};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -105,7 +115,10 @@ impl Cacher {
             backend,
             prefix: prefix.to_string(),
             config,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                prefix_len: prefix.len(),
+                ..State::default()
+            }),
             revision,
         });
         let tasks = vec![
@@ -261,27 +274,44 @@ async fn reflect(shared: Arc<Shared>) {
     }
 }
 
+/// How many objects a page of the first load reads: the decoded page is the most the load
+/// holds at once.
+const LOAD_PAGE: i64 = 1000;
+
+/// Reads every object under the cache's prefix by pages at one revision, each encoded as it
+/// comes and its decoded form dropped.
+async fn load(shared: &Shared) -> Result<(BTreeMap<String, Cached>, Revision)> {
+    let mut items = BTreeMap::new();
+    let mut type_meta = None;
+    let mut opts = ListOptions {
+        limit: Some(LOAD_PAGE),
+        ..Default::default()
+    };
+    loop {
+        let page = shared.backend.list(&shared.prefix, &opts).await?;
+        for o in page.items {
+            items.insert(shared.key_of(&o), Cached::new(&o, &mut type_meta));
+        }
+        match page.continue_token {
+            Some(token) => opts.continue_token = Some(token),
+            None => return Ok((items, page.revision)),
+        }
+    }
+}
+
 async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
-    let list = shared
-        .backend
-        .list(&shared.prefix, &ListOptions::default())
-        .await?;
+    let (items, revision) = load(shared).await?;
     let opts = WatchOptions {
-        from_revision: Some(list.revision),
+        from_revision: Some(revision),
         recursive: true,
         bookmarks: true,
         ..Default::default()
     };
     let mut events = shared.backend.watch(&shared.prefix, opts).await?;
     {
-        let items = list
-            .items
-            .into_iter()
-            .map(|o| (shared.key_of(&o), o))
-            .collect();
         let mut st = shared.lock();
-        st.replace(items, list.revision);
-        shared.revision.send_replace(list.revision);
+        st.replace(items, revision);
+        shared.revision.send_replace(revision);
     }
     while let Some(item) = events.next().await {
         let event = item?;
@@ -391,18 +421,13 @@ impl Cacher {
             None => None,
         };
         let remaining_item_count = page.remaining.filter(|_| continue_token.is_some());
-        let cached = page.items;
-        drop(st);
-        // Encode outside the lock: watch fan-out does not wait for a large list. The items
-        // are the cache's own objects, shared, not copies.
-        let encoded = cached.iter().map(state::Cached::encoded).collect();
-        let items = cached.into_iter().map(|c| c.object).collect();
+        // The items stay encoded: the caller decodes them if it needs objects.
         Ok(Some(ListResult {
-            items,
+            items: Vec::new(),
             revision,
             remaining_item_count,
             continue_token,
-            encoded: Some(encoded),
+            encoded: Some(page.items),
         }))
     }
 }
@@ -422,15 +447,22 @@ impl Storage for Cacher {
             // if the revision really is in the future.
             return self.shared.backend.get(key, opts).await;
         }
-        let found = self.shared.lock().store.get(key).cloned();
+        let found = self.shared.lock().store.get(key).map(Cached::encoded);
         match found {
-            Some(c) => Ok(Some((*c.object).clone())),
+            // Decoded outside the lock.
+            Some(c) => Ok(Some(c.decode()?)),
             None if opts.ignore_not_found => Ok(None),
             None => Err(Error::NotFound { key: key.into() }),
         }
     }
 
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
+        let mut list = self.list_encoded(prefix, opts).await?;
+        list.decode_items()?;
+        Ok(list)
+    }
+
+    async fn list_encoded(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult> {
         let backend = &self.shared.backend;
         let (min, consistent, limit) = match list_from(prefix, opts)? {
             ListFrom::At {

@@ -1,16 +1,14 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use crate::events::{
-    bookmark, encode_list_item, key_matches, prefix_end, to_event, Change, ChangeKind,
-};
+use super::item::{Cached, Former, TypeMeta};
+use crate::events::{bookmark, key_matches, prefix_end, to_event, Change, ChangeKind};
 use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
-use bytes::Bytes;
-use kapi_machinery::{EventType, Object, SelectionPredicate};
+use kapi_machinery::{EventType, SelectionPredicate};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -57,42 +55,6 @@ pub(super) fn next_bookmark_time(
     (due >= now).then_some(due)
 }
 
-/// One object of the cache with its list-item JSON, encoded on the first list that needs it
-/// and shared by every later one (upstream's watch cache re-encodes on every list).
-#[derive(Clone)]
-pub(super) struct Cached {
-    pub object: Arc<Object>,
-    json: Arc<OnceLock<Bytes>>,
-    protobuf: Arc<OnceLock<Bytes>>,
-}
-
-impl Cached {
-    fn new(object: Arc<Object>) -> Cached {
-        Cached {
-            object,
-            json: Arc::default(),
-            protobuf: Arc::default(),
-        }
-    }
-
-    /// The encodings, the JSON made now if no list has needed it yet.
-    pub fn encoded(&self) -> EncodedItem {
-        EncodedItem {
-            json: self
-                .json
-                .get_or_init(|| exact(encode_list_item(&self.object)))
-                .clone(),
-            protobuf: self.protobuf.clone(),
-        }
-    }
-}
-
-/// `bytes` in an allocation of its own size: the encoder's buffer grows by doubling, and the
-/// cache keeps one per object for its lifetime (a 700-byte item would hold 1 KB).
-fn exact(bytes: Bytes) -> Bytes {
-    Bytes::copy_from_slice(&bytes)
-}
-
 #[derive(Default)]
 pub(super) struct State {
     /// Set once the first list has been loaded.
@@ -100,7 +62,13 @@ pub(super) struct State {
     /// Every change up to here is applied.
     pub revision: Revision,
     pub store: BTreeMap<String, Cached>,
-    pub window: VecDeque<Arc<Change>>,
+    /// How long the cache's prefix is: a key continues with `ns/name` or `name`.
+    pub prefix_len: usize,
+    /// The type meta of the last item stored, shared with the next one that has the same.
+    pub type_meta: Option<Arc<TypeMeta>>,
+    /// Recent changes with their new objects decoded (a bounded, fixed cost) and the states
+    /// they replaced as the cache kept them.
+    pub window: VecDeque<Arc<Change<Former>>>,
     /// The window holds every change after this revision.
     pub window_start: Revision,
     /// The store is the state at every revision from here up to `revision`: the last change
@@ -116,11 +84,8 @@ pub(super) struct State {
 impl State {
     /// Replaces the contents with a fresh list; every watcher is closed (upstream terminates
     /// all watchers when the cache relists) and must start again.
-    pub fn replace(&mut self, items: Vec<(String, Arc<Object>)>, revision: Revision) {
-        self.store = items
-            .into_iter()
-            .map(|(k, o)| (k, Cached::new(o)))
-            .collect();
+    pub fn replace(&mut self, items: BTreeMap<String, Cached>, revision: Revision) {
+        self.store = items;
         self.revision = revision;
         self.window.clear();
         self.window_start = revision;
@@ -141,18 +106,19 @@ impl State {
                 return;
             }
             EventType::Added | EventType::Modified => {
-                let prev = self
-                    .store
-                    .insert(key.clone(), Cached::new(event.object.clone()))
-                    .map(|c| c.object);
+                let item = Cached::new(&event.object, &mut self.type_meta);
+                let prev = self.store.insert(key.clone(), item).map(|item| Former {
+                    item,
+                    prefix_len: self.prefix_len,
+                });
                 let kind = if prev.is_some() {
                     ChangeKind::Modified
                 } else {
                     ChangeKind::Added
                 };
-                // The old state, shared as it is: only a watcher whose predicate sees the
-                // object leave needs it, stamped with this revision (see `to_event`), so the
-                // copy is made there and not for every update.
+                // The old state as the cache kept it: only a watcher whose predicate sees the
+                // object leave needs it, decoded and stamped with this revision (see
+                // `to_event`), so it is decoded there and not for every update.
                 Change {
                     revision: rev,
                     key,
@@ -168,7 +134,8 @@ impl State {
                     key,
                     kind: ChangeKind::Deleted,
                     object: Some(event.object.clone()),
-                    prev: Some(event.object.clone()),
+                    // A deletion's event carries the last state itself.
+                    prev: None,
                 }
             }
         };
@@ -270,8 +237,9 @@ impl State {
                 page.remaining = everything.then(|| (keys.count() as i64).saturating_add(1));
                 break;
             }
-            if everything || pred.matches(&o.object) {
-                page.items.push(o.clone());
+            let rest = k.get(self.prefix_len..).unwrap_or_default();
+            if everything || o.matches(rest, pred) {
+                page.items.push(o.encoded());
             }
             page.last_key = Some(k.as_str());
         }
@@ -282,8 +250,8 @@ impl State {
 /// A page read from the cache.
 #[derive(Default)]
 pub(super) struct Page<'a> {
-    /// Shared handles: the objects are copied (and encoded) after the lock is released.
-    pub items: Vec<Cached>,
+    /// The items' encodings, shared with the cache.
+    pub items: Vec<EncodedItem>,
     /// The last key looked at (the next page starts after it).
     pub last_key: Option<&'a str>,
     /// Whether keys follow the page.

@@ -1,0 +1,171 @@
+//! One object of the watch cache as it is kept (upstream's `storeElement`): its list-item JSON,
+//! made once at insertion in an allocation of its own size, its protobuf message once a
+//! protobuf list has made it, and the labels selectors read (name and namespace come from the
+//! key). The decoded object is not kept — it costs several times its JSON — so the paths that
+//! need one (a GET, a list of objects, a field selector on another field, a watcher seeing an
+//! object leave its selector) decode the JSON.
+
+use crate::events::{list_item_json, with_revision, Prior, TYPE_FIELDS};
+use crate::interface::{EncodedItem, Revision};
+use crate::Result;
+use bytes::Bytes;
+use kapi_machinery::{Object, SelectionPredicate};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+/// An object's `apiVersion`/`kind` and where they stood among its fields, so that decoding a
+/// list item gives back the object as it was. One is shared by every item that has the same.
+#[derive(Debug, Default, PartialEq)]
+pub struct TypeMeta {
+    fields: Vec<(usize, &'static str, Value)>,
+}
+
+impl TypeMeta {
+    fn of(obj: &Object) -> TypeMeta {
+        let fields = obj
+            .as_map()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (k, v))| {
+                TYPE_FIELDS
+                    .iter()
+                    .find(|t| **t == k.as_str())
+                    .map(|t| (i, *t, v.clone()))
+            })
+            .collect();
+        TypeMeta { fields }
+    }
+
+    /// The object whose list item is `json`.
+    pub fn decode(&self, json: &[u8]) -> Result<Object> {
+        let corrupt = |message: String| crate::Error::Corrupt {
+            key: String::new(),
+            message,
+        };
+        let map: Map<String, Value> =
+            serde_json::from_slice(json).map_err(|e| corrupt(e.to_string()))?;
+        if self.fields.is_empty() {
+            return Ok(Object::from(map));
+        }
+        let mut out = Map::new();
+        let mut missing = self.fields.iter().peekable();
+        for (k, v) in map {
+            while let Some((_, name, value)) = missing.next_if(|(i, ..)| *i <= out.len()) {
+                out.insert((*name).to_string(), value.clone());
+            }
+            out.insert(k, v);
+        }
+        for (_, name, value) in missing {
+            out.insert((*name).to_string(), value.clone());
+        }
+        Ok(Object::from(out))
+    }
+}
+
+/// One cached object.
+pub(super) struct Cached {
+    json: Bytes,
+    protobuf: Arc<OnceLock<Bytes>>,
+    type_meta: Arc<TypeMeta>,
+    labels: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl Cached {
+    /// Encodes `obj`; `shared` is the last type meta seen, reused when equal (and replaced
+    /// when not), so that items of one kind share one.
+    pub fn new(obj: &Object, shared: &mut Option<Arc<TypeMeta>>) -> Cached {
+        let json = list_item_json(obj);
+        let type_meta = TypeMeta::of(obj);
+        let type_meta = match shared {
+            Some(s) if **s == type_meta => s.clone(),
+            _ => shared.insert(Arc::new(type_meta)).clone(),
+        };
+        Cached {
+            // The encoder's buffer grew by doubling; the cache keeps this one for the
+            // object's lifetime.
+            json: Bytes::from(json.into_boxed_slice()),
+            protobuf: Arc::default(),
+            type_meta,
+            labels: obj
+                .labels()
+                .into_iter()
+                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .collect(),
+        }
+    }
+
+    /// The encodings, shared with the cache.
+    pub fn encoded(&self) -> EncodedItem {
+        EncodedItem {
+            json: self.json.clone(),
+            protobuf: self.protobuf.clone(),
+            type_meta: self.type_meta.clone(),
+        }
+    }
+
+    /// The object, decoded.
+    pub fn decode(&self) -> Result<Object> {
+        self.type_meta.decode(&self.json)
+    }
+
+    /// Whether the object matches `pred`; `rest` is its key below the cache's prefix
+    /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name and namespace are read
+    /// from what is kept; any other field from the decoded object.
+    pub fn matches(&self, rest: &str, pred: &SelectionPredicate) -> bool {
+        if !pred.label.is_empty() {
+            let labels: BTreeMap<String, String> = self
+                .labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if !pred.label.matches(&labels) {
+                return false;
+            }
+        }
+        if pred.field.is_empty() {
+            return true;
+        }
+        let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
+        let mut other = false;
+        for r in &pred.field.requirements {
+            let value = match r.field.as_str() {
+                "metadata.name" => name,
+                "metadata.namespace" => namespace,
+                _ => {
+                    other = true;
+                    continue;
+                }
+            };
+            if (value == r.value) == r.negated {
+                return false;
+            }
+        }
+        !other || self.decode().is_ok_and(|o| pred.field.matches(&o))
+    }
+}
+
+/// The state an update replaced, kept as the cache kept it: only a watcher whose selector
+/// sees the object leave needs it decoded.
+pub(super) struct Former {
+    pub item: Cached,
+    /// Where the object's key continues below the cache's prefix.
+    pub prefix_len: usize,
+}
+
+impl Prior for Former {
+    fn matches(&self, key: &str, pred: &SelectionPredicate) -> bool {
+        self.item
+            .matches(key.get(self.prefix_len..).unwrap_or_default(), pred)
+    }
+
+    fn stamped(&self, revision: Revision) -> Option<Arc<Object>> {
+        match self.item.decode() {
+            Ok(o) => Some(Arc::new(with_revision(o, revision))),
+            Err(e) => {
+                tracing::error!(error = %e, "watch cache: an item does not decode");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The watch cache keeps encoded items, not objects: selectors on the kept attributes (labels,
+//! name, namespace) and on other fields (decoded) select as the backend does, objects decoded
+//! from the cache equal the backend's byte for byte, and a watcher whose selector sees an object
+//! leave gets its old state stamped with the change's revision.
+#![allow(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
+#![allow(clippy::unwrap_used)]
+
+use kapi_machinery::{EventType, FieldSelector, LabelSelector, ListOptions, Object};
+use kapi_storage::cacher::Cacher;
+use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
+use kapi_storage::testing::{eventually, key, next_change, pod, rv, PREFIX};
+use kapi_storage::{DynStorage, GetOptions, ListResult, Storage, WatchOptions};
+use std::sync::Arc;
+
+fn setup(dir: &std::path::Path) -> (DynStorage, Arc<Cacher>) {
+    let backend: DynStorage =
+        Arc::new(EmbeddedStorage::open_with(dir, EmbeddedConfig::default()).unwrap());
+    (backend.clone(), Cacher::new(backend, PREFIX))
+}
+
+fn from_cache(label: &str, field: &str) -> ListOptions {
+    let mut opts = ListOptions {
+        resource_version: Some("0".into()),
+        ..Default::default()
+    };
+    opts.predicate.label = LabelSelector::parse(label).unwrap();
+    opts.predicate.field = FieldSelector::parse(field).unwrap();
+    opts
+}
+
+fn names(list: &ListResult) -> Vec<String> {
+    list.items
+        .iter()
+        .map(|o| format!("{}/{}", o.namespace(), o.name()))
+        .collect()
+}
+
+/// `pod` with `spec.nodeName` set.
+fn on_node(ns: &str, name: &str, app: &str, node: &str) -> Object {
+    let mut o = pod(ns, name, &[("app", app)]);
+    o.as_map_mut()
+        .get_mut("spec")
+        .and_then(|s| s.as_object_mut())
+        .unwrap()
+        .insert("nodeName".into(), node.into());
+    o
+}
+
+async fn caught_up(cache: &Cacher, backend: &DynStorage) {
+    let current = backend.current_revision().await.unwrap();
+    eventually("the cache to catch up", || async {
+        cache.revision() >= current
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectors_on_cached_items_select_as_the_backend_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup(tmp.path());
+    for (ns, name, app, node) in [
+        ("a", "web1", "web", "n1"),
+        ("a", "db1", "db", "n2"),
+        ("b", "web2", "web", "n2"),
+        ("b", "plain", "", "n1"),
+    ] {
+        cache
+            .create(&key(ns, name), on_node(ns, name, app, node), None)
+            .await
+            .unwrap();
+    }
+    caught_up(&cache, &backend).await;
+    for (label, field, want) in [
+        ("app=web", "", vec!["a/web1", "b/web2"]),
+        ("app!=web", "", vec!["a/db1", "b/plain"]),
+        ("app in (db,web),app!=db", "", vec!["a/web1", "b/web2"]),
+        ("!app", "", vec![]),
+        ("", "metadata.name=db1", vec!["a/db1"]),
+        ("", "metadata.namespace=b", vec!["b/plain", "b/web2"]),
+        ("app=web", "metadata.namespace!=a", vec!["b/web2"]),
+        // Not kept beside the bytes: read from the decoded object.
+        ("", "spec.nodeName=n2", vec!["a/db1", "b/web2"]),
+        ("app=web", "spec.nodeName=n1,metadata.name=web1", vec!["a/web1"]),
+    ] {
+        let opts = from_cache(label, field);
+        let cached = cache.list(PREFIX, &opts).await.unwrap();
+        assert!(cached.encoded.is_some(), "served from memory");
+        assert_eq!(names(&cached), want, "{label} {field}");
+        let direct = backend.list(PREFIX, &opts).await.unwrap();
+        assert_eq!(names(&cached), names(&direct), "{label} {field}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_decoded_from_the_cache_equal_the_backends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup(tmp.path());
+    // Type fields in an unusual place must come back where they were.
+    let mut odd = Object::new();
+    odd.insert("metadata", serde_json::json!({"name": "odd", "namespace": "a"}));
+    odd.insert("kind", "Pod".into());
+    odd.insert("spec", serde_json::json!({"x": 1}));
+    odd.insert("apiVersion", "v1".into());
+    cache.create(&key("a", "odd"), odd, None).await.unwrap();
+    cache
+        .create(&key("a", "p"), on_node("a", "p", "web", "n1"), None)
+        .await
+        .unwrap();
+    caught_up(&cache, &backend).await;
+
+    let opts = from_cache("", "");
+    let lazy = cache.list_encoded(PREFIX, &opts).await.unwrap();
+    assert!(lazy.items.is_empty(), "a list of bytes decodes nothing");
+    let cached = cache.list(PREFIX, &opts).await.unwrap();
+    let direct = backend.list(PREFIX, &ListOptions::default()).await.unwrap();
+    let bytes = |l: &ListResult| l.items.iter().map(|o| o.to_vec()).collect::<Vec<_>>();
+    assert_eq!(bytes(&cached), bytes(&direct));
+    // The list items are the objects without their type fields.
+    for (item, object) in cached.encoded.unwrap().iter().zip(&direct.items) {
+        assert_eq!(item.json, kapi_storage::encode_list_item(object));
+    }
+
+    let at = GetOptions {
+        resource_version: Some(cached.revision),
+        ..Default::default()
+    };
+    let got = cache.get(&key("a", "odd"), &at).await.unwrap().unwrap();
+    let want = backend.get(&key("a", "odd"), &at).await.unwrap().unwrap();
+    assert_eq!(got.to_vec(), want.to_vec());
+    let keys: Vec<_> = got.as_map().keys().cloned().collect();
+    assert_eq!(keys, ["metadata", "kind", "spec", "apiVersion"]);
+}
+
+/// A watcher whose field selector (on a field the cache reads from the decoded object) stops
+/// matching gets DELETED with the old state at the change's revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_leaving_a_field_selector_is_deleted_with_its_old_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup(tmp.path());
+    let k = key("a", "p");
+    let created = cache
+        .create(&k, on_node("a", "p", "web", "n1"), None)
+        .await
+        .unwrap();
+    caught_up(&cache, &backend).await;
+    let mut opts = WatchOptions {
+        from_revision: Some(rv(&created)),
+        recursive: true,
+        ..Default::default()
+    };
+    opts.predicate.field = FieldSelector::parse("spec.nodeName=n1").unwrap();
+    let mut by_node = cache.watch(PREFIX, opts.clone()).await.unwrap();
+    opts.predicate.field = FieldSelector::everything();
+    opts.predicate.label = LabelSelector::parse("app=web").unwrap();
+    let mut by_label = cache.watch(PREFIX, opts).await.unwrap();
+
+    let moved = cache
+        .guaranteed_update(&k, None, false, &mut |_| {
+            Box::pin(async { Ok(on_node("a", "p", "db", "n2")) })
+        })
+        .await
+        .unwrap();
+    for w in [&mut by_node, &mut by_label] {
+        let ev = next_change(w).await;
+        assert_eq!(ev.event_type, EventType::Deleted);
+        assert_eq!(ev.revision, rv(&moved));
+        assert_eq!(rv(&ev.object), rv(&moved), "stamped with the change's revision");
+        assert_eq!(ev.object.labels()["app"], "web", "the old state");
+        assert_eq!(ev.object.field_value("spec.nodeName"), "n1");
+        let mut old = created.clone();
+        old.set_resource_version(&rv(&moved).to_string());
+        assert_eq!(ev.object.to_vec(), old.to_vec());
+    }
+}
