@@ -22,20 +22,14 @@ fn envelope(info: &ResourceInfo, list: &ListPayload) -> Value {
     json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta})
 }
 
-/// The protobuf list: each item's message is encoded once and kept beside the object.
+/// The protobuf list: each item's message is encoded once (from its JSON) and kept beside it.
 pub fn protobuf(
     info: &ResourceInfo,
     list: &ListPayload,
     encoded: &[EncodedItem],
 ) -> Result<ResponseBody, ApiError> {
     let envelope = envelope(info, list);
-    let items = list
-        .items
-        .iter()
-        .zip(encoded)
-        .map(|(o, e)| (&**o, &*e.protobuf))
-        .collect();
-    let bytes = crate::protobuf::encode_list(&envelope, items).map_err(ApiError::internal)?;
+    let bytes = crate::protobuf::encode_list(&envelope, encoded).map_err(ApiError::internal)?;
     Ok(crate::responses::full_body(bytes))
 }
 

@@ -148,11 +148,18 @@ impl RequestScope {
                         crate::encoded_list::protobuf(&self.resource, &list, &encoded)?
                     }
                     negotiation::Encoding::Yaml => {
+                        list.encoded = Some(encoded);
+                        list.decode_items()?;
                         let value = transform::list_value(&self.resource, list);
                         responses::full_body(encode(&value, media.encoding, false)?)
                     }
                 };
                 return Ok((media.encoding.content_type(), body));
+            }
+            // Every other response reads the objects.
+            Payload::List(mut list) => {
+                list.decode_items()?;
+                Payload::List(list)
             }
             other => other,
         };

@@ -29,6 +29,22 @@ pub struct ListPayload {
     pub encoded: Option<Vec<kapi_registry::rest::EncodedItem>>,
 }
 
+impl ListPayload {
+    /// Fills `items` from `encoded` when storage left them encoded (a list from the watch
+    /// cache), for a response that needs the objects.
+    pub fn decode_items(&mut self) -> Result<(), ApiError> {
+        if let Some(encoded) = &self.encoded {
+            if self.items.len() != encoded.len() {
+                self.items = encoded
+                    .iter()
+                    .map(|e| e.decode().map(Arc::new).map_err(ApiError::internal))
+                    .collect::<Result<_, _>>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `includeObject` of `TableOptions`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum IncludeObject {
@@ -93,8 +109,9 @@ pub fn list_value(info: &ResourceInfo, list: ListPayload) -> Value {
         .into_iter()
         .map(|o| {
             let mut o = Arc::unwrap_or_clone(o);
-            o.remove("apiVersion");
-            o.remove("kind");
+            // Shifted out, so the other fields keep their order (as the encoded lists do).
+            o.as_map_mut().shift_remove("apiVersion");
+            o.as_map_mut().shift_remove("kind");
             o.into_value()
         })
         .collect();

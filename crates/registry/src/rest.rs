@@ -317,8 +317,9 @@ pub trait Getter: Send + Sync {
 pub trait Lister: Send + Sync {
     async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError>;
 
-    /// [`Lister::list`] with shared items, for a response that only reads them: a store
-    /// served by the watch cache hands out the cache's objects instead of copies.
+    /// [`Lister::list`] with shared items, for a response that only reads them. A store
+    /// served by the watch cache may leave them encoded: `encoded` set and `items` empty
+    /// (the caller decodes them with `EncodedItem::decode` if it needs objects).
     async fn list_shared(
         &self,
         ctx: &Context,

@@ -113,11 +113,11 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtoError> {
 }
 
 /// Encodes a list from its envelope (`kind`, `apiVersion`, `metadata`; no `items`) and its
-/// items' messages, encoding an item with `encode_item` only where `cached` has none yet: the
+/// items' messages, encoding an item (from its JSON) only where no list has made its message: the
 /// same bytes as [`encode`] of the whole list, since `items` is a list message's last field.
 pub fn encode_list(
     envelope: &Value,
-    items: Vec<(&kapi_machinery::Object, &std::sync::OnceLock<bytes::Bytes>)>,
+    items: &[kapi_registry::rest::EncodedItem],
 ) -> Result<Vec<u8>, ProtoError> {
     let api_version = envelope
         .get("apiVersion")
@@ -138,12 +138,15 @@ pub fn encode_list(
     let item_def =
         schema::message(item_name).ok_or_else(|| ProtoError::NoSchema(item_name.to_string()))?;
     let mut raw = transcode::encode_message(m, envelope)?;
-    for (object, cached) in items {
+    for item in items {
+        let cached = &item.protobuf;
         let bytes = match cached.get() {
             Some(b) => b.clone(),
             None => {
-                // Only an item no protobuf list has encoded yet is turned into a value.
-                let value = Value::Object(object.as_map().clone());
+                // Only an item no protobuf list has encoded yet is decoded, from its JSON (the
+                // list-item form: a list's items carry no type fields).
+                let value: Value = serde_json::from_slice(&item.json)
+                    .map_err(|e| ProtoError::Malformed(format!("a list item: {e}")))?;
                 let b = bytes::Bytes::from(transcode::encode_message(item_def, &value)?);
                 // A racing list may have filled it meanwhile: both encodings are equal.
                 let _ = cached.set(b.clone());

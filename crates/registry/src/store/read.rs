@@ -70,16 +70,30 @@ impl Store {
         ctx: &Context,
         opts: &ListOptions,
     ) -> Result<ObjectList<Arc<Object>>, ApiError> {
+        self.list_from_storage(ctx, opts, false).await
+    }
+
+    /// The list; with `encoded`, its items may stay encoded (see
+    /// `Storage::list_encoded`) when their bytes are the served form.
+    async fn list_from_storage(
+        &self,
+        ctx: &Context,
+        opts: &ListOptions,
+        encoded: bool,
+    ) -> Result<ObjectList<Arc<Object>>, ApiError> {
         self.check_field_selector(&opts.predicate)?;
         opts.parsed_resource_version()?;
         let mut storage_opts = opts.clone();
         storage_opts.predicate = self.storage_predicate(&opts.predicate);
         let prefix = self.list_prefix(&self.namespace_of(ctx));
-        let res = self
-            .storage
-            .list(&prefix, &storage_opts)
-            .await
-            .map_err(|e| e.into_api_error(&self.gr(), "", "list"))?;
+        let failed = |e: kapi_storage::Error| e.into_api_error(&self.gr(), "", "list");
+        // A conversion needs the objects, and then the bytes are not the served form.
+        let res = if encoded && !self.strategy.converts_from_storage() {
+            self.storage.list_encoded(&prefix, &storage_opts).await
+        } else {
+            self.storage.list(&prefix, &storage_opts).await
+        }
+        .map_err(failed)?;
         Ok(ObjectList {
             items: res.items.into_iter().map(|o| self.read_shared(o)).collect(),
             resource_version: res.revision.to_string(),
@@ -156,7 +170,7 @@ impl Lister for Store {
         ctx: &Context,
         opts: &ListOptions,
     ) -> Result<ObjectList<Arc<Object>>, ApiError> {
-        self.list_impl(ctx, opts).await
+        self.list_from_storage(ctx, opts, true).await
     }
 }
 
