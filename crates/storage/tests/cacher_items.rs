@@ -85,7 +85,11 @@ async fn selectors_on_cached_items_select_as_the_backend_does() {
         ("app=web", "metadata.namespace!=a", vec!["b/web2"]),
         // Not kept beside the bytes: read from the decoded object.
         ("", "spec.nodeName=n2", vec!["a/db1", "b/web2"]),
-        ("app=web", "spec.nodeName=n1,metadata.name=web1", vec!["a/web1"]),
+        (
+            "app=web",
+            "spec.nodeName=n1,metadata.name=web1",
+            vec!["a/web1"],
+        ),
     ] {
         let opts = from_cache(label, field);
         let cached = cache.list(PREFIX, &opts).await.unwrap();
@@ -102,7 +106,10 @@ async fn objects_decoded_from_the_cache_equal_the_backends() {
     let (backend, cache) = setup(tmp.path());
     // Type fields in an unusual place must come back where they were.
     let mut odd = Object::new();
-    odd.insert("metadata", serde_json::json!({"name": "odd", "namespace": "a"}));
+    odd.insert(
+        "metadata",
+        serde_json::json!({"name": "odd", "namespace": "a"}),
+    );
     odd.insert("kind", "Pod".into());
     odd.insert("spec", serde_json::json!({"x": 1}));
     odd.insert("apiVersion", "v1".into());
@@ -169,7 +176,11 @@ async fn an_object_leaving_a_field_selector_is_deleted_with_its_old_state() {
         let ev = next_change(w).await;
         assert_eq!(ev.event_type, EventType::Deleted);
         assert_eq!(ev.revision, rv(&moved));
-        assert_eq!(rv(&ev.object), rv(&moved), "stamped with the change's revision");
+        assert_eq!(
+            rv(&ev.object),
+            rv(&moved),
+            "stamped with the change's revision"
+        );
         assert_eq!(ev.object.labels()["app"], "web", "the old state");
         assert_eq!(ev.object.field_value("spec.nodeName"), "n1");
         let mut old = created.clone();

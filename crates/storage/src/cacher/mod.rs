@@ -37,9 +37,9 @@ use crate::interface::{
 use crate::list::ReadAt;
 use async_trait::async_trait;
 use futures::StreamExt;
+use item::Cached;
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
-use item::Cached;
 use state::{Slot, State};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
