@@ -344,7 +344,14 @@ async fn main() -> Result<()> {
         if !args.wants("namespace") {
             lists::fill(&client, "bench-page", args.paged_objects, c).await?;
         }
-        for row in lists::paging_scenario(&client, &server.kubeconfig, "bench-page", args.paged_objects).await? {
+        for row in lists::paging_scenario(
+            &client,
+            &server.kubeconfig,
+            "bench-page",
+            args.paged_objects,
+        )
+        .await?
+        {
             println!("{row}");
         }
     }

@@ -210,7 +210,8 @@ async fn write_all(kubeconfig: PathBuf, prefix: String, n: usize, rate: f64) -> 
             let at = Instant::now();
             drop(slot);
             let text = answer.map_err(|e| e.to_string())?;
-            let created: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            let created: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| e.to_string())?;
             let rv = created["metadata"]["resourceVersion"]
                 .as_str()
                 .and_then(|r| r.parse().ok())
@@ -308,14 +309,7 @@ async fn point(
     let followers: Vec<_> = bodies
         .into_iter()
         .enumerate()
-        .map(|(i, b)| {
-            tokio::spawn(follow(
-                b,
-                expected_rx.clone(),
-                limit,
-                i % LAG_SAMPLE == 0,
-            ))
-        })
+        .map(|(i, b)| tokio::spawn(follow(b, expected_rx.clone(), limit, i % LAG_SAMPLE == 0)))
         .collect();
     let (s1, c1) = (cpu(pid)?, cpu("self")?);
     let writes = wait_writes(paced_writes(kubeconfig, name, n, rate)).await?;
@@ -325,7 +319,10 @@ async fn point(
     for f in followers {
         seen.push(f.await?);
     }
-    let (server_cpu, client_cpu) = (cpu(pid)?.saturating_sub(s1), cpu("self")?.saturating_sub(c1));
+    let (server_cpu, client_cpu) = (
+        cpu(pid)?.saturating_sub(s1),
+        cpu("self")?.saturating_sub(c1),
+    );
     // Only now does the slow watcher read: what it has is what was queued before it was cut.
     let (_slow_tx, slow_rx) = tokio::sync::watch::channel(ok);
     let slow_seen = follow(slow, slow_rx, Duration::from_secs(5), false).await;
@@ -384,7 +381,12 @@ fn parse_point(s: &str) -> Result<(usize, f64)> {
 }
 
 /// The scenario; returns the printed rows.
-pub async fn run(args: &Args, client: &kube::Client, kubeconfig: &Path, pid: u32) -> Result<Vec<String>> {
+pub async fn run(
+    args: &Args,
+    client: &kube::Client,
+    kubeconfig: &Path,
+    pid: u32,
+) -> Result<Vec<String>> {
     let pid = pid.to_string();
     let points: Vec<(usize, f64)> = if args.watch_sweep.is_empty() {
         vec![(args.watchers, args.write_rate)]
@@ -396,7 +398,10 @@ pub async fn run(args: &Args, client: &kube::Client, kubeconfig: &Path, pid: u32
     };
     crate::lists::fill(client, NS, 0, 1).await?;
     // The same writes with nobody watching: the CPU the writes themselves cost, per create.
-    let (rate0, n0) = (points[0].1, (points[0].1 * args.watch_seconds).round().max(1.0) as usize);
+    let (rate0, n0) = (
+        points[0].1,
+        (points[0].1 * args.watch_seconds).round().max(1.0) as usize,
+    );
     let (s0, c0) = (cpu(&pid)?, cpu("self")?);
     let w0 = wait_writes(paced_writes(kubeconfig, "base", n0, rate0)).await?;
     let ok0 = w0.answered.len().max(1) as u32;
