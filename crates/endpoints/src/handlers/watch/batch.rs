@@ -49,7 +49,10 @@ impl Batched {
     }
 
     fn pending_len(&self) -> usize {
-        self.first.as_ref().map_or(0, Bytes::len) + self.more.len()
+        self.first
+            .as_ref()
+            .map_or(0, Bytes::len)
+            .saturating_add(self.more.len())
     }
 
     fn push(&mut self, event: Bytes) {
@@ -103,7 +106,7 @@ impl Body for Batched {
                 };
             }
             let now = Instant::now();
-            let due = this.last_write.map(|t| t + INTERVAL);
+            let due = this.last_write.and_then(|t| t.checked_add(INTERVAL));
             if this.ended || this.pending_len() >= MAX_BATCH || due.is_none_or(|d| d <= now) {
                 this.last_write = Some(now);
                 return Poll::Ready(Some(Ok(Frame::data(this.take()))));
