@@ -20,6 +20,8 @@ pub struct FormatKey {
     pub transform: Option<Transform>,
     pub include: IncludeObject,
     pub headers: bool,
+    /// A protobuf frame rather than a JSON line.
+    pub protobuf: bool,
 }
 
 struct Entry {
@@ -95,6 +97,7 @@ mod tests {
             transform: None,
             include: IncludeObject::Metadata,
             headers: false,
+            protobuf: false,
         };
         let enc = || {
             calls.set(calls.get() + 1);

@@ -157,6 +157,64 @@ async fn protobuf_watch_streams_frames() {
     assert_eq!(more[1].1["metadata"]["name"], "w-1");
 }
 
+/// Frames ready together are written in one data frame (see the watch handler's `batch`): each
+/// keeps its own length prefix and decodes on its own, in order.
+#[tokio::test]
+async fn protobuf_watch_frames_written_together_decode_one_by_one() {
+    use http_body_util::BodyExt;
+    let s = server().await;
+    for i in 0..5 {
+        s.post_json(CMS, &configmap(&format!("pb-{i}"), &[])).await;
+    }
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&timeoutSeconds=30"),
+            &[("accept", KUBECTL_ACCEPT)],
+            bytes::Bytes::new(),
+        ))
+        .await;
+    let mut body = resp.into_body();
+    // How many whole length-prefixed frames `data` holds, if it ends at a frame's end.
+    let whole = |data: &[u8]| -> Option<usize> {
+        let (mut at, mut count) = (0, 0);
+        while at + 4 <= data.len() {
+            let len = u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+            at += 4 + len as usize;
+            count += 1;
+        }
+        (at == data.len()).then_some(count)
+    };
+    let mut all = Vec::new();
+    let mut widest = 0;
+    while whole(&all).unwrap_or(0) < 5 {
+        let data = body
+            .frame()
+            .await
+            .expect("a frame")
+            .expect("data")
+            .into_data()
+            .expect("data");
+        widest = widest.max(whole(&data).expect("a write holds whole frames"));
+        all.extend_from_slice(&data);
+    }
+    assert!(widest > 1, "no data frame carried more than one event");
+    let frames = watch_frames(
+        &mut kapi_endpoints::responses::full_body(bytes::Bytes::from(all)),
+        5,
+    )
+    .await;
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|(t, o)| {
+            assert_eq!(t, "ADDED");
+            o["metadata"]["name"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(names, vec!["pb-0", "pb-1", "pb-2", "pb-3", "pb-4"]);
+}
+
 #[tokio::test]
 async fn protobuf_watch_bookmark_and_error_events() {
     let s = server_with(|mut c| {

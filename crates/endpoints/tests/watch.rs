@@ -188,3 +188,53 @@ async fn initial_events_end_with_a_bookmark_when_asked() {
         .as_str()
         .is_some_and(|rv| !rv.is_empty()));
 }
+
+/// Events ready together are written in one data frame (see the watch handler's `batch`): each
+/// still parses as its own line, in order.
+#[tokio::test]
+async fn events_written_together_are_each_one_line() {
+    let s = server().await;
+    for i in 0..5 {
+        s.post_json(CMS, &configmap(&format!("b-{i}"), &[])).await;
+    }
+    let resp = s
+        .handler
+        .handle(request(
+            Method::GET,
+            &format!("{CMS}?watch=true&timeoutSeconds=30"),
+            &[],
+            Bytes::new(),
+        ))
+        .await;
+    let mut body = resp.into_body();
+    let mut names = Vec::new();
+    let mut widest = 0;
+    let mut buf = Vec::new();
+    while names.len() < 5 {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(30), body.frame())
+            .await
+            .expect("watch stream stalled")
+            .expect("stream ended early")
+            .expect("frame");
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        let mut lines = 0;
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            let ev: serde_json::Value = serde_json::from_slice(&line).expect("one JSON event");
+            assert_eq!(ev["type"], "ADDED");
+            names.push(
+                ev["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+            lines += 1;
+        }
+        widest = widest.max(lines);
+    }
+    assert_eq!(names, (0..5).map(|i| format!("b-{i}")).collect::<Vec<_>>());
+    assert!(widest > 1, "no data frame carried more than one event");
+}

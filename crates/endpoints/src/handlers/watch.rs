@@ -6,7 +6,12 @@
 //! objects that exist (as upstream), then follows changes from the list's revision. A
 //! compacted revision is an ERROR event carrying a 410 `Expired` Status, inside a 200 stream
 //! (upstream's cacher answers the same way). The stream ends after `timeoutSeconds` (default:
-//! random in [min-request-timeout, 2×min-request-timeout], as upstream).
+//! random in [min-request-timeout, 2×min-request-timeout], as upstream). Events ready together
+//! are written together, at most one write per few milliseconds while they keep coming (see
+//! `batch`); each event is encoded once for all the watchers that share its format (see
+//! `encoded`).
+
+mod batch;
 
 use super::capability;
 use crate::encoded::{self, FormatKey};
@@ -19,7 +24,7 @@ use bytes::Bytes;
 use futures::stream::{self, StreamExt};
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Response, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::BodyExt;
 use kapi_machinery::fields::FieldRequirement;
 use kapi_machinery::{ApiError, EventType, ListOptions, Object};
 use kapi_registry::rest::{self, ResourceInfo, TableConvertor, WatchEvent};
@@ -73,23 +78,24 @@ impl Encoder {
     }
 
     fn encode(&mut self, event: &WatchEvent) -> Bytes {
-        if self.encoding == Encoding::Protobuf {
-            // Frames are not shared through the encoded-event cache, whose key knows JSON forms
-            // only; a frame is one object encoding, as cheap as a JSON line.
-            let value = self.object_value(event.event_type, &event.object, false);
-            return frame(event.event_type, &value);
-        }
-        let headers = self.headers;
+        let protobuf = self.encoding == Encoding::Protobuf;
+        // Only the first JSON Table event carries the column definitions.
+        let headers = self.headers && !protobuf;
         self.headers = false;
         let key = FormatKey {
             event_type: event.event_type,
             transform: self.transform,
             include: self.include,
             headers,
+            protobuf,
         };
         encoded::get_or_encode(&event.object, key, || {
             let value = self.object_value(event.event_type, &event.object, headers);
-            line(event.event_type, value)
+            if protobuf {
+                frame(event.event_type, &value)
+            } else {
+                line(event.event_type, value)
+            }
         })
     }
 }
@@ -228,8 +234,7 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         };
         futures::future::ready(out)
     });
-    let body = StreamBody::new(lines.map(|b| Ok::<_, crate::BoxError>(http_body::Frame::data(b))))
-        .boxed_unsync();
+    let body = batch::Batched::new(lines.boxed()).boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
     let content_type = match media.encoding {

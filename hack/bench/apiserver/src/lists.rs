@@ -4,7 +4,8 @@
 //!   (consistent) and `"0"`, against etcd's own range read of 1,000 keys of the same size
 //!   through its HTTP gateway (`POST /v3/kv/range`), at the same concurrency.
 //! - `paging`: over N ConfigMaps, the first and the last page of `limit=500`, the whole paged
-//!   walk (what kubectl's `--chunk-size=500` does) and one unpaged list.
+//!   walk (what kubectl's `--chunk-size=500` does), one unpaged list, and kubectl's own walk
+//!   (`kubectl get configmaps -A --chunk-size=500 -o name`, when kubectl is on the PATH).
 //! - `namespace`: LIST of a namespace of 10 on a server holding nothing else, then while N
 //!   objects live in another namespace.
 
@@ -187,7 +188,12 @@ async fn page(client: &kube::Client, path: &str) -> Result<(Option<String>, usiz
 }
 
 /// The `paging` scenario over namespace `ns` holding `n` objects.
-pub async fn paging_scenario(client: &kube::Client, ns: &str, n: usize) -> Result<Vec<String>> {
+pub async fn paging_scenario(
+    client: &kube::Client,
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    n: usize,
+) -> Result<Vec<String>> {
     let base = format!("/api/v1/namespaces/{ns}/configmaps?limit=500");
     // The first page, a few times (median).
     let mut firsts = Vec::new();
@@ -219,6 +225,7 @@ pub async fn paging_scenario(client: &kube::Client, ns: &str, n: usize) -> Resul
     let t = Instant::now();
     page(client, &format!("/api/v1/namespaces/{ns}/configmaps")).await?;
     let unpaged = t.elapsed();
+    let kubectl = kubectl_walk(kubeconfig).await;
     Ok(vec![
         format!(
             "| {n} configmaps: first page of limit=500 | {:.1} ms |  |",
@@ -234,7 +241,36 @@ pub async fn paging_scenario(client: &kube::Client, ns: &str, n: usize) -> Resul
             walk.as_secs_f64() / unpaged.as_secs_f64()
         ),
         format!("| {n} configmaps: one unpaged list | {:.0} ms |  |", ms(unpaged)),
+        match kubectl {
+            Ok((took, names)) => format!(
+                "| kubectl get configmaps -A --chunk-size=500 -o name ({names} names) | {:.0} ms |  |",
+                ms(took)
+            ),
+            Err(e) => format!("| kubectl get configmaps -A --chunk-size=500 | not run: {e} |  |"),
+        },
     ])
+}
+
+/// The paged list as kubectl makes it (issue 15's "kubectl's paged list of 100,000 took 49 s"):
+/// its time and how many names it printed.
+async fn kubectl_walk(kubeconfig: &std::path::Path) -> Result<(Duration, usize)> {
+    let kubeconfig = kubeconfig.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let t = Instant::now();
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["get", "configmaps", "-A", "--chunk-size=500", "-o", "name"])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .context("running kubectl")?;
+        let took = t.elapsed();
+        if !out.status.success() {
+            bail!("kubectl exited with {}", out.status);
+        }
+        Ok((took, out.stdout.iter().filter(|b| **b == b'\n').count()))
+    })
+    .await?
 }
 
 fn urlencode(s: &str) -> String {

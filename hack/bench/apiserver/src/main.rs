@@ -96,6 +96,9 @@ struct Args {
     /// `watch`: for how long.
     #[arg(long, default_value_t = 5.0)]
     watch_seconds: f64,
+    /// `watch`: instead of one point, these `WATCHERSxRATE` points (e.g. `1000x50,100x500`).
+    #[arg(long, value_delimiter = ',')]
+    watch_sweep: Vec<String>,
     /// `creates`: record a CPU profile of the server per phase (POST, dry run, GET) into
     /// this directory with `perf record -g` (see `profile`).
     #[arg(long)]
@@ -315,7 +318,7 @@ async fn main() -> Result<()> {
         }
     }
     if args.wants("watch") {
-        for row in watch::run(&args, &client, pid).await? {
+        for row in watch::run(&args, &client, &server.kubeconfig, pid).await? {
             println!("{row}");
         }
     }
@@ -341,7 +344,14 @@ async fn main() -> Result<()> {
         if !args.wants("namespace") {
             lists::fill(&client, "bench-page", args.paged_objects, c).await?;
         }
-        for row in lists::paging_scenario(&client, "bench-page", args.paged_objects).await? {
+        for row in lists::paging_scenario(
+            &client,
+            &server.kubeconfig,
+            "bench-page",
+            args.paged_objects,
+        )
+        .await?
+        {
             println!("{row}");
         }
     }
