@@ -274,7 +274,7 @@ impl ValidationInterface for ResourceQuota {
                         break;
                     }
                     Err(e) if e.code == 409 && attempt < CHARGE_ATTEMPTS => {
-                        attempt += 1;
+                        attempt = attempt.saturating_add(1);
                         let current = self
                             .objects
                             .get(&quotas_gr(), &a.namespace, u.name())
