@@ -32,6 +32,16 @@ pub trait ObjectStore: Send + Sync {
     /// Every object of `gr` in `namespace` (all namespaces when `""` for a namespaced one).
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError>;
 
+    /// [`ObjectStore::list`] as a watch cache holds it (upstream's informer listers), which
+    /// may trail storage; without a cache, [`ObjectStore::list`].
+    async fn list_cached(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+    ) -> Result<Vec<Object>, ApiError> {
+        self.list(gr, namespace).await
+    }
+
     /// Stores a new object as given (no strategy runs); 409 AlreadyExists if present.
     async fn create(&self, gr: &GroupResource, obj: Object) -> Result<Object, ApiError>;
 

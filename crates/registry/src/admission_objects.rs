@@ -1,8 +1,9 @@
 //! The registry's implementation of admission's `ObjectStore`: admission plugins read
 //! namespaces, limit ranges, quotas and service accounts (and write quota status and
-//! auto-provisioned namespaces) straight from storage, by `/<resource>/<namespace>/<name>`.
+//! auto-provisioned namespaces) from storage, by `/<resource>/<namespace>/<name>`, and
+//! namespaces and quotas from their watch caches where a plugin asks for a cached read.
 
-use crate::namespace_lifecycle::NamespaceCache;
+use crate::namespace_lifecycle::WatchCaches;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -15,21 +16,20 @@ use std::sync::Arc;
 /// Objects read and written through the storage backend.
 pub struct StorageObjects {
     storage: DynStorage,
-    /// Where cached reads of namespaces come from (every namespaced write reads one).
-    namespaces: NamespaceCache,
+    /// Where cached reads of namespaces and quotas come from (every namespaced write reads
+    /// both).
+    caches: WatchCaches,
 }
 
 impl StorageObjects {
     pub fn new(storage: DynStorage) -> Arc<Self> {
-        Self::with_namespace_cache(storage, NamespaceCache::default())
+        Self::with_caches(storage, WatchCaches::default())
     }
 
-    /// Reads namespaces for [`ObjectStore::get_cached`] from `namespaces` once it is set.
-    pub fn with_namespace_cache(storage: DynStorage, namespaces: NamespaceCache) -> Arc<Self> {
-        Arc::new(Self {
-            storage,
-            namespaces,
-        })
+    /// Serves [`ObjectStore::get_cached`] of namespaces and [`ObjectStore::list_cached`] of
+    /// resource quotas from `caches` once they are set.
+    pub fn with_caches(storage: DynStorage, caches: WatchCaches) -> Arc<Self> {
+        Arc::new(Self { storage, caches })
     }
 }
 
@@ -74,9 +74,22 @@ impl ObjectStore for StorageObjects {
         name: &str,
     ) -> Result<Option<Object>, ApiError> {
         if gr.group.is_empty() && gr.resource == "namespaces" && namespace.is_empty() {
-            return self.namespaces.get(name).await;
+            return self.caches.namespace(name).await;
         }
         self.get(gr, namespace, name).await
+    }
+
+    async fn list_cached(
+        &self,
+        gr: &GroupResource,
+        namespace: &str,
+    ) -> Result<Vec<Object>, ApiError> {
+        if gr.group.is_empty() && gr.resource == "resourcequotas" && !namespace.is_empty() {
+            if let Some(quotas) = self.caches.quotas(namespace).await? {
+                return Ok(quotas);
+            }
+        }
+        self.list(gr, namespace).await
     }
 
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError> {

@@ -26,7 +26,7 @@ pub use strategy::Strategy;
 
 use kapi_machinery::ApiError;
 use kapi_storage::DynStorage;
-use namespace_lifecycle::{NamespaceLifecycle, StorageNamespaceLifecycle};
+use namespace_lifecycle::{CachedNamespaceLifecycle, NamespaceLifecycle, WatchCaches};
 use std::sync::Arc;
 
 /// What the registry needs to build every built-in resource.
@@ -56,12 +56,29 @@ impl RegistryConfig {
 }
 
 /// Shared state the groups' storages are built from.
+#[derive(Clone)]
 pub struct BuildContext {
     pub config: RegistryConfig,
     pub namespaces: Arc<dyn NamespaceLifecycle>,
+    /// The watch caches the namespace check (and admission) read, filled by [`build_with`].
+    pub caches: WatchCaches,
 }
 
 impl BuildContext {
+    /// The namespace check reads the namespaces' watch cache once [`build_with`] filled it.
+    pub fn new(config: RegistryConfig) -> Self {
+        let caches = WatchCaches::default();
+        let namespaces = Arc::new(CachedNamespaceLifecycle::new(
+            config.storage.clone(),
+            caches.clone(),
+        ));
+        Self {
+            config,
+            namespaces,
+            caches,
+        }
+    }
+
     /// The storage a resource's Store uses (the backend; the watch cache where enabled and
     /// available).
     pub fn storage_for(&self, prefix: &str) -> DynStorage {
@@ -84,22 +101,26 @@ impl BuildContext {
 /// events.k8s.io, discovery.k8s.io. Subresources are separate storages with
 /// `info().subresource` set.
 pub async fn build(config: RegistryConfig) -> Result<Vec<rest::ApiGroupInfo>, ApiError> {
-    let namespaces: Arc<dyn NamespaceLifecycle> =
-        Arc::new(StorageNamespaceLifecycle::new(config.storage.clone()));
-    let ctx = BuildContext { config, namespaces };
-    let mut groups = vec![resources::core::group(&ctx).await?];
-    groups.extend(resources::apps::groups(&ctx));
-    groups.extend(resources::batch::groups(&ctx));
-    groups.extend(resources::misc::groups(&ctx));
-    groups.extend(resources::rbac::groups(&ctx));
-    groups.extend(resources::scheduling::groups(&ctx));
-    groups.extend(resources::policy::groups(&ctx));
-    groups.extend(resources::networking::groups(&ctx));
-    groups.extend(resources::storage::groups(&ctx));
-    groups.extend(resources::node::groups(&ctx));
-    groups.extend(resources::autoscaling::groups(&ctx));
-    groups.extend(resources::certificates::groups(&ctx));
-    groups.extend(resources::apiextensions::groups(&ctx));
-    groups.extend(resources::admissionregistration::groups(&ctx));
+    build_with(&BuildContext::new(config)).await
+}
+
+/// [`build`] from a context the caller keeps (for custom resources' Stores and admission's
+/// cached reads); fills `ctx.caches`.
+pub async fn build_with(ctx: &BuildContext) -> Result<Vec<rest::ApiGroupInfo>, ApiError> {
+    let mut groups = vec![resources::core::group(ctx).await?];
+    groups.extend(resources::apps::groups(ctx));
+    groups.extend(resources::batch::groups(ctx));
+    groups.extend(resources::misc::groups(ctx));
+    groups.extend(resources::rbac::groups(ctx));
+    groups.extend(resources::scheduling::groups(ctx));
+    groups.extend(resources::policy::groups(ctx));
+    groups.extend(resources::networking::groups(ctx));
+    groups.extend(resources::storage::groups(ctx));
+    groups.extend(resources::node::groups(ctx));
+    groups.extend(resources::autoscaling::groups(ctx));
+    groups.extend(resources::certificates::groups(ctx));
+    groups.extend(resources::apiextensions::groups(ctx));
+    groups.extend(resources::admissionregistration::groups(ctx));
+    ctx.caches.fill_from(&groups);
     Ok(groups)
 }

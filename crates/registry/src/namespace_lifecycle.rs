@@ -3,9 +3,10 @@
 //! the admission plugin can take it over; the Store calls it only when it is given one.
 
 use async_trait::async_trait;
+use kapi_admission::plugins::live_lookup::ForceLive;
 use kapi_admission::plugins::namespace::is_terminating;
 use kapi_machinery::error::StatusCause;
-use kapi_machinery::{ApiError, GroupResource, Object};
+use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
 use kapi_storage::{DynStorage, GetOptions};
 use std::sync::{Arc, OnceLock};
 
@@ -20,51 +21,91 @@ pub trait NamespaceLifecycle: Send + Sync {
         gr: &GroupResource,
         name: &str,
     ) -> Result<(), ApiError>;
+
+    /// Told when a namespace is about to be deleted through this server.
+    fn deleting(&self, _namespace: &str) {}
 }
 
-/// Reads the namespace straight from storage: a namespace deleted a moment ago is seen
-/// terminating by the next create (a watch cache could still show it active).
-pub struct StorageNamespaceLifecycle {
+/// Reads the namespace from the namespaces' watch cache when it holds it active, else from
+/// storage (upstream's NamespaceLifecycle plugin, which reads its informer's lister); a
+/// namespace this server was asked to delete is read from storage for 30 s, as the cache may
+/// not show it terminating yet (upstream's `forceLiveLookupCache`).
+pub struct CachedNamespaceLifecycle {
     storage: DynStorage,
+    caches: WatchCaches,
+    force_live: ForceLive,
 }
 
-impl StorageNamespaceLifecycle {
-    pub fn new(storage: DynStorage) -> Self {
-        Self { storage }
+impl CachedNamespaceLifecycle {
+    pub fn new(storage: DynStorage, caches: WatchCaches) -> Self {
+        Self {
+            storage,
+            caches,
+            force_live: ForceLive::default(),
+        }
     }
 }
 
-/// The namespaces Store's storage (its watch cache), for admission's cached reads; set once
-/// the Store exists (the admission chain is built before, or beside, the groups).
+/// The watch caches of the Stores admission and the namespace check read (upstream's
+/// informers): namespaces and resource quotas; set once the Stores exist (the admission chain
+/// is built before, or beside, the groups). Until then, or without a watch cache, reads go to
+/// storage.
 #[derive(Clone, Default)]
-pub struct NamespaceCache(Arc<OnceLock<DynStorage>>);
+pub struct WatchCaches {
+    namespaces: Arc<OnceLock<DynStorage>>,
+    quotas: Arc<OnceLock<DynStorage>>,
+}
 
-impl NamespaceCache {
-    /// Takes the storage of the namespaces Store among `groups`, if there is one.
+impl WatchCaches {
+    /// Takes the storages of the namespaces and resourcequotas Stores among `groups`.
     pub fn fill_from(&self, groups: &[crate::rest::ApiGroupInfo]) {
-        let found = groups
-            .iter()
-            .filter(|g| g.group.is_empty())
-            .flat_map(|g| g.versions.iter())
-            .flat_map(|v| v.storages.iter())
-            .filter(|s| s.info().resource == "namespaces" && s.info().subresource.is_empty())
-            .find_map(|s| s.as_any()?.downcast_ref::<crate::store::Store>())
-            .map(|store| store.storage().clone());
-        if let Some(storage) = found {
-            let _ = self.0.set(storage);
+        let find = |resource: &str| {
+            groups
+                .iter()
+                .filter(|g| g.group.is_empty())
+                .flat_map(|g| g.versions.iter())
+                .flat_map(|v| v.storages.iter())
+                .filter(|s| s.info().resource == resource && s.info().subresource.is_empty())
+                .find_map(|s| s.as_any()?.downcast_ref::<crate::store::Store>())
+                .map(|store| store.storage().clone())
+        };
+        if let Some(storage) = find("namespaces") {
+            let _ = self.namespaces.set(storage);
+        }
+        if let Some(storage) = find("resourcequotas") {
+            let _ = self.quotas.set(storage);
         }
     }
 
     /// The namespace as the cache holds it (it may trail storage); `None` when it does not
     /// hold it or no cache is set.
-    pub async fn get(&self, namespace: &str) -> Result<Option<Object>, ApiError> {
-        let Some(cache) = self.0.get() else {
+    pub async fn namespace(&self, namespace: &str) -> Result<Option<Object>, ApiError> {
+        let Some(cache) = self.namespaces.get() else {
             return Ok(None);
         };
         cache
             .get(&format!("/namespaces/{namespace}"), &ANY_CACHED)
             .await
             .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace, "get"))
+    }
+
+    /// The resource quotas of `namespace` as the cache holds them; `None` when no cache is
+    /// set.
+    pub async fn quotas(&self, namespace: &str) -> Result<Option<Vec<Object>>, ApiError> {
+        let Some(cache) = self.quotas.get() else {
+            return Ok(None);
+        };
+        let opts = ListOptions {
+            resource_version: Some("0".into()),
+            ..Default::default()
+        };
+        let listed = cache
+            .list(&format!("/resourcequotas/{namespace}/"), &opts)
+            .await
+            .map_err(|e| e.into_api_error(&GroupResource::new("", "resourcequotas"), "", "list"))?;
+        Ok(Some(
+            listed.items.into_iter().map(Arc::unwrap_or_clone).collect(),
+        ))
     }
 }
 
@@ -94,13 +135,20 @@ pub fn namespace_terminating(namespace: &str, gr: &GroupResource, name: &str) ->
 }
 
 #[async_trait]
-impl NamespaceLifecycle for StorageNamespaceLifecycle {
+impl NamespaceLifecycle for CachedNamespaceLifecycle {
     async fn admit_create(
         &self,
         namespace: &str,
         gr: &GroupResource,
         name: &str,
     ) -> Result<(), ApiError> {
+        if !self.force_live.active(namespace) {
+            if let Some(ns) = self.caches.namespace(namespace).await? {
+                if !is_terminating(&ns) {
+                    return Ok(());
+                }
+            }
+        }
         let ns_gr = GroupResource::new("", "namespaces");
         let key = format!("/namespaces/{namespace}");
         let got = self
@@ -115,5 +163,8 @@ impl NamespaceLifecycle for StorageNamespaceLifecycle {
             return Err(namespace_terminating(namespace, gr, name));
         }
         Ok(())
+    }
+    fn deleting(&self, namespace: &str) {
+        self.force_live.mark(namespace);
     }
 }

@@ -14,7 +14,6 @@ mod common;
 use common::{create, ctx, get, obj, put, registry};
 use kapi_machinery::{GetOptions, ListOptions, Object};
 use kapi_registry::customresource::{Crd, ServedCrd};
-use kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle;
 use kapi_registry::rest::{FieldValidation, Storage};
 use kapi_registry::{BuildContext, RegistryConfig};
 use serde_json::{json, Value};
@@ -54,10 +53,7 @@ fn storage(served: &ServedCrd, version: &str, sub: &str) -> Arc<dyn Storage> {
 
 async fn served(deleting: bool) -> (common::Registry, ServedCrd) {
     let r = registry().await;
-    let ctx = BuildContext {
-        config: RegistryConfig::new(r.storage.clone()),
-        namespaces: Arc::new(StorageNamespaceLifecycle::new(r.storage.clone())),
-    };
+    let ctx = BuildContext::new(RegistryConfig::new(r.storage.clone()));
     let s = ServedCrd::build(&ctx, crd(deleting)).unwrap();
     (r, s)
 }

@@ -247,16 +247,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
-    let crd_build = kapi_registry::BuildContext {
-        config: registry_config.clone(),
-        namespaces: Arc::new(
-            kapi_registry::namespace_lifecycle::StorageNamespaceLifecycle::new(storage.clone()),
-        ),
-    };
-    let mut groups = kapi_registry::build(registry_config).await?;
-    // Admission's namespace plugins read the namespaces' watch cache first.
-    let namespace_cache = kapi_registry::namespace_lifecycle::NamespaceCache::default();
-    namespace_cache.fill_from(&groups);
+    let crd_build = kapi_registry::BuildContext::new(registry_config);
+    let mut groups = kapi_registry::build_with(&crd_build).await?;
+    // Admission's namespace and quota plugins read the namespaces' and quotas' watch caches.
+    let watch_caches = crd_build.caches.clone();
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
     // for tests, is no one's: upstream's default stands in).
     let target_port = match config.secure_port {
@@ -271,9 +265,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let schemas = Arc::new(admission::OpenApiSchemas::default());
     let admission = Arc::new(admission::build_chain(
         &config,
-        kapi_registry::admission_objects::StorageObjects::with_namespace_cache(
+        kapi_registry::admission_objects::StorageObjects::with_caches(
             storage.clone(),
-            namespace_cache,
+            watch_caches,
         ),
         &metrics,
         authorization.authorizer.clone(),

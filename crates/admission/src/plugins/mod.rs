@@ -7,6 +7,7 @@ pub mod always_pull_images;
 pub mod classes;
 pub mod event_rate_limit;
 pub mod limit_ranger;
+pub mod live_lookup;
 pub mod namespace;
 pub mod node_selection;
 pub mod priority;

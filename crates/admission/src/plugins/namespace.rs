@@ -4,6 +4,7 @@
 //! NamespaceAutoProvision: a create in a missing namespace creates it first.
 
 use crate::objects::ObjectStore;
+use crate::plugins::live_lookup::ForceLive;
 use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
@@ -11,9 +12,7 @@ use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object};
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 pub const LIFECYCLE: &str = "NamespaceLifecycle";
 pub const EXISTS: &str = "NamespaceExists";
@@ -64,10 +63,6 @@ async fn get_namespace(objects: &dyn ObjectStore, name: &str) -> Result<Option<O
     objects.get(&namespaces(), "", name).await
 }
 
-/// How long a namespace deleted through this server is read from storage, not the cache
-/// (upstream's `forceLiveLookupTTL`).
-const FORCE_LIVE_LOOKUP: Duration = Duration::from_secs(30);
-
 /// Whether a namespace is being deleted (Terminating, or a deletionTimestamp set).
 pub fn is_terminating(ns: &Object) -> bool {
     let phase = ns
@@ -99,31 +94,15 @@ pub struct NamespaceLifecycle {
     objects: Arc<dyn ObjectStore>,
     /// Namespaces this server was asked to delete, until when: the cache may not show them
     /// terminating yet, so they are read from storage (upstream's `forceLiveLookupCache`).
-    force_live: Mutex<HashMap<String, Instant>>,
+    force_live: ForceLive,
 }
 
 impl NamespaceLifecycle {
     pub fn new(objects: Arc<dyn ObjectStore>) -> Self {
         Self {
             objects,
-            force_live: Mutex::default(),
+            force_live: ForceLive::default(),
         }
-    }
-
-    fn deleted(&self, name: &str) {
-        if let Ok(mut m) = self.force_live.lock() {
-            let now = Instant::now();
-            m.retain(|_, until| *until > now);
-            let until = now.checked_add(FORCE_LIVE_LOOKUP).unwrap_or(now);
-            m.insert(name.to_string(), until);
-        }
-    }
-
-    fn must_read_live(&self, name: &str) -> bool {
-        self.force_live
-            .lock()
-            .map(|m| m.get(name).is_some_and(|until| *until > Instant::now()))
-            .unwrap_or(true)
     }
 }
 
@@ -137,7 +116,7 @@ impl ValidationInterface for NamespaceLifecycle {
                 if IMMORTAL.contains(&a.name.as_str()) {
                     return Err(a.forbidden("this namespace may not be deleted"));
                 }
-                self.deleted(&a.name);
+                self.force_live.mark(&a.name);
             }
             return Ok(());
         }
@@ -146,7 +125,7 @@ impl ValidationInterface for NamespaceLifecycle {
         if a.operation == Operation::Delete || a.namespace.is_empty() {
             return Ok(());
         }
-        let found = if self.must_read_live(&a.namespace) {
+        let found = if self.force_live.active(&a.namespace) {
             self.objects.get(&namespaces(), "", &a.namespace).await?
         } else {
             get_namespace(self.objects.as_ref(), &a.namespace).await?

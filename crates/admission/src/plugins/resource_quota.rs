@@ -14,6 +14,7 @@ use super::quota_usage::{
     counts, covers, fmt_amount, hard_of, in_scope, pod_constraints, usage, Usage,
 };
 use crate::objects::ObjectStore;
+use crate::plugins::live_lookup::{Expiring, ForceLive, LIVE_LOOKUP_TTL};
 use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, Operation, ValidationInterface};
@@ -28,16 +29,29 @@ pub const PLUGIN_NAME: &str = "ResourceQuota";
 pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     plugins.register(
         PLUGIN_NAME,
-        Arc::new(|_, ctx| {
-            Ok(Arc::new(ResourceQuota {
-                objects: ctx.objects(PLUGIN_NAME)?,
-            }))
-        }),
+        Arc::new(|_, ctx| Ok(Arc::new(ResourceQuota::new(ctx.objects(PLUGIN_NAME)?)))),
     )
 }
 
 pub struct ResourceQuota {
     objects: Arc<dyn ObjectStore>,
+    /// Live lists of namespaces whose cache held no quota (upstream's `liveLookupCache`).
+    live: Expiring<Arc<Vec<Object>>>,
+    /// Namespaces a quota was just created in: an empty cache is not trusted there.
+    force_live: ForceLive,
+    /// The quotas this plugin last wrote (upstream's `updatedQuotas`).
+    written: Expiring<Object>,
+}
+
+impl ResourceQuota {
+    pub fn new(objects: Arc<dyn ObjectStore>) -> Self {
+        Self {
+            objects,
+            live: Expiring::new(LIVE_LOOKUP_TTL),
+            force_live: ForceLive::default(),
+            written: Expiring::new(LIVE_LOOKUP_TTL),
+        }
+    }
 }
 
 handler!(ResourceQuota, [Create, Update], validates);
@@ -138,17 +152,98 @@ fn difference(new: &Usage, old: &Usage) -> Usage {
     d
 }
 
+/// How many times a charge is recomputed after its quota moved on (upstream's evaluator
+/// retries a conflicting status update three times).
+const CHARGE_ATTEMPTS: usize = 4;
+
+impl ResourceQuota {
+    /// The namespace's quotas as upstream's `quotaAccessor.GetQuotas` finds them: from the
+    /// watch cache; when it holds none, from one live list whose answer is kept for 30 s
+    /// (`liveLookupCache`), read afresh while a quota created through this server may not be
+    /// in the cache yet. A quota this plugin wrote more recently than the cached copy stands
+    /// in for it (`updatedQuotas`).
+    async fn quotas(&self, namespace: &str) -> Result<Vec<Object>, ApiError> {
+        let mut quotas = self.objects.list_cached(&quotas_gr(), namespace).await?;
+        if quotas.is_empty() {
+            if self.force_live.active(namespace) {
+                quotas = self.objects.list(&quotas_gr(), namespace).await?;
+            } else if let Some(live) = self.live.get(namespace) {
+                quotas = (*live).clone();
+            } else {
+                quotas = self.objects.list(&quotas_gr(), namespace).await?;
+                self.live.put(namespace, Arc::new(quotas.clone()));
+            }
+        }
+        for q in &mut quotas {
+            if let Some(newer) = self.written.get(&quota_key(q)) {
+                if revision(&newer) > revision(q) {
+                    *q = newer;
+                }
+            }
+        }
+        Ok(quotas)
+    }
+
+    /// What `quota` must become to admit the write, `None` if it is not charged: usage is the
+    /// larger of the quota's recorded `status.used` (which holds the charges of writes still
+    /// on their way to storage) and the sum over the stored objects.
+    fn charge_against(
+        &self,
+        a: &Attributes,
+        quota: &Object,
+        existing: &[Object],
+        delta: &Usage,
+        obj: &Object,
+    ) -> Result<Option<Object>, ApiError> {
+        let gr = a.group_resource();
+        let mut used = Usage::new();
+        for o in existing
+            .iter()
+            .filter(|o| counts(&gr, o) && in_scope(quota, &gr, o))
+            .filter(|o| a.operation == Operation::Update || o.name() != a.name)
+        {
+            for (k, v) in usage(&gr, o) {
+                *used.entry(k).or_default() += v;
+            }
+        }
+        let recorded = quota
+            .get("status")
+            .and_then(|s| s.get("used"))
+            .and_then(Value::as_object);
+        for (k, v) in recorded.into_iter().flatten() {
+            let v = quantity::of(v).unwrap_or(0.0);
+            let e = used.entry(k.clone()).or_default();
+            *e = e.max(v);
+        }
+        self.charge(a, quota, &used, delta, obj)
+    }
+}
+
+/// `<namespace>/<name>` of a quota.
+fn quota_key(q: &Object) -> String {
+    format!("{}/{}", q.namespace(), q.name())
+}
+
+fn revision(o: &Object) -> i64 {
+    o.resource_version().parse().unwrap_or(0)
+}
+
 #[async_trait]
 impl ValidationInterface for ResourceQuota {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         if a.namespace.is_empty() || !a.subresource.is_empty() {
             return Ok(());
         }
+        let gr = a.group_resource();
+        if gr == quotas_gr() && a.operation == Operation::Create {
+            // The cache may not show the new quota to the next writes in its namespace.
+            self.live.remove(&a.namespace);
+            self.force_live.mark(&a.namespace);
+        }
         let Some(obj) = a.object.as_ref() else {
             return Ok(());
         };
-        let gr = a.group_resource();
-        let quotas = self.objects.list(&quotas_gr(), &a.namespace).await?;
+        let quotas = self.quotas(&a.namespace).await?;
         if quotas.is_empty() {
             return Ok(());
         }
@@ -161,31 +256,36 @@ impl ValidationInterface for ResourceQuota {
         let delta = difference(&new_usage, &old_usage);
         let mut updates = Vec::new();
         for q in &quotas {
-            // Usage now, from the objects in the quota's scopes (the one being written counts
-            // through `delta`, and, on update, its old self through `used`).
-            let mut used = Usage::new();
-            for o in existing
-                .iter()
-                .filter(|o| counts(&gr, o) && in_scope(q, &gr, o))
-                .filter(|o| a.operation == Operation::Update || o.name() != a.name)
-            {
-                for (k, v) in usage(&gr, o) {
-                    *used.entry(k).or_default() += v;
-                }
-            }
-            if let Some(u) = self.charge(a, q, &used, &delta, obj)? {
+            if let Some(u) = self.charge_against(a, q, &existing, &delta, obj)? {
                 updates.push(u);
             }
         }
         if a.dry_run {
             return Ok(());
         }
-        for u in updates {
-            // A concurrent charge moved the quota on; the next request recomputes usage anyway.
-            match self.objects.update(&quotas_gr(), u).await {
-                Err(e) if e.code == 409 => {}
-                other => {
-                    other?;
+        for mut u in updates {
+            // The charge is recorded by compare-and-swap on the quota: when a concurrent
+            // write moved it on, it is read again and the charge recomputed against it.
+            let mut attempt = 1;
+            loop {
+                match self.objects.update(&quotas_gr(), u.clone()).await {
+                    Ok(written) => {
+                        self.written.put(&quota_key(&written), written);
+                        break;
+                    }
+                    Err(e) if e.code == 409 && attempt < CHARGE_ATTEMPTS => {
+                        attempt = attempt.saturating_add(1);
+                        let current = self
+                            .objects
+                            .get(&quotas_gr(), &a.namespace, u.name())
+                            .await?;
+                        let Some(current) = current else { break };
+                        match self.charge_against(a, &current, &existing, &delta, obj)? {
+                            Some(next) => u = next,
+                            None => break,
+                        }
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         }

@@ -160,6 +160,12 @@ impl Store {
             || matches!(grace, GracefulDelete::Graceful(_));
 
         validate(current.clone()).await?;
+        if !opts.dry_run && self.holds_namespaces() {
+            // The namespace check reads its cache, which may not show this one going yet.
+            if let Some(ns) = &self.namespaces {
+                ns.deleting(name);
+            }
+        }
         if held {
             let marked = self.mark_deleting(current.clone(), &finalizers, grace)?;
             if opts.dry_run {

@@ -104,6 +104,11 @@ impl Store {
         self.info.group_resource()
     }
 
+    /// Whether this is the namespaces Store (its deletes are told to the namespace check).
+    fn holds_namespaces(&self) -> bool {
+        self.info.group.is_empty() && self.info.resource == "namespaces"
+    }
+
     fn gvk(&self) -> GroupVersionKind {
         self.info.gvk()
     }
