@@ -18,20 +18,19 @@ pub enum Requirement {
 }
 
 impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    /// Whether the labels `get` reads (a key's value, if the object has it) satisfy this.
+    fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::DoesNotExist(k) => !labels.contains_key(k),
-            Requirement::GreaterThan(k, n) => labels
-                .get(k)
+            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => get(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|l| !vs.iter().any(|v| v == l)),
+            Requirement::Exists(k) => get(k).is_some(),
+            Requirement::DoesNotExist(k) => get(k).is_none(),
+            Requirement::GreaterThan(k, n) => get(k)
                 .and_then(|l| l.parse::<i64>().ok())
                 .is_some_and(|l| l > *n),
-            Requirement::LessThan(k, n) => labels
-                .get(k)
+            Requirement::LessThan(k, n) => get(k)
                 .and_then(|l| l.parse::<i64>().ok())
                 .is_some_and(|l| l < *n),
         }
@@ -250,7 +249,12 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`matches`](Self::matches) over labels kept in another form: `get` reads a key's value.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches_with(&get))
     }
 }
 

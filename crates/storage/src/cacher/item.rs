@@ -11,7 +11,6 @@ use crate::Result;
 use bytes::Bytes;
 use kapi_machinery::{Object, SelectionPredicate};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 /// An object's `apiVersion`/`kind` and where they stood among its fields, so that decoding a
@@ -113,15 +112,16 @@ impl Cached {
     /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name and namespace are read
     /// from what is kept; any other field from the decoded object.
     pub fn matches(&self, rest: &str, pred: &SelectionPredicate) -> bool {
-        if !pred.label.is_empty() {
-            let labels: BTreeMap<String, String> = self
-                .labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            if !pred.label.matches(&labels) {
-                return false;
-            }
+        // Kept in key order (taken from a sorted map), so a key is found by binary search.
+        let label = |key: &str| {
+            self.labels
+                .binary_search_by(|(k, _)| (**k).cmp(key))
+                .ok()
+                .and_then(|i| self.labels.get(i))
+                .map(|(_, v)| &**v)
+        };
+        if !pred.label.is_empty() && !pred.label.matches_with(label) {
+            return false;
         }
         if pred.field.is_empty() {
             return true;
