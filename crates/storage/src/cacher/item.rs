@@ -5,7 +5,7 @@
 //! need one (a GET, a list of objects, a field selector on another field, a watcher seeing an
 //! object leave its selector) decode the JSON.
 
-use crate::events::{list_item_json, with_revision, Prior, TYPE_FIELDS};
+use crate::events::{list_item_json, with_revision, Change, ChangeKind, Prior, TYPE_FIELDS};
 use crate::interface::{EncodedItem, Revision};
 use crate::Result;
 use bytes::Bytes;
@@ -147,8 +147,9 @@ impl Cached {
 
 /// The state an update replaced, kept as the cache kept it: only a watcher whose selector
 /// sees the object leave needs it decoded.
+#[derive(Clone)]
 pub(super) struct Former {
-    pub item: Cached,
+    pub item: Arc<Cached>,
     /// Where the object's key continues below the cache's prefix.
     pub prefix_len: usize,
 }
@@ -167,5 +168,41 @@ impl Prior for Former {
                 None
             }
         }
+    }
+}
+
+/// A change as the window of recent changes keeps it: the new state as the store keeps it
+/// (the same allocation while it is current), not decoded. Watchers registered when the change
+/// is applied get the backend's decoded object; a watch that starts from an earlier revision
+/// decodes what it replays.
+#[derive(Clone)]
+pub(super) struct Kept {
+    pub revision: Revision,
+    pub key: String,
+    pub kind: ChangeKind,
+    /// The new state; for a deletion the last state, whose `resourceVersion` becomes the
+    /// deletion's when decoded.
+    pub item: Arc<Cached>,
+    pub prev: Option<Former>,
+}
+
+impl Kept {
+    /// The change with its object decoded, or `None` (logged) if it does not decode.
+    pub fn decoded(&self) -> Option<Change<Former>> {
+        let object = match self.item.decode() {
+            Ok(o) if self.kind == ChangeKind::Deleted => with_revision(o, self.revision),
+            Ok(o) => o,
+            Err(e) => {
+                tracing::error!(error = %e, key = %self.key, "watch cache: an item does not decode");
+                return None;
+            }
+        };
+        Some(Change {
+            revision: self.revision,
+            key: self.key.clone(),
+            kind: self.kind,
+            object: Some(Arc::new(object)),
+            prev: self.prev.clone(),
+        })
     }
 }

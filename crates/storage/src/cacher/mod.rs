@@ -14,8 +14,9 @@
 //!   Each watcher has a bounded queue: one that cannot keep up is closed, never waited for.
 //! - The store keeps each object as its list-item JSON and labels, not decoded (see `item`): a
 //!   list is written from those bytes; a GET, a list of objects or a selector on another
-//!   field decodes them. The window of recent changes keeps their new objects decoded, shared
-//!   by every watcher as `Arc`s.
+//!   field decodes them. The window of recent changes keeps the same items (shared with the
+//!   store while current): a change is fanned out with the backend's decoded object, shared by
+//!   every watcher as an `Arc`, and a watch from an earlier revision decodes what it replays.
 //! - The first load reads the backend by pages and encodes each object as it comes, so no
 //!   whole decoded list is held.
 //! - A failed backend watch (e.g. 410 after compaction) relists and closes every watcher.
@@ -31,13 +32,13 @@ use crate::continuation;
 use crate::error::{Error, Result};
 use crate::events::prefix_end;
 use crate::interface::{
-    DynStorage, Event, GetOptions, ListResult, Revision, Storage, ValidateDeleteFn, WatchOptions,
+    DynStorage, GetOptions, ListResult, Revision, Storage, ValidateDeleteFn, WatchOptions,
     WatchStream,
 };
 use crate::list::ReadAt;
 use async_trait::async_trait;
 use futures::StreamExt;
-use item::Cached;
+use item::{Cached, Kept};
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use state::{Slot, State};
@@ -280,7 +281,7 @@ const LOAD_PAGE: i64 = 1000;
 
 /// Reads every object under the cache's prefix by pages at one revision, each encoded as it
 /// comes and its decoded form dropped.
-async fn load(shared: &Shared) -> Result<(BTreeMap<String, Cached>, Revision)> {
+async fn load(shared: &Shared) -> Result<(BTreeMap<String, Arc<Cached>>, Revision)> {
     let mut items = BTreeMap::new();
     let mut type_meta = None;
     let mut opts = ListOptions {
@@ -290,7 +291,7 @@ async fn load(shared: &Shared) -> Result<(BTreeMap<String, Cached>, Revision)> {
     loop {
         let page = shared.backend.list(&shared.prefix, &opts).await?;
         for o in page.items {
-            items.insert(shared.key_of(&o), Cached::new(&o, &mut type_meta));
+            items.insert(shared.key_of(&o), Arc::new(Cached::new(&o, &mut type_meta)));
         }
         match page.continue_token {
             Some(token) => opts.continue_token = Some(token),
@@ -447,7 +448,7 @@ impl Storage for Cacher {
             // if the revision really is in the future.
             return self.shared.backend.get(key, opts).await;
         }
-        let found = self.shared.lock().store.get(key).map(Cached::encoded);
+        let found = self.shared.lock().store.get(key).map(|c| c.encoded());
         match found {
             // Decoded outside the lock.
             Some(c) => Ok(Some(c.decode()?)),
@@ -540,23 +541,30 @@ impl Storage for Cacher {
                 compacted: st.window_start,
             });
         }
-        let initial: Vec<Event> = st
+        // What the watcher replays, collected under the lock (the window's items are shared,
+        // not copied) and decoded as the watcher reads them, outside it.
+        let replay: Vec<Kept> = st
             .window
             .iter()
             .filter(|c| {
                 c.revision > from && crate::events::key_matches(key, opts.recursive, &c.key)
             })
-            .filter_map(|c| crate::events::to_event(c, &opts.predicate))
+            .cloned()
             .collect();
+        // Room for as many live events as there are replayed ones besides the buffer, as if
+        // both shared one queue.
         let (tx, rx) = mpsc::channel(
-            initial
+            replay
                 .len()
                 .saturating_add(self.shared.config.watcher_buffer),
         );
-        for ev in initial {
-            // Cannot fail: the channel was sized for these.
-            let _ = tx.try_send(Ok(ev));
-        }
+        let predicate = opts.predicate.clone();
+        let replayed = futures::stream::iter(replay).filter_map(move |kept| {
+            let event = kept
+                .decoded()
+                .and_then(|c| crate::events::to_event(&c, &predicate));
+            futures::future::ready(event.map(Ok))
+        });
         let id = st.next_id;
         st.next_id = st.next_id.wrapping_add(1);
         let now = tokio::time::Instant::now();
@@ -579,7 +587,7 @@ impl Storage for Cacher {
                 tx,
             },
         );
-        Ok(ReceiverStream::new(rx).boxed())
+        Ok(replayed.chain(ReceiverStream::new(rx)).boxed())
     }
 
     async fn current_revision(&self) -> Result<Revision> {

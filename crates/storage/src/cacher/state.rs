@@ -1,7 +1,7 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use super::item::{Cached, Former, TypeMeta};
+use super::item::{Cached, Former, Kept, TypeMeta};
 use crate::events::{bookmark, key_matches, prefix_end, to_event, Change, ChangeKind};
 use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
@@ -61,14 +61,13 @@ pub(super) struct State {
     pub ready: bool,
     /// Every change up to here is applied.
     pub revision: Revision,
-    pub store: BTreeMap<String, Cached>,
+    pub store: BTreeMap<String, Arc<Cached>>,
     /// How long the cache's prefix is: a key continues with `ns/name` or `name`.
     pub prefix_len: usize,
     /// The type meta of the last item stored, shared with the next one that has the same.
     pub type_meta: Option<Arc<TypeMeta>>,
-    /// Recent changes with their new objects decoded (a bounded, fixed cost) and the states
-    /// they replaced as the cache kept them.
-    pub window: VecDeque<Arc<Change<Former>>>,
+    /// Recent changes, their states as the store keeps them (shared with it while current).
+    pub window: VecDeque<Kept>,
     /// The window holds every change after this revision.
     pub window_start: Revision,
     /// The store is the state at every revision from here up to `revision`: the last change
@@ -84,7 +83,7 @@ pub(super) struct State {
 impl State {
     /// Replaces the contents with a fresh list; every watcher is closed (upstream terminates
     /// all watchers when the cache relists) and must start again.
-    pub fn replace(&mut self, items: BTreeMap<String, Cached>, revision: Revision) {
+    pub fn replace(&mut self, items: BTreeMap<String, Arc<Cached>>, revision: Revision) {
         self.store = items;
         self.revision = revision;
         self.window.clear();
@@ -100,54 +99,51 @@ impl State {
         if rev <= self.revision && event.event_type != EventType::Bookmark {
             return;
         }
-        let change = match event.event_type {
+        let (kind, item, prev) = match event.event_type {
             EventType::Bookmark | EventType::Error => {
                 self.revision = self.revision.max(rev);
                 return;
             }
             EventType::Added | EventType::Modified => {
-                let item = Cached::new(&event.object, &mut self.type_meta);
-                let prev = self.store.insert(key.clone(), item).map(|item| Former {
-                    item,
-                    prefix_len: self.prefix_len,
-                });
+                let item = Arc::new(Cached::new(&event.object, &mut self.type_meta));
+                let prev = self
+                    .store
+                    .insert(key.clone(), item.clone())
+                    .map(|item| Former {
+                        item,
+                        prefix_len: self.prefix_len,
+                    });
                 let kind = if prev.is_some() {
                     ChangeKind::Modified
                 } else {
                     ChangeKind::Added
                 };
-                // The old state as the cache kept it: only a watcher whose predicate sees the
-                // object leave needs it, decoded and stamped with this revision (see
-                // `to_event`), so it is decoded there and not for every update.
-                Change {
-                    revision: rev,
-                    key,
-                    kind,
-                    object: Some(event.object.clone()),
-                    prev,
-                }
+                (kind, item, prev)
             }
             EventType::Deleted => {
-                self.store.remove(&key);
-                Change {
-                    revision: rev,
-                    key,
-                    kind: ChangeKind::Deleted,
-                    object: Some(event.object.clone()),
-                    // A deletion's event carries the last state itself.
-                    prev: None,
-                }
+                // The window keeps the last state as the store had it (stamped with the
+                // deletion's revision when decoded), or encodes the event's if the store
+                // never had the key.
+                let item = match self.store.remove(&key) {
+                    Some(item) => item,
+                    None => Arc::new(Cached::new(&event.object, &mut self.type_meta)),
+                };
+                // A deletion's event carries the last state itself.
+                (ChangeKind::Deleted, item, None)
             }
         };
         self.revision = rev;
         self.unchanged_since = rev;
-        let change = Arc::new(change);
-        self.window.push_back(change.clone());
-        while self.window.len() > capacity {
-            if let Some(old) = self.window.pop_front() {
-                self.window_start = old.revision;
-            }
-        }
+        // Fanned out with the backend's decoded object, shared by every watcher; the old state
+        // as the cache kept it: only a watcher whose predicate sees the object leave needs it,
+        // decoded and stamped with this revision (see `to_event`).
+        let change = Change {
+            revision: rev,
+            key,
+            kind,
+            object: Some(event.object.clone()),
+            prev,
+        };
         self.watchers.retain(|_, slot| {
             if !key_matches(&slot.key, slot.recursive, &change.key) {
                 return true;
@@ -157,6 +153,18 @@ impl State {
                 None => !slot.tx.is_closed(),
             }
         });
+        self.window.push_back(Kept {
+            revision: rev,
+            key: change.key,
+            kind,
+            item,
+            prev: change.prev,
+        });
+        while self.window.len() > capacity {
+            if let Some(old) = self.window.pop_front() {
+                self.window_start = old.revision;
+            }
+        }
     }
 
     /// Sends a BOOKMARK at the cache's revision to every watcher that asked for them.
