@@ -49,6 +49,10 @@ pub struct ListOptions {
     pub allow_watch_bookmarks: bool,
     pub timeout_seconds: Option<i64>,
     pub send_initial_events: Option<bool>,
+    /// Never set from a query: the caller reads every page and needs no
+    /// `remainingItemCount`, so a backend need not count the keys after each page (the watch
+    /// cache's load, which would otherwise cost the whole rest of the range per page).
+    pub without_remaining_count: bool,
 }
 
 fn list_options_invalid(errors: &[FieldError]) -> ApiError {

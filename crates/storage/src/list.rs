@@ -131,7 +131,7 @@ pub(crate) async fn list<R: RangeReader + ?Sized>(
                 &plan.end,
                 revision,
                 fetch,
-                plan.limit.is_some() && everything,
+                plan.limit.is_some() && everything && !opts.without_remaining_count,
             )
             .await
         {

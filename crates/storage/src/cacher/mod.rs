@@ -155,6 +155,19 @@ impl Shared {
         }
     }
 
+    /// Whether the first list has been loaded.
+    fn is_ready(&self) -> bool {
+        self.lock().ready
+    }
+
+    /// Waits until the first list has been loaded; false after the freshness timeout.
+    async fn wait_ready(&self) -> bool {
+        let mut rx = self.revision.subscribe();
+        let loaded =
+            tokio::time::timeout(self.config.freshness_timeout, rx.wait_for(|r| *r > 0)).await;
+        matches!(loaded, Ok(Ok(_)))
+    }
+
     /// Waits until the cache has reached `revision`; false after the freshness timeout.
     async fn wait_for(&self, revision: Revision) -> bool {
         let mut rx = self.revision.subscribe();
@@ -174,6 +187,11 @@ impl Shared {
     /// revision they are that state at (the backend's current one or later), or `None` when
     /// that could not be established in time (the caller asks the backend).
     async fn wait_fresh(&self, prefix: &str) -> Result<Option<Revision>> {
+        // A progress request made while the cache is still loading reaches no watch of its
+        // own: wait for the load first, then ask.
+        if !self.is_ready() && !self.wait_ready().await {
+            return Ok(None);
+        }
         let current = self.backend.current_revision().await?;
         if *self.revision.borrow() >= current {
             return Ok(Some(current));
@@ -286,6 +304,7 @@ async fn load(shared: &Shared) -> Result<(BTreeMap<String, Arc<Cached>>, Revisio
     let mut type_meta = None;
     let mut opts = ListOptions {
         limit: Some(LOAD_PAGE),
+        without_remaining_count: true,
         ..Default::default()
     };
     loop {
@@ -443,6 +462,10 @@ impl Storage for Cacher {
         let Some(min) = opts.resource_version else {
             return self.shared.backend.get(key, opts).await;
         };
+        // A cache still loading hands reads of one key to the backend (upstream, KEP 4568).
+        if !self.shared.is_ready() {
+            return self.shared.backend.get(key, opts).await;
+        }
         if !self.shared.wait_for(min).await {
             // Not there yet (or not loaded): the backend answers, and says "too large" itself
             // if the revision really is in the future.
@@ -486,6 +509,12 @@ impl Storage for Cacher {
                 limit,
             } => (min, consistent, limit),
         };
+        // A cache still loading hands a limited list without selectors to the backend at
+        // once, which reads only the page (upstream's `shouldDelegateListOnNotReadyCache`);
+        // other lists wait for the load.
+        if limit.is_some() && opts.predicate.is_everything() && !self.shared.is_ready() {
+            return backend.list(prefix, opts).await;
+        }
         let at = if consistent {
             match self.shared.wait_fresh(prefix).await? {
                 Some(r) => PageAt::Fresh(r),

@@ -41,7 +41,18 @@ pub async fn fill(client: &kube::Client, ns: &str, n: usize, concurrency: usize)
                 .body(body.into_bytes())?,
         )
         .await?;
-    super::rate(client, n, concurrency, |i| configmap(ns, i)).await?;
+    add(client, ns, 0, n, concurrency).await
+}
+
+/// Creates ConfigMaps `from..from + n` of the benchmark's shape in an existing `ns`.
+pub async fn add(
+    client: &kube::Client,
+    ns: &str,
+    from: usize,
+    n: usize,
+    concurrency: usize,
+) -> Result<()> {
+    super::rate(client, n, concurrency, |i| configmap(ns, from + i)).await?;
     Ok(())
 }
 
