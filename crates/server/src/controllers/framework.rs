@@ -29,34 +29,51 @@ pub enum Event {
     Synced,
 }
 
+/// How many objects a page of an informer's list holds (client-go's pager): a list of every
+/// object of a resource never holds more than this many decoded at once.
+const LIST_PAGE: i64 = 500;
+
 /// Lists and watches `storage` (all namespaces) for ever, handing each event to `handle`.
+/// The list is read by pages at one revision; `Relisting` comes before the first page's
+/// objects, `Synced` after the last page's.
 pub async fn inform<F>(storage: Arc<dyn Storage>, mut handle: F)
 where
     F: FnMut(Event) + Send,
 {
     let name = storage.info().path_name();
-    loop {
+    'relist: loop {
         let (Some(lister), Some(watcher)) = (storage.as_lister(), storage.as_watcher()) else {
             return;
         };
-        let list = match lister
-            .list(&Context::default(), &ListOptions::default())
-            .await
-        {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(resource = %name, error = %e.message, "informer: list failed");
-                tokio::time::sleep(RELIST_DELAY).await;
-                continue;
+        let mut page_opts = ListOptions {
+            limit: Some(LIST_PAGE),
+            ..Default::default()
+        };
+        let mut first = true;
+        let resource_version = loop {
+            let page = match lister.list(&Context::default(), &page_opts).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(resource = %name, error = %e.message, "informer: list failed");
+                    tokio::time::sleep(RELIST_DELAY).await;
+                    continue 'relist;
+                }
+            };
+            if first {
+                handle(Event::Relisting);
+                first = false;
+            }
+            for item in page.items {
+                handle(Event::Upsert(Arc::new(item)));
+            }
+            match page.continue_token.filter(|t| !t.is_empty()) {
+                Some(token) => page_opts.continue_token = Some(token),
+                None => break page.resource_version,
             }
         };
-        handle(Event::Relisting);
-        for item in list.items {
-            handle(Event::Upsert(Arc::new(item)));
-        }
         handle(Event::Synced);
         let opts = ListOptions {
-            resource_version: Some(list.resource_version),
+            resource_version: Some(resource_version),
             watch: true,
             ..Default::default()
         };
@@ -65,7 +82,7 @@ where
             Err(e) => {
                 tracing::warn!(resource = %name, error = %e.message, "informer: watch failed");
                 tokio::time::sleep(RELIST_DELAY).await;
-                continue;
+                continue 'relist;
             }
         };
         let resync = tokio::time::sleep(RESYNC_PERIOD);
