@@ -108,6 +108,14 @@ impl Cached {
         self.type_meta.decode(&self.json)
     }
 
+    /// [`Cached::decode`] for a watch event: an item that does not decode is logged and the
+    /// event left out.
+    fn decode_for_event(&self) -> Option<Object> {
+        self.decode()
+            .map_err(|e| tracing::error!(error = %e, "watch cache: an item does not decode"))
+            .ok()
+    }
+
     /// Whether the object matches `pred`; `rest` is its key below the cache's prefix
     /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name and namespace are read
     /// from what is kept; any other field from the decoded object.
@@ -161,13 +169,8 @@ impl Prior for Former {
     }
 
     fn stamped(&self, revision: Revision) -> Option<Arc<Object>> {
-        match self.item.decode() {
-            Ok(o) => Some(Arc::new(with_revision(o, revision))),
-            Err(e) => {
-                tracing::error!(error = %e, "watch cache: an item does not decode");
-                None
-            }
-        }
+        let object = self.item.decode_for_event()?;
+        Some(Arc::new(with_revision(object, revision)))
     }
 }
 
@@ -189,13 +192,10 @@ pub(super) struct Kept {
 impl Kept {
     /// The change with its object decoded, or `None` (logged) if it does not decode.
     pub fn decoded(&self) -> Option<Change<Former>> {
-        let object = match self.item.decode() {
-            Ok(o) if self.kind == ChangeKind::Deleted => with_revision(o, self.revision),
-            Ok(o) => o,
-            Err(e) => {
-                tracing::error!(error = %e, key = %self.key, "watch cache: an item does not decode");
-                return None;
-            }
+        let object = self.item.decode_for_event()?;
+        let object = match self.kind {
+            ChangeKind::Deleted => with_revision(object, self.revision),
+            _ => object,
         };
         Some(Change {
             revision: self.revision,

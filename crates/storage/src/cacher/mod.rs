@@ -155,12 +155,14 @@ impl Shared {
         }
     }
 
-    /// Whether the first list has been loaded.
+    /// Whether the first list has been loaded (its revision is published then; read without
+    /// taking the cache's lock).
     fn is_ready(&self) -> bool {
-        self.lock().ready
+        *self.revision.borrow() > 0
     }
 
-    /// Waits until the first list has been loaded; false after the freshness timeout.
+    /// Waits until the first list has been loaded (at once if it has); false after the
+    /// freshness timeout.
     async fn wait_ready(&self) -> bool {
         let mut rx = self.revision.subscribe();
         let loaded =
@@ -189,7 +191,7 @@ impl Shared {
     async fn wait_fresh(&self, prefix: &str) -> Result<Option<Revision>> {
         // A progress request made while the cache is still loading reaches no watch of its
         // own: wait for the load first, then ask.
-        if !self.is_ready() && !self.wait_ready().await {
+        if !self.wait_ready().await {
             return Ok(None);
         }
         let current = self.backend.current_revision().await?;
