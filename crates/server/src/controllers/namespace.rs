@@ -3,7 +3,7 @@
 //! moment (custom ones included), then the `kubernetes` finalizer through `/finalize`, which
 //! lets the store remove it. Its conditions say what is left, in upstream's words.
 
-use super::framework::{inform, served_resources, Event, WorkQueue};
+use super::framework::{inform, served_resources, Event, WorkQueue, CONTROLLER_SYNC_PERIOD};
 use super::ops;
 use kapi_endpoints::ApiServerHandler;
 use kapi_machinery::options::PropagationPolicy;
@@ -207,12 +207,16 @@ fn spec_finalizers(ns: &Object) -> Vec<String> {
 impl NamespaceController {
     pub(super) async fn run(self: Arc<Self>) {
         let queue = self.queue.clone();
-        let informer = inform(self.namespaces.clone(), move |ev| match ev {
-            Event::Upsert(ns) if ns.deletion_timestamp().is_some() => {
-                queue.add(ns.name().to_string())
-            }
-            _ => {}
-        });
+        let informer = inform(
+            self.namespaces.clone(),
+            Some(CONTROLLER_SYNC_PERIOD),
+            move |ev| match ev {
+                Event::Upsert(ns) if ns.deletion_timestamp().is_some() => {
+                    queue.add(ns.name().to_string())
+                }
+                _ => {}
+            },
+        );
         let this = self.clone();
         let worker = self.queue.clone().run(MAX_RETRY, move |name| {
             let this = this.clone();

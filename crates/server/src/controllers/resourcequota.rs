@@ -3,14 +3,17 @@
 //! objects when a quota is created or changed, when an object a quota counts is deleted or
 //! stops costing what it did (a pod finishing, a service changing type, a claim resized: the
 //! updates upstream's quota monitor replenishes on), when an object is written (admission has
-//! charged it, but lets a status write that loses a race go), and at every resync. The
+//! charged it, but lets a status write that loses a race go), and every five minutes
+//! (upstream's `--resource-quota-sync-period`). The
 //! `ResourceQuota` admission plugin charges writes at once; this controller gives back what
 //! deletes free.
 //!
 //! It watches only the resources some quota counts (one informer each, kept as quotas and
 //! served groups change), so a server without quotas pays for one informer.
 
-use super::framework::{inform, keep_informers, served_resources, Event, InformerSet, WorkQueue};
+use super::framework::{
+    inform, keep_informers, served_resources, Event, InformerSet, WorkQueue, CONTROLLER_SYNC_PERIOD,
+};
 use super::ops;
 use kapi_admission::plugins::quota_usage::{counts, covers, hard_of, quota_status, usage, Usage};
 use kapi_endpoints::ApiServerHandler;
@@ -124,7 +127,11 @@ impl QuotaController {
 
     pub(super) async fn run(self: Arc<Self>) {
         let this = self.clone();
-        let quotas = inform(self.quotas.clone(), move |ev| this.observe_quota(ev));
+        let quotas = inform(
+            self.quotas.clone(),
+            Some(CONTROLLER_SYNC_PERIOD),
+            move |ev| this.observe_quota(ev),
+        );
         let objects = keep_informers(self.handler.clone(), self.clone());
         let this = self.clone();
         let worker = self.queue.clone().run(MAX_RETRY, move |key| {
@@ -184,6 +191,11 @@ impl InformerSet for QuotaController {
 
     fn generation(&self) -> u64 {
         self.state().generation
+    }
+
+    /// Upstream's `--resource-quota-sync-period`: every quota is recomputed that often.
+    fn sync_period(&self) -> Option<Duration> {
+        Some(CONTROLLER_SYNC_PERIOD)
     }
 
     fn stopped(&self, key: &str) {

@@ -73,7 +73,7 @@ fn remaining(job: &Object, now: DateTime<Utc>) -> Option<Result<Duration, String
 impl TtlAfterFinished {
     pub(super) async fn run(self: Arc<Self>) {
         let queue = self.queue.clone();
-        let informer = inform(self.jobs.clone(), move |ev| {
+        let informer = inform(self.jobs.clone(), None, move |ev| {
             if let Event::Upsert(job) = ev {
                 if ttl_seconds(&job).is_some() && finished_at(&job).is_some() {
                     queue.add(format!("{}/{}", job.namespace(), job.name()));
