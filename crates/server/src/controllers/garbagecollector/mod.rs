@@ -60,13 +60,11 @@ impl Collector {
                 Event::Upsert(obj) => {
                     let node = Node::from_object(storage.clone(), &obj);
                     let uid = node.uid.clone();
-                    if let Some(listed) = g.listing.get_mut(key) {
-                        listed.insert(uid.clone());
-                    }
-                    let deleting_dependents = node.deleting
-                        && (node.has_finalizer(collect::FOREGROUND)
-                            || node.has_finalizer(collect::ORPHAN));
-                    if !node.owners.is_empty() || deleting_dependents {
+                    let tracked = node.tracked();
+                    if tracked {
+                        if let Some(listed) = g.listing.get_mut(key) {
+                            listed.insert(uid.clone());
+                        }
                         wake.push(uid.clone());
                     }
                     if node.deleting {
@@ -76,7 +74,11 @@ impl Collector {
                     if node.deleting && node.has_finalizer(collect::FOREGROUND) {
                         wake.extend(g.dependent_uids(&uid));
                     }
-                    let old = g.upsert(node);
+                    let old = if tracked {
+                        g.upsert(node)
+                    } else {
+                        g.remove(&uid)
+                    };
                     // Owners a dependent no longer names may be waiting for it.
                     if let Some(old) = old {
                         wake.extend(old.owners.into_iter().map(|o| o.uid));
