@@ -80,10 +80,15 @@ impl BuildContext {
     }
 
     /// The storage a resource's Store uses (the backend; the watch cache where enabled and
-    /// available).
-    pub fn storage_for(&self, prefix: &str) -> DynStorage {
+    /// available). `fields` are the field labels the cache keeps the values of, so that
+    /// selectors on them decode no object.
+    pub fn storage_for(&self, prefix: &str, fields: &'static [&'static str]) -> DynStorage {
         if self.config.watch_cache {
-            kapi_storage::cacher::Cacher::new(self.config.storage.clone(), prefix)
+            let config = kapi_storage::cacher::CacherConfig {
+                fields,
+                ..Default::default()
+            };
+            kapi_storage::cacher::Cacher::with_config(self.config.storage.clone(), prefix, config)
         } else {
             self.config.storage.clone()
         }
@@ -92,7 +97,12 @@ impl BuildContext {
     /// A Store for `strategy` with the namespace check wired in.
     pub fn store(&self, strategy: Arc<dyn Strategy>) -> Store {
         let prefix = format!("/{}/", strategy.key_prefix());
-        Store::new(strategy, self.storage_for(&prefix))
+        // The kind's field labels; one that names another path (`spec.host`) reaches the
+        // storage as that path, and a path the cache does not keep is read from the object.
+        let fields = strategy
+            .field_label_conversion()
+            .map_or(&[][..], |c| c.labels);
+        Store::new(strategy, self.storage_for(&prefix, fields))
             .with_namespace_lifecycle(self.namespaces.clone())
     }
 }

@@ -1,5 +1,6 @@
 //! The watch cache keeps encoded items, not objects: selectors on the kept attributes (labels,
-//! name, namespace) and on other fields (decoded) select as the backend does, objects decoded
+//! name, namespace, the resource's selectable fields) and on other fields (decoded) select as
+//! the backend does, objects decoded
 //! from the cache equal the backend's byte for byte, and a watcher whose selector sees an object
 //! leave gets its old state stamped with the change's revision.
 #![allow(
@@ -11,16 +12,31 @@
 #![allow(clippy::unwrap_used)]
 
 use kapi_machinery::{EventType, FieldSelector, LabelSelector, ListOptions, Object};
-use kapi_storage::cacher::Cacher;
+use kapi_storage::cacher::{Cacher, CacherConfig};
 use kapi_storage::embedded::{EmbeddedConfig, EmbeddedStorage};
 use kapi_storage::testing::{eventually, key, next_change, pod, rv, PREFIX};
 use kapi_storage::{DynStorage, GetOptions, ListResult, Storage, WatchOptions};
 use std::sync::Arc;
 
 fn setup(dir: &std::path::Path) -> (DynStorage, Arc<Cacher>) {
+    setup_keeping(dir, &[])
+}
+
+/// [`setup`] with a cache that keeps the values of `fields` beside each item.
+fn setup_keeping(
+    dir: &std::path::Path,
+    fields: &'static [&'static str],
+) -> (DynStorage, Arc<Cacher>) {
     let backend: DynStorage =
         Arc::new(EmbeddedStorage::open_with(dir, EmbeddedConfig::default()).unwrap());
-    (backend.clone(), Cacher::new(backend, PREFIX))
+    let config = CacherConfig {
+        fields,
+        ..Default::default()
+    };
+    (
+        backend.clone(),
+        Cacher::with_config(backend, PREFIX, config),
+    )
 }
 
 fn from_cache(label: &str, field: &str) -> ListOptions {
@@ -61,8 +77,19 @@ async fn caught_up(cache: &Cacher, backend: &DynStorage) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selectors_on_cached_items_select_as_the_backend_does() {
+    // Without kept fields every other field is read from the decoded object; with them,
+    // `spec.nodeName` and `status.phase` (absent: empty) are read from the item.
+    for fields in [
+        &[][..],
+        &["metadata.name", "spec.nodeName", "status.phase"][..],
+    ] {
+        selectors_select_as_the_backend_does(fields).await;
+    }
+}
+
+async fn selectors_select_as_the_backend_does(fields: &'static [&'static str]) {
     let tmp = tempfile::tempdir().unwrap();
-    let (backend, cache) = setup(tmp.path());
+    let (backend, cache) = setup_keeping(tmp.path(), fields);
     for (ns, name, app, node) in [
         ("a", "web1", "web", "n1"),
         ("a", "db1", "db", "n2"),
@@ -83,18 +110,26 @@ async fn selectors_on_cached_items_select_as_the_backend_does() {
         ("", "metadata.name=db1", vec!["a/db1"]),
         ("", "metadata.namespace=b", vec!["b/plain", "b/web2"]),
         ("app=web", "metadata.namespace!=a", vec!["b/web2"]),
-        // Not kept beside the bytes: read from the decoded object.
         ("", "spec.nodeName=n2", vec!["a/db1", "b/web2"]),
+        ("", "spec.nodeName!=n2", vec!["a/web1", "b/plain"]),
         (
             "app=web",
             "spec.nodeName=n1,metadata.name=web1",
             vec!["a/web1"],
         ),
+        (
+            "",
+            "status.phase=",
+            vec!["a/db1", "a/web1", "b/plain", "b/web2"],
+        ),
+        ("", "status.phase=Running", vec![]),
+        // Never kept: read from the decoded object.
+        ("", "spec.restartPolicy=Always,spec.nodeName=n1", vec![]),
     ] {
         let opts = from_cache(label, field);
         let cached = cache.list(PREFIX, &opts).await.unwrap();
         assert!(cached.encoded.is_some(), "served from memory");
-        assert_eq!(names(&cached), want, "{label} {field}");
+        assert_eq!(names(&cached), want, "{label} {field} keeping {fields:?}");
         let direct = backend.list(PREFIX, &opts).await.unwrap();
         assert_eq!(names(&cached), names(&direct), "{label} {field}");
     }
@@ -143,12 +178,18 @@ async fn objects_decoded_from_the_cache_equal_the_backends() {
     assert_eq!(keys, ["metadata", "kind", "spec", "apiVersion"]);
 }
 
-/// A watcher whose field selector (on a field the cache reads from the decoded object) stops
-/// matching gets DELETED with the old state at the change's revision.
+/// A watcher whose field selector stops matching gets DELETED with the old state at the
+/// change's revision, whether the cache keeps the field's value or reads it from the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_leaving_a_field_selector_is_deleted_with_its_old_state() {
+    for fields in [&[][..], &["spec.nodeName"][..]] {
+        leaving_a_field_selector(fields).await;
+    }
+}
+
+async fn leaving_a_field_selector(fields: &'static [&'static str]) {
     let tmp = tempfile::tempdir().unwrap();
-    let (backend, cache) = setup(tmp.path());
+    let (backend, cache) = setup_keeping(tmp.path(), fields);
     let k = key("a", "p");
     let created = cache
         .create(&k, on_node("a", "p", "web", "n1"), None)

@@ -40,7 +40,9 @@ impl ServedCrd {
         let terminating = Arc::new(AtomicBool::new(crd.deleting()));
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let prefix = format!("/{}/{}/", crd.group, crd.spec_names.plural);
-        let storage = ctx.storage_for(&prefix);
+        // A custom resource's selectable fields are declared per version: the cache keeps
+        // none, and reads them from the object.
+        let storage = ctx.storage_for(&prefix, &[]);
         let mut versions = Vec::new();
         let mut storage_store = None;
         for v in &crd.versions {

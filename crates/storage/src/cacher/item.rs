@@ -1,9 +1,10 @@
 //! One object of the watch cache as it is kept (upstream's `storeElement`): its list-item JSON,
 //! made once at insertion in an allocation of its own size, its protobuf message once a
-//! protobuf list has made it, and the labels selectors read (name and namespace come from the
-//! key). The decoded object is not kept — it costs several times its JSON — so the paths that
-//! need one (a GET, a list of objects, a field selector on another field, a watcher seeing an
-//! object leave its selector) decode the JSON.
+//! protobuf list has made it, and what selectors read: the labels, and the values of the
+//! resource's selectable fields (upstream's `Fields`; name and namespace come from the key).
+//! The decoded object is not kept — it costs several times its JSON — so the paths that need
+//! one (a GET, a list of objects, a field selector on a field the resource does not declare, a
+//! watcher seeing an object leave its selector) decode the JSON.
 
 use crate::events::{list_item_json, with_revision, Change, ChangeKind, Prior, TYPE_FIELDS};
 use crate::interface::{EncodedItem, Revision};
@@ -62,23 +63,32 @@ impl TypeMeta {
     }
 }
 
-/// One cached object.
-pub(super) struct Cached {
-    json: Bytes,
-    protobuf: Arc<OnceLock<Bytes>>,
-    type_meta: Arc<TypeMeta>,
-    labels: Box<[(Box<str>, Box<str>)]>,
+/// Makes the items of one cache: items of one kind share one type meta, and each keeps the
+/// values of the resource's selectable fields.
+#[derive(Default)]
+pub(super) struct ItemEncoder {
+    /// The last type meta seen, reused when equal (and replaced when not).
+    type_meta: Option<Arc<TypeMeta>>,
+    /// The field labels whose values items keep (`metadata.name` and `metadata.namespace`
+    /// aside: the key has them).
+    fields: &'static [&'static str],
 }
 
-impl Cached {
-    /// Encodes `obj`; `shared` is the last type meta seen, reused when equal (and replaced
-    /// when not), so that items of one kind share one.
-    pub fn new(obj: &Object, shared: &mut Option<Arc<TypeMeta>>) -> Cached {
+impl ItemEncoder {
+    pub fn new(fields: &'static [&'static str]) -> ItemEncoder {
+        ItemEncoder {
+            type_meta: None,
+            fields,
+        }
+    }
+
+    /// Encodes `obj` as the cache keeps it.
+    pub fn encode(&mut self, obj: &Object) -> Cached {
         let json = list_item_json(obj);
         let type_meta = TypeMeta::of(obj);
-        let type_meta = match shared {
+        let type_meta = match &self.type_meta {
             Some(s) if **s == type_meta => s.clone(),
-            _ => shared.insert(Arc::new(type_meta)).clone(),
+            _ => self.type_meta.insert(Arc::new(type_meta)).clone(),
         };
         Cached {
             // The encoder's buffer grew by doubling; the cache keeps this one for the
@@ -91,9 +101,27 @@ impl Cached {
                 .into_iter()
                 .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
                 .collect(),
+            fields: self
+                .fields
+                .iter()
+                .filter(|f| !matches!(**f, "metadata.name" | "metadata.namespace"))
+                .map(|f| (*f, obj.field_value(f).into_boxed_str()))
+                .collect(),
         }
     }
+}
 
+/// One cached object.
+pub(super) struct Cached {
+    json: Bytes,
+    protobuf: Arc<OnceLock<Bytes>>,
+    type_meta: Arc<TypeMeta>,
+    labels: Box<[(Box<str>, Box<str>)]>,
+    /// The values of the resource's selectable fields, as `Object::field_value` reads them.
+    fields: Box<[(&'static str, Box<str>)]>,
+}
+
+impl Cached {
     /// The encodings, shared with the cache.
     pub fn encoded(&self) -> EncodedItem {
         EncodedItem {
@@ -117,8 +145,9 @@ impl Cached {
     }
 
     /// Whether the object matches `pred`; `rest` is its key below the cache's prefix
-    /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name and namespace are read
-    /// from what is kept; any other field from the decoded object.
+    /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name, namespace and the
+    /// resource's selectable fields are read from what is kept; any other field from the
+    /// decoded object.
     pub fn matches(&self, rest: &str, pred: &SelectionPredicate) -> bool {
         // Kept in key order (taken from a sorted map), so a key is found by binary search.
         let label = |key: &str| {
@@ -140,10 +169,13 @@ impl Cached {
             let value = match r.field.as_str() {
                 "metadata.name" => name,
                 "metadata.namespace" => namespace,
-                _ => {
-                    other = true;
-                    continue;
-                }
+                field => match self.fields.iter().find(|(f, _)| *f == field) {
+                    Some((_, value)) => value,
+                    None => {
+                        other = true;
+                        continue;
+                    }
+                },
             };
             if (value == r.value) == r.negated {
                 return false;

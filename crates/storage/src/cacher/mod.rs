@@ -38,7 +38,7 @@ use crate::interface::{
 use crate::list::ReadAt;
 use async_trait::async_trait;
 use futures::StreamExt;
-use item::{Cached, Kept};
+use item::{Cached, ItemEncoder, Kept};
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use state::{Slot, State};
@@ -60,6 +60,10 @@ pub struct CacherConfig {
     pub bookmark_interval: Duration,
     /// How long a read waits for the cache to reach a revision (upstream: 3s).
     pub freshness_timeout: Duration,
+    /// The resource's field labels (selectable fields): each item keeps their values, as
+    /// upstream's `storeElement` keeps its `Fields`, so a field selector on them decodes no
+    /// object.
+    pub fields: &'static [&'static str],
 }
 
 impl Default for CacherConfig {
@@ -69,6 +73,7 @@ impl Default for CacherConfig {
             watcher_buffer: 1000,
             bookmark_interval: Duration::from_secs(60),
             freshness_timeout: Duration::from_secs(3),
+            fields: &[],
         }
     }
 }
@@ -112,12 +117,14 @@ impl Cacher {
     /// [`Cacher::new`] with explicit settings.
     pub fn with_config(backend: DynStorage, prefix: &str, config: CacherConfig) -> Arc<Cacher> {
         let (revision, _) = watch::channel(0);
+        let items = ItemEncoder::new(config.fields);
         let shared = Arc::new(Shared {
             backend,
             prefix: prefix.to_string(),
             config,
             state: Mutex::new(State {
                 prefix_len: prefix.len(),
+                items,
                 ..State::default()
             }),
             revision,
@@ -303,7 +310,7 @@ const LOAD_PAGE: i64 = 1000;
 /// comes and its decoded form dropped.
 async fn load(shared: &Shared) -> Result<(BTreeMap<String, Arc<Cached>>, Revision)> {
     let mut items = BTreeMap::new();
-    let mut type_meta = None;
+    let mut encoder = ItemEncoder::new(shared.config.fields);
     let mut opts = ListOptions {
         limit: Some(LOAD_PAGE),
         without_remaining_count: true,
@@ -312,7 +319,7 @@ async fn load(shared: &Shared) -> Result<(BTreeMap<String, Arc<Cached>>, Revisio
     loop {
         let page = shared.backend.list(&shared.prefix, &opts).await?;
         for o in page.items {
-            items.insert(shared.key_of(&o), Arc::new(Cached::new(&o, &mut type_meta)));
+            items.insert(shared.key_of(&o), Arc::new(encoder.encode(&o)));
         }
         match page.continue_token {
             Some(token) => opts.continue_token = Some(token),

@@ -1,7 +1,7 @@
 //! The watch cache's memory: the current objects, a bounded window of recent changes, and the
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
-use super::item::{Cached, Former, Kept, TypeMeta};
+use super::item::{Cached, Former, ItemEncoder, Kept};
 use crate::events::{bookmark, key_matches, prefix_end, to_event, Change, ChangeKind};
 use crate::interface::{EncodedItem, Event, Revision};
 use crate::Result;
@@ -64,8 +64,8 @@ pub(super) struct State {
     pub store: BTreeMap<String, Arc<Cached>>,
     /// How long the cache's prefix is: a key continues with `ns/name` or `name`.
     pub prefix_len: usize,
-    /// The type meta of the last item stored, shared with the next one that has the same.
-    pub type_meta: Option<Arc<TypeMeta>>,
+    /// Makes the items this state stores.
+    pub items: ItemEncoder,
     /// Recent changes, their states as the store keeps them (shared with it while current).
     pub window: VecDeque<Kept>,
     /// The window holds every change after this revision.
@@ -105,7 +105,7 @@ impl State {
                 return;
             }
             EventType::Added | EventType::Modified => {
-                let item = Arc::new(Cached::new(&event.object, &mut self.type_meta));
+                let item = Arc::new(self.items.encode(&event.object));
                 let prev = self
                     .store
                     .insert(key.clone(), item.clone())
@@ -126,7 +126,7 @@ impl State {
                 // never had the key.
                 let item = match self.store.remove(&key) {
                     Some(item) => item,
-                    None => Arc::new(Cached::new(&event.object, &mut self.type_meta)),
+                    None => Arc::new(self.items.encode(&event.object)),
                 };
                 // A deletion's event carries the last state itself.
                 (ChangeKind::Deleted, item, None)
