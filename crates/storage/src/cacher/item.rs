@@ -70,15 +70,19 @@ pub(super) struct ItemEncoder {
     /// The last type meta seen, reused when equal (and replaced when not).
     type_meta: Option<Arc<TypeMeta>>,
     /// The field labels whose values items keep (`metadata.name` and `metadata.namespace`
-    /// aside: the key has them).
-    fields: &'static [&'static str],
+    /// left out: the key has them).
+    fields: Box<[&'static str]>,
 }
 
 impl ItemEncoder {
     pub fn new(fields: &'static [&'static str]) -> ItemEncoder {
         ItemEncoder {
             type_meta: None,
-            fields,
+            fields: fields
+                .iter()
+                .copied()
+                .filter(|f| !matches!(*f, "metadata.name" | "metadata.namespace"))
+                .collect(),
         }
     }
 
@@ -104,7 +108,6 @@ impl ItemEncoder {
             fields: self
                 .fields
                 .iter()
-                .filter(|f| !matches!(**f, "metadata.name" | "metadata.namespace"))
                 .map(|f| (*f, obj.field_value(f).into_boxed_str()))
                 .collect(),
         }

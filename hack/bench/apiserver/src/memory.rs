@@ -31,6 +31,17 @@ fn mb(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
+/// A row of RSS added per object against the encoded size added, for `objects` created.
+fn per_object_row(what: &str, added_kib: u64, added_bytes: usize, objects: usize) -> String {
+    let objects = objects.max(1) as f64;
+    format!(
+        "| {what}: RSS added / encoded size added | {:.0} / {:.0} bytes | **{:.2}×** |",
+        added_kib as f64 * 1024.0 / objects,
+        added_bytes as f64 / objects,
+        added_kib as f64 * 1024.0 / added_bytes.max(1) as f64
+    )
+}
+
 /// Runs the scenario on a started server; returns the printed rows and the restarted server.
 pub async fn run(
     args: &Args,
@@ -64,6 +75,7 @@ pub async fn run(
     let bytes = list_bytes(client).await?;
     let after_list_kib = rss_kib(pid)?;
     let grown = loaded_kib.saturating_sub(idle_kib) as f64 * 1024.0;
+    let added_bytes = bytes.saturating_sub(first_bytes);
     let mut rows = vec![
         format!("| idle RSS | {:.1} MB |  |", mb(idle_kib)),
         format!(
@@ -85,22 +97,20 @@ pub async fn run(
             bytes as f64 / n as f64,
             grown / bytes as f64
         ),
-        format!(
-            "| per object of the last {} created: RSS added / encoded size added | {:.0} / {:.0} bytes | **{:.2}×** |",
+        per_object_row(
+            &format!("per object of the last {} created", n - first),
+            loaded_kib.saturating_sub(first_kib),
+            added_bytes,
             n - first,
-            loaded_kib.saturating_sub(first_kib) as f64 * 1024.0 / (n - first).max(1) as f64,
-            bytes.saturating_sub(first_bytes) as f64 / (n - first).max(1) as f64,
-            loaded_kib.saturating_sub(first_kib) as f64 * 1024.0
-                / bytes.saturating_sub(first_bytes).max(1) as f64
         ),
-        format!(
-            "| the same, each RSS read {} s after its creates (the allocator settled) | {:.0} / {:.0} bytes | **{:.2}×** |",
-            SETTLED.as_secs(),
-            loaded_settled_kib.saturating_sub(first_settled_kib) as f64 * 1024.0
-                / (n - first).max(1) as f64,
-            bytes.saturating_sub(first_bytes) as f64 / (n - first).max(1) as f64,
-            loaded_settled_kib.saturating_sub(first_settled_kib) as f64 * 1024.0
-                / bytes.saturating_sub(first_bytes).max(1) as f64
+        per_object_row(
+            &format!(
+                "the same, each RSS read {} s after its creates (the allocator settled)",
+                SETTLED.as_secs()
+            ),
+            loaded_settled_kib.saturating_sub(first_settled_kib),
+            added_bytes,
+            n - first,
         ),
         format!(
             "| RSS after one unpaged list of them | {:.1} MB |  |",
