@@ -22,6 +22,7 @@ mod v2proto_tests;
 
 use crate::discovery::accept::parse_accept;
 use crate::discovery::{core_group, ordered_groups, sha512_hex};
+use crate::GZIP_THRESHOLD_BYTES;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -33,18 +34,53 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
-/// A serialized document and its hash.
+/// A serialized document, kept gzipped: the documents are megabytes of JSON (and the v2
+/// protobuf) that compress about tenfold, and the clients that read them (kubectl, client-go)
+/// accept gzip, so the plain bytes are made again only for a client that does not.
+struct Compressed {
+    gzip: Bytes,
+    plain_len: usize,
+}
+
+impl Compressed {
+    fn new(plain: &[u8]) -> Self {
+        Self {
+            gzip: gzip_bytes(plain),
+            plain_len: plain.len(),
+        }
+    }
+
+    fn plain(&self) -> Bytes {
+        use std::io::Read;
+        let mut plain = Vec::with_capacity(self.plain_len);
+        // The bytes were gzipped here; reading them back cannot fail.
+        let _ = flate2::read::GzDecoder::new(self.gzip.as_ref()).read_to_end(&mut plain);
+        Bytes::from(plain)
+    }
+
+    /// The body to send, and whether it is gzipped: gzipped when the client accepts it and
+    /// the plain form is at least `min_size` bytes.
+    fn body(&self, headers: &HeaderMap, min_size: usize) -> (Bytes, bool) {
+        if self.plain_len >= min_size && accepts_gzip(headers) {
+            (self.gzip.clone(), true)
+        } else {
+            (self.plain(), false)
+        }
+    }
+}
+
+/// A serialized document and its hash (of the plain JSON).
 struct Served {
-    body: Bytes,
+    body: Compressed,
     hash: String,
 }
 
 impl Served {
     fn new(doc: &Value) -> Self {
-        let body = serde_json::to_vec(doc).unwrap_or_default();
+        let plain = serde_json::to_vec(doc).unwrap_or_default();
         Self {
-            hash: sha512_hex(&body),
-            body: Bytes::from(body),
+            hash: sha512_hex(&plain),
+            body: Compressed::new(&plain),
         }
     }
 }
@@ -62,12 +98,10 @@ pub struct OpenApi {
 }
 
 /// The v2 document in both encodings kube-openapi serves. Both carry the JSON form's ETag
-/// (responses differ by `Vary: Accept`); gzipped bodies are made on first request.
+/// (responses differ by `Vary: Accept`).
 struct V2 {
     json: Served,
-    protobuf: Bytes,
-    json_gzip: OnceLock<Bytes>,
-    protobuf_gzip: OnceLock<Bytes>,
+    protobuf: Compressed,
 }
 
 /// The encodings of `/openapi/v2`.
@@ -118,21 +152,14 @@ impl V2 {
         }
         Self {
             json: Served::new(doc),
-            protobuf: Bytes::from(prost::Message::encode_to_vec(&message)),
-            json_gzip: OnceLock::new(),
-            protobuf_gzip: OnceLock::new(),
+            protobuf: Compressed::new(&prost::Message::encode_to_vec(&message)),
         }
     }
 
-    fn body(&self, format: V2Format, gzip: bool) -> Bytes {
-        let (plain, cached) = match format {
-            V2Format::Json => (&self.json.body, &self.json_gzip),
-            V2Format::Protobuf => (&self.protobuf, &self.protobuf_gzip),
-        };
-        if gzip {
-            cached.get_or_init(|| gzip_bytes(plain)).clone()
-        } else {
-            plain.clone()
+    fn body(&self, format: V2Format) -> &Compressed {
+        match format {
+            V2Format::Json => &self.json.body,
+            V2Format::Protobuf => &self.protobuf,
         }
     }
 }
@@ -345,7 +372,7 @@ impl OpenApi {
                 let index = &self.v3().index;
                 self.serve_content(
                     &index.hash,
-                    || index.body.clone(),
+                    (&index.body, GZIP_THRESHOLD_BYTES),
                     "application/json",
                     headers,
                     false,
@@ -372,19 +399,13 @@ impl OpenApi {
             None => empty(StatusCode::NOT_ACCEPTABLE),
             Some(format) => {
                 let v2 = self.v2();
-                let gzip = accepts_gzip(headers) && v2.body(format, false).len() >= GZIP_MIN_SIZE;
-                let mut resp = self.serve_content(
+                self.serve_content(
                     &v2.json.hash,
-                    || v2.body(format, gzip),
+                    (v2.body(format), GZIP_MIN_SIZE),
                     format.content_type(),
                     headers,
                     false,
-                );
-                if gzip && resp.status() == StatusCode::OK {
-                    resp.headers_mut()
-                        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-                }
-                resp
+                )
             }
         };
         let h = resp.headers_mut();
@@ -436,7 +457,7 @@ impl OpenApi {
             }
             Some(h) if !h.is_empty() => self.serve_content(
                 &doc.hash,
-                || doc.body.clone(),
+                (&doc.body, GZIP_THRESHOLD_BYTES),
                 "application/json",
                 headers,
                 true,
@@ -444,13 +465,13 @@ impl OpenApi {
             _ => {
                 let mut resp = self.serve_content(
                     &doc.hash,
-                    || doc.body.clone(),
+                    (&doc.body, GZIP_THRESHOLD_BYTES),
                     "application/json",
                     headers,
                     false,
                 );
                 resp.headers_mut()
-                    .insert(header::VARY, HeaderValue::from_static("Accept"));
+                    .append(header::VARY, HeaderValue::from_static("Accept"));
                 resp
             }
         }
@@ -460,11 +481,13 @@ impl OpenApi {
     /// `Accept-Ranges: bytes`, then 304 when `If-None-Match` names the ETag (weak comparison,
     /// or `*`) or, without `If-None-Match`, when `If-Modified-Since` is not older than the
     /// document. A 304 carries no `Content-Type` and, having an ETag, no `Last-Modified`.
-    /// `body` is only asked for when the body is sent.
+    /// `body` is the document and the size from which it is sent gzipped to a client that
+    /// accepts it (`Content-Encoding: gzip`, `Vary: Accept-Encoding`, as the handler or the
+    /// compression filter that upstream puts around it would send it).
     fn serve_content(
         &self,
         hash: &str,
-        body: impl FnOnce() -> Bytes,
+        (body, gzip_min_size): (&Compressed, usize),
         content_type: &'static str,
         headers: &HeaderMap,
         immutable: bool,
@@ -477,10 +500,13 @@ impl OpenApi {
                 .and_then(parse_http_date)
                 .is_some_and(|since| self.created.timestamp() <= since.timestamp()),
         };
+        let mut gzipped = false;
         let mut resp = if not_modified {
             empty(StatusCode::NOT_MODIFIED)
         } else {
-            Response::new(body())
+            let (bytes, gzip) = body.body(headers, gzip_min_size);
+            gzipped = gzip;
+            Response::new(bytes)
         };
         let h = resp.headers_mut();
         set_etag(h, hash);
@@ -505,6 +531,14 @@ impl OpenApi {
                 .to_string();
             if let Ok(v) = HeaderValue::from_str(&expires) {
                 h.insert(header::EXPIRES, v);
+            }
+        }
+        if gzipped {
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            // The compression filter, which leaves an encoded answer alone, would have said so;
+            // `/openapi/v2`'s own gzip handler (the smaller size) varies every answer itself.
+            if gzip_min_size == GZIP_THRESHOLD_BYTES {
+                h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
             }
         }
         resp

@@ -598,3 +598,47 @@ fn v2_is_one_swagger_document() {
         304
     );
 }
+
+/// Documents are kept gzipped: a client that accepts gzip gets those bytes for a document of
+/// at least the compression filter's threshold (and is told so in `Vary`), any other answer is
+/// the plain document, and both say the same.
+#[test]
+fn v3_documents_are_gzipped_as_the_compression_filter_would() {
+    use std::io::Read;
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let index = json_of(&get(&api, "/openapi/v3", None, &[]));
+    let mut large = 0;
+    for (key, entry) in index["paths"].as_object().unwrap() {
+        let url = entry["serverRelativeURL"].as_str().unwrap();
+        let (path, query) = url.split_once('?').unwrap();
+        for query in [Some(query), None] {
+            let plain = get(&api, path, query, &[("accept", "application/json")]);
+            assert_eq!(plain.status(), 200, "{key}");
+            assert!(!plain.headers().contains_key("content-encoding"), "{key}");
+            let gzip = get(
+                &api,
+                path,
+                query,
+                &[("accept", "application/json"), ("accept-encoding", "gzip")],
+            );
+            let mut vary: Vec<_> = gzip.headers().get_all("vary").iter().collect();
+            vary.sort_unstable();
+            if plain.body().len() >= crate::GZIP_THRESHOLD_BYTES {
+                large += 1;
+                assert_eq!(gzip.headers()["content-encoding"], "gzip", "{key}");
+                assert_eq!(vary, ["Accept", "Accept-Encoding"], "{key}");
+                let mut body = Vec::new();
+                flate2::read::GzDecoder::new(gzip.body().as_ref())
+                    .read_to_end(&mut body)
+                    .unwrap();
+                assert_eq!(body, plain.body().as_ref(), "{key}");
+                assert!(gzip.body().len() * 4 < body.len(), "{key}");
+            } else {
+                assert!(!gzip.headers().contains_key("content-encoding"), "{key}");
+                assert_eq!(vary, ["Accept"], "{key}");
+                assert_eq!(gzip.body(), plain.body(), "{key}");
+            }
+        }
+    }
+    assert!(large > 0, "no document reaches the threshold");
+}

@@ -7,7 +7,7 @@ use tower_http::compression::predicate::Predicate;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 /// Upstream's `defaultGzipThresholdBytes`.
-pub const THRESHOLD_BYTES: u64 = 128 * 1024;
+pub const THRESHOLD_BYTES: u64 = kapi_endpoints::GZIP_THRESHOLD_BYTES as u64;
 
 /// Compress only complete bodies above the threshold that are not already encoded.
 #[derive(Clone, Copy, Debug, Default)]
