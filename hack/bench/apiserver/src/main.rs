@@ -138,15 +138,21 @@ fn rss_kib(pid: u32) -> Result<u64> {
 
 /// One KiB figure of `/proc/PID/status`, by its field name (with the colon).
 fn status_kib(pid: u32, field: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    proc_kib(pid, "status", field)
+}
+
+/// One KiB figure of a `/proc/PID/<file>` of `Name: value kB` lines (`status`,
+/// `smaps_rollup`), by its field name (with the colon).
+fn proc_kib(pid: u32, file: &str, field: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/{file}"))?;
     let line = status
         .lines()
         .find_map(|l| l.strip_prefix(field))
-        .with_context(|| format!("no {field}"))?;
+        .with_context(|| format!("no {field} in {file}"))?;
     Ok(line
         .split_whitespace()
         .next()
-        .with_context(|| format!("bad {field}"))?
+        .with_context(|| format!("bad {field} in {file}"))?
         .parse()?)
 }
 

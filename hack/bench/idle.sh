@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Idle memory of kapi servers started side by side, each on a fresh data directory (embedded
+# store): for each server, RSS (RssAnon + RssFile), PSS and Private_Dirty at /readyz and 5, 15
+# and 30 s later. PSS shares each page among the processes that map it, so with N servers the
+# binary's clean pages count 1/N in each: what one more server costs is about its PSS.
+#
+#   hack/bench/idle.sh <kapi-apiserver binary> [servers, default 1]
+set -euo pipefail
+bin=${1:?usage: idle.sh <kapi-apiserver binary> [servers]}
+n=${2:-1}
+base=$(mktemp -d)
+pids=()
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$base"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+ports=()
+for i in $(seq "$n"); do
+  port=$(free_port)
+  ports+=("$port")
+  mkdir "$base/$i"
+  "$bin" --secure-port "$port" --data-dir "$base/$i" >"$base/$i.log" 2>&1 &
+  pids+=($!)
+done
+for port in "${ports[@]}"; do
+  for _ in $(seq 400); do
+    curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    sleep 0.025
+  done
+done
+report() {
+  for pid in "${pids[@]}"; do
+    awk -v when="$1" -v pid="$pid" '
+      FILENAME ~ /status$/ && /^(RssAnon|RssFile):/ { v[$1] = $2 }
+      FILENAME ~ /smaps_rollup$/ && /^(Pss|Private_Dirty):/ { v[$1] = $2 }
+      END { printf "%-6s pid %-8s RSS %5.1f MB (anon %4.1f + file %4.1f)  PSS %5.1f MB  Private_Dirty %4.1f MB\n",
+            when, pid, (v["RssAnon:"] + v["RssFile:"]) / 1024, v["RssAnon:"] / 1024, v["RssFile:"] / 1024,
+            v["Pss:"] / 1024, v["Private_Dirty:"] / 1024 }' "/proc/$pid/status" "/proc/$pid/smaps_rollup"
+  done
+}
+report ready
+sleep 5; report +5s
+sleep 10; report +15s
+sleep 15; report +30s
