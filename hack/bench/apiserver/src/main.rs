@@ -75,7 +75,8 @@ struct Args {
     /// `--startup`: in-process servers started and stopped for the leak count.
     #[arg(long, default_value_t = 100)]
     cycles: usize,
-    /// Scenarios to run, comma-separated: basic, list, paging, namespace, all.
+    /// Scenarios to run, comma-separated: basic, creates, watch, list, namespace, paging,
+    /// memory, all.
     #[arg(long, default_value = "basic", value_delimiter = ',')]
     scenarios: Vec<String>,
     /// Objects in the paging and namespace scenarios.
@@ -294,6 +295,11 @@ async fn main() -> Result<()> {
     let pid = server.child.id();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle_rss = rss_kib(pid)?;
+    let settled_idle = if args.wants("memory") {
+        Some(memory::SettledIdle::read(pid).await?)
+    } else {
+        None
+    };
     let mut client = client_for(&server.kubeconfig).await?;
     let c = args.concurrency;
     let backend = if args.etcd_servers.is_some() {
@@ -361,9 +367,9 @@ async fn main() -> Result<()> {
             println!("{row}");
         }
     }
-    if args.wants("memory") {
+    if let Some(settled_idle) = &settled_idle {
         // Last of the scale scenarios: it restarts the server.
-        let (rows, restarted) = memory::run(&args, server, &client, idle_rss).await?;
+        let (rows, restarted) = memory::run(&args, server, &client, idle_rss, settled_idle).await?;
         for row in rows {
             println!("{row}");
         }

@@ -1,5 +1,6 @@
 //! `memory`: RSS per stored object, and start-up with many objects stored (issue 15 points 6
-//! and 7). Prints the idle RSS at ready and once settled, creates `--paged-objects` ConfigMaps
+//! and 7). Prints the idle RSS at ready and once settled (read before any other scenario runs),
+//! creates `--paged-objects` ConfigMaps
 //! of ~690 bytes in two steps (a fifth, then the rest), prints the server's RSS against the
 //! objects' encoded size (the JSON of one unpaged list, read after the RSS) — in all, and per
 //! object added by the second step, which leaves out every fixed cost (the window of recent
@@ -43,20 +44,42 @@ fn per_object_row(what: &str, added_kib: u64, added_bytes: usize, objects: usize
     )
 }
 
+/// What an idle server holds once settled, read before any other scenario runs.
+#[derive(Clone, Copy)]
+pub struct SettledIdle {
+    anon_kib: u64,
+    file_kib: u64,
+    private_kib: u64,
+}
+
+impl SettledIdle {
+    /// Waits until the server has settled after ready (the OpenAPI documents built, and what
+    /// that build freed returned by jemalloc's 10 s decay), then reads its memory.
+    pub async fn read(pid: u32) -> Result<Self> {
+        tokio::time::sleep(IDLE_SETTLE).await;
+        Ok(Self {
+            anon_kib: status_kib(pid, "RssAnon:")?,
+            file_kib: status_kib(pid, "RssFile:")?,
+            private_kib: proc_kib(pid, "smaps_rollup", "Private_Dirty:")?,
+        })
+    }
+}
+
 /// Runs the scenario on a started server; returns the printed rows and the restarted server.
 pub async fn run(
     args: &Args,
     server: Server,
     client: &kube::Client,
     idle_kib: u64,
+    settled: &SettledIdle,
 ) -> Result<(Vec<String>, Server)> {
     let n = args.paged_objects;
     let pid = server.child.id();
-    // Idle once the OpenAPI documents are built and the allocator has returned what that
-    // build freed (jemalloc's decay is 10 s).
-    tokio::time::sleep(IDLE_SETTLE).await;
-    let (anon_kib, file_kib) = (status_kib(pid, "RssAnon:")?, status_kib(pid, "RssFile:")?);
-    let private_kib = proc_kib(pid, "smaps_rollup", "Private_Dirty:")?;
+    let SettledIdle {
+        anon_kib,
+        file_kib,
+        private_kib,
+    } = *settled;
     let first = n / 5;
     let started = Instant::now();
     crate::lists::fill(client, NS, first, args.concurrency).await?;
