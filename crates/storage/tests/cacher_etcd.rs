@@ -244,3 +244,115 @@ async fn a_watch_from_the_lists_revision_sees_the_next_change() {
     })
     .await;
 }
+
+/// How many ranges etcd has served (its own `etcd_mvcc_range_total`, from `/metrics`).
+async fn etcd_ranges(etcd: &EtcdProcess) -> u64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = etcd.client_url();
+    let host = url.trim_start_matches("http://");
+    let mut conn = tokio::net::TcpStream::connect(host).await.unwrap();
+    conn.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut body = String::new();
+    conn.read_to_string(&mut body).await.unwrap();
+    body.lines()
+        .find_map(|l| l.strip_prefix("etcd_mvcc_range_total "))
+        .expect("etcd_mvcc_range_total")
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_proof_serves_consistent_lists_until_a_revision_moves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let etcd = EtcdProcess::start(&tmp.path().join("etcd"));
+    let (backend, cache) = setup(&etcd).await;
+    for i in 0..2 {
+        let name = format!("p{i}");
+        cache
+            .create(&key("a", &name), pod("a", &name, &[]), None)
+            .await
+            .unwrap();
+    }
+    for i in 0..5 {
+        let name = format!("q{i}");
+        cache
+            .create(&key("b", &name), pod("b", &name, &[]), None)
+            .await
+            .unwrap();
+    }
+    eventually("the cache to see the writes", || async {
+        cache
+            .list(
+                PREFIX,
+                &ListOptions {
+                    resource_version: Some("0".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .is_ok_and(|l| l.items.len() == 7)
+    })
+    .await;
+    // etcd's revision moves past the cache's: a consistent list of namespace `a` (a small
+    // range of the cache) needs its range proven.
+    let elsewhere = write_elsewhere(&backend, "x").await;
+    let ns_a = format!("{PREFIX}a/");
+    let direct = names(&backend.list(&ns_a, &consistent()).await.unwrap());
+
+    let before = etcd_ranges(&etcd).await;
+    let first = cache.list(&ns_a, &consistent()).await.unwrap();
+    assert!(from_cache(&first));
+    assert_eq!(first.revision, elsewhere);
+    assert_eq!(names(&first), direct);
+    // Its current revision, then its proof.
+    assert_eq!(etcd_ranges(&etcd).await - before, 2);
+
+    // Nothing moved: each later list reads etcd's current revision and reuses the proof,
+    // also when several ask at once.
+    let before = etcd_ranges(&etcd).await;
+    let opts = consistent();
+    let lists = futures::future::join_all((0..8).map(|_| cache.list(&ns_a, &opts))).await;
+    for list in lists {
+        let list = list.unwrap();
+        assert!(from_cache(&list));
+        assert_eq!(list.revision, elsewhere);
+        assert_eq!(names(&list), direct);
+    }
+    assert_eq!(etcd_ranges(&etcd).await - before, 8);
+
+    // etcd's revision moves: proven again, at the new revision.
+    let moved = write_elsewhere(&backend, "y").await;
+    let before = etcd_ranges(&etcd).await;
+    let list = cache.list(&ns_a, &consistent()).await.unwrap();
+    assert_eq!(list.revision, moved);
+    assert_eq!(names(&list), direct);
+    assert_eq!(etcd_ranges(&etcd).await - before, 2);
+
+    // A change reaches the cache (in the other namespace): the proof no longer holds for
+    // the cache's new revision, so the range is proven again.
+    let changed = rv(&cache
+        .create(&key("b", "q9"), pod("b", "q9", &[]), None)
+        .await
+        .unwrap());
+    eventually("the cache to see the change", || async {
+        cache.revision() >= changed
+    })
+    .await;
+    let list = cache.list(&ns_a, &consistent()).await.unwrap();
+    assert!(from_cache(&list));
+    assert_eq!(list.revision, changed);
+    assert_eq!(names(&list), direct);
+    let before = etcd_ranges(&etcd).await;
+    let again = cache.list(&ns_a, &consistent()).await.unwrap();
+    assert_eq!(again.revision, changed);
+    assert_eq!(
+        etcd_ranges(&etcd).await - before,
+        1,
+        "the cache is at etcd's revision"
+    );
+}

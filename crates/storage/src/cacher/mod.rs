@@ -42,7 +42,7 @@ use item::{Cached, ItemEncoder, Kept};
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use state::{Slot, State};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -91,7 +91,26 @@ struct Shared {
     state: Mutex<State>,
     /// The cache's revision, published after each applied change (0 until ready).
     revision: watch::Sender<Revision>,
+    /// The last proof of each range that a consistent read needed ([`Shared::prove_current`]),
+    /// behind a lock per range, so that the reads that need the same range proven at once
+    /// make one backend read, and later ones none while nothing has reached the cache.
+    proofs: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Proven>>>>>,
 }
+
+/// A range proven to hold no change between the cache's revision and a later one.
+#[derive(Clone, Copy, Debug)]
+struct Proven {
+    /// The cache's revision when the range was proven (for the whole prefix, the revision the
+    /// proof moved it to).
+    cached_at: Revision,
+    /// The backend's revision the range was read at: nothing under it changed in
+    /// `(cached_at, at]`.
+    at: Revision,
+}
+
+/// How many ranges' proofs are remembered; past it the memory is cleared (a proof is then
+/// made again, never skipped wrongly).
+const PROOFS_KEPT: usize = 256;
 
 /// The watch cache for the keys under one prefix.
 pub struct Cacher {
@@ -128,6 +147,7 @@ impl Cacher {
                 ..State::default()
             }),
             revision,
+            proofs: Mutex::default(),
         });
         let tasks = vec![
             tokio::spawn(reflect(shared.clone())),
@@ -210,41 +230,67 @@ impl Shared {
         }
         // Without trustworthy progress reports (etcd before 3.4.31/3.5.13) a quiet prefix
         // never shows the cache is current: prove it from the prefix's newest change instead.
-        self.prove_current(prefix).await
+        self.prove_current(prefix, current).await
     }
 
-    /// Proves the cache's keys under `prefix` are the backend's current state, from one read
-    /// of the prefix's newest mod revision `M` and key count at the current revision `R`: if
-    /// `M` is at most the cache's revision `C` and the counts are equal, every key at `R`
-    /// existed unchanged at `C` (a re-created key has a newer mod revision) and the two sets
-    /// are equal, so nothing under the prefix changed in `(C, R]`. For the cache's own prefix
-    /// the cache then is at `R`, as a progress report would have said. Changes still in flight
-    /// are waited for once; `None` when the proof does not hold.
-    async fn prove_current(&self, prefix: &str) -> Result<Option<Revision>> {
+    /// Proves the cache's keys under `prefix` are the backend's state at `wanted` or later,
+    /// from one read of the range's newest mod revision `M` and key count at the current
+    /// revision `R`: if `M` is at most the cache's revision `C` and the counts are equal, every
+    /// key at `R` existed unchanged at `C` (a re-created key has a newer mod revision) and the
+    /// two sets are equal, so nothing under the prefix changed in `(C, R]`. For the cache's
+    /// own prefix the cache then is at `R`, as a progress report would have said. Changes
+    /// still in flight are waited for once; `None` when the proof does not hold.
+    ///
+    /// A proof is remembered per range: while the cache's revision has not moved (nothing
+    /// reached it) and the proof was read at `wanted` or later, it holds for this read too,
+    /// and reads that need one range proven at once wait for the one read in flight.
+    async fn prove_current(&self, prefix: &str, wanted: Revision) -> Result<Option<Revision>> {
+        let range = {
+            let st = self.lock();
+            if !st.ready {
+                return Ok(None);
+            }
+            // A range holding most of the cache costs etcd about as much to prove as the
+            // cache's whole prefix (etcd reads every key of the range), and proving that
+            // moves the cache itself: later pages of a paged list, and watches from the
+            // list's revision, then come from memory too.
+            if st.count_under(prefix, &self.prefix).saturating_mul(2) > st.store.len() {
+                self.prefix.clone()
+            } else {
+                prefix.to_string()
+            }
+        };
+        let slot = self.proof_slot(&range);
+        let mut last = slot.lock().await;
+        if let Some(proven) = *last {
+            // The store's own revision (the published one trails it): equal, no change has
+            // reached the store since the proof.
+            if proven.at >= wanted && proven.cached_at == self.lock().revision {
+                return Ok(Some(proven.at.max(proven.cached_at)));
+            }
+        }
         for attempt in 0..2 {
-            let (cached_at, range, held) = {
+            let (cached_at, held) = {
                 let st = self.lock();
                 if !st.ready {
                     return Ok(None);
                 }
-                let held = st.count_under(prefix, &self.prefix);
-                // A range holding most of the cache costs etcd about as much to prove as the
-                // cache's whole prefix (etcd reads every key of the range), and proving that
-                // moves the cache itself: later pages of a paged list, and watches from the
-                // list's revision, then come from memory too.
-                if held.saturating_mul(2) > st.store.len() {
-                    (st.revision, self.prefix.as_str(), st.store.len())
-                } else {
-                    (st.revision, prefix, held)
-                }
+                (st.revision, st.count_under(&range, &self.prefix))
             };
-            let Some(stamp) = self.backend.prefix_stamp(range).await? else {
+            let Some(stamp) = self.backend.prefix_stamp(&range).await? else {
                 return Ok(None);
             };
             if stamp.newest <= cached_at && usize::try_from(stamp.count) == Ok(held) {
-                if range == self.prefix {
+                let cached_at = if range == self.prefix {
                     self.advance(stamp.revision);
-                }
+                    stamp.revision.max(cached_at)
+                } else {
+                    cached_at
+                };
+                *last = Some(Proven {
+                    cached_at,
+                    at: stamp.revision,
+                });
                 return Ok(Some(stamp.revision.max(cached_at)));
             }
             // A change the watch has not delivered yet (a delete shows only in the count):
@@ -255,6 +301,15 @@ impl Shared {
             }
         }
         Ok(None)
+    }
+
+    /// The lock and last proof of `range`.
+    fn proof_slot(&self, range: &str) -> Arc<tokio::sync::Mutex<Option<Proven>>> {
+        let mut proofs = self.proofs.lock().unwrap_or_else(|p| p.into_inner());
+        if proofs.len() >= PROOFS_KEPT && !proofs.contains_key(range) {
+            proofs.clear();
+        }
+        proofs.entry(range.to_string()).or_default().clone()
     }
 
     /// Moves the cache's revision up to `revision`, proven to hold no change of its prefix
@@ -277,7 +332,7 @@ impl Shared {
         }
         if self.backend.request_progress().await.is_err()
             && self
-                .prove_current(&self.prefix)
+                .prove_current(&self.prefix, revision)
                 .await?
                 .is_some_and(|r| r >= revision)
         {
