@@ -36,12 +36,12 @@ use scope::{method_not_allowed, RequestScope};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Error type of request and response bodies.
 /// kube-apiserver's `defaultGzipThresholdBytes`: a complete response of at least this many
 /// bytes is gzipped for a client that accepts it (the server's compression filter; documents
 /// kept gzipped here use the same threshold so their answers do not differ).
 pub const GZIP_THRESHOLD_BYTES: usize = 128 * 1024;
 
+/// Error type of request and response bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A request body as the server hands it over.
 pub type RequestBody = UnsyncBoxBody<Bytes, BoxError>;

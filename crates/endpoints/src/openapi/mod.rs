@@ -132,6 +132,26 @@ pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0
 /// gziphandler's `DefaultMinSize`: smaller bodies are sent as they are.
 const GZIP_MIN_SIZE: usize = 1400;
 
+/// Whose gzip rules a document's answer follows upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GzipBy {
+    /// gziphandler around kube-openapi's v2 handler: from [`GZIP_MIN_SIZE`]; the handler
+    /// says `Vary: Accept-Encoding` on every answer itself.
+    Handler,
+    /// The server's compression filter: from [`GZIP_THRESHOLD_BYTES`], adding
+    /// `Vary: Accept-Encoding` to what it compresses.
+    Filter,
+}
+
+impl GzipBy {
+    fn min_size(self) -> usize {
+        match self {
+            GzipBy::Handler => GZIP_MIN_SIZE,
+            GzipBy::Filter => GZIP_THRESHOLD_BYTES,
+        }
+    }
+}
+
 impl V2Format {
     fn content_type(self) -> &'static str {
         match self {
@@ -372,7 +392,8 @@ impl OpenApi {
                 let index = &self.v3().index;
                 self.serve_content(
                     &index.hash,
-                    (&index.body, GZIP_THRESHOLD_BYTES),
+                    &index.body,
+                    GzipBy::Filter,
                     "application/json",
                     headers,
                     false,
@@ -401,7 +422,8 @@ impl OpenApi {
                 let v2 = self.v2();
                 self.serve_content(
                     &v2.json.hash,
-                    (v2.body(format), GZIP_MIN_SIZE),
+                    v2.body(format),
+                    GzipBy::Handler,
                     format.content_type(),
                     headers,
                     false,
@@ -457,7 +479,8 @@ impl OpenApi {
             }
             Some(h) if !h.is_empty() => self.serve_content(
                 &doc.hash,
-                (&doc.body, GZIP_THRESHOLD_BYTES),
+                &doc.body,
+                GzipBy::Filter,
                 "application/json",
                 headers,
                 true,
@@ -465,7 +488,8 @@ impl OpenApi {
             _ => {
                 let mut resp = self.serve_content(
                     &doc.hash,
-                    (&doc.body, GZIP_THRESHOLD_BYTES),
+                    &doc.body,
+                    GzipBy::Filter,
                     "application/json",
                     headers,
                     false,
@@ -481,13 +505,13 @@ impl OpenApi {
     /// `Accept-Ranges: bytes`, then 304 when `If-None-Match` names the ETag (weak comparison,
     /// or `*`) or, without `If-None-Match`, when `If-Modified-Since` is not older than the
     /// document. A 304 carries no `Content-Type` and, having an ETag, no `Last-Modified`.
-    /// `body` is the document and the size from which it is sent gzipped to a client that
-    /// accepts it (`Content-Encoding: gzip`, `Vary: Accept-Encoding`, as the handler or the
-    /// compression filter that upstream puts around it would send it).
+    /// `body` is sent gzipped to a client that accepts it as `gzip_by` would upstream
+    /// (`Content-Encoding: gzip`, and the compression filter's `Vary: Accept-Encoding`).
     fn serve_content(
         &self,
         hash: &str,
-        (body, gzip_min_size): (&Compressed, usize),
+        body: &Compressed,
+        gzip_by: GzipBy,
         content_type: &'static str,
         headers: &HeaderMap,
         immutable: bool,
@@ -504,7 +528,7 @@ impl OpenApi {
         let mut resp = if not_modified {
             empty(StatusCode::NOT_MODIFIED)
         } else {
-            let (bytes, gzip) = body.body(headers, gzip_min_size);
+            let (bytes, gzip) = body.body(headers, gzip_by.min_size());
             gzipped = gzip;
             Response::new(bytes)
         };
@@ -535,9 +559,8 @@ impl OpenApi {
         }
         if gzipped {
             h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            // The compression filter, which leaves an encoded answer alone, would have said so;
-            // `/openapi/v2`'s own gzip handler (the smaller size) varies every answer itself.
-            if gzip_min_size == GZIP_THRESHOLD_BYTES {
+            // The compression filter leaves an encoded answer alone, so say what it would have.
+            if gzip_by == GzipBy::Filter {
                 h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
             }
         }
