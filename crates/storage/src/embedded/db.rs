@@ -33,6 +33,49 @@ pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
     Error::Internal(format!("sqlite: {e}"))
 }
 
+/// A transaction begun and committed by statements prepared once per connection. rusqlite's
+/// `Transaction` runs `BEGIN` and `COMMIT` through `execute_batch`, which parses them anew
+/// every time: a few percent of a small create's CPU, and of every read, which runs in a
+/// transaction of its own so its queries see one revision. Dropped without
+/// [`CachedTx::commit`], or after a failed commit, it rolls back (as rusqlite's does).
+pub(crate) struct CachedTx<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> CachedTx<'c> {
+    pub fn begin(conn: &'c Connection) -> Result<CachedTx<'c>> {
+        run_cached(conn, "BEGIN")?;
+        Ok(CachedTx { conn })
+    }
+
+    pub fn commit(self) -> Result<()> {
+        run_cached(self.conn, "COMMIT")
+    }
+}
+
+impl std::ops::Deref for CachedTx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for CachedTx<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit() {
+            // Nothing to report to: the caller already has the error that left it open.
+            let _ = run_cached(self.conn, "ROLLBACK");
+        }
+    }
+}
+
+fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .map(|_| ())
+        .map_err(sql_err)
+}
+
 /// Opens a connection with the settings every connection needs: WAL (readers never block the
 /// writer), `synchronous=FULL` (a committed transaction is on disk), a busy timeout.
 pub(crate) fn open(path: &Path, writer: bool) -> Result<Connection> {

@@ -217,7 +217,7 @@ impl Inner {
         let key = key.to_string();
         let codec = self.codec.clone();
         self.read(move |conn| {
-            let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+            let tx = db::CachedTx::begin(conn)?;
             let (current, _) = db::revisions(&tx)?;
             let row = db::latest_row(&tx, &key, current)?.filter(|r| !r.deleted);
             let found = match row {
@@ -275,7 +275,7 @@ impl RangeReader for EmbeddedStorage {
         let codec = self.inner.codec.clone();
         self.inner
             .read(move |conn| {
-                let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+                let tx = db::CachedTx::begin(conn)?;
                 let (current, compacted) = db::revisions(&tx)?;
                 let rev = revision.unwrap_or(current);
                 if rev < compacted {
@@ -447,7 +447,7 @@ impl Storage for EmbeddedStorage {
         let (start, end) = (prefix.to_string(), crate::events::prefix_end(prefix));
         self.inner
             .read(move |conn| {
-                let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+                let tx = db::CachedTx::begin(conn)?;
                 let (current, _) = db::revisions(&tx)?;
                 db::count(&tx, &start, &end, current)
             })

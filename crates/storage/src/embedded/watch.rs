@@ -126,7 +126,7 @@ impl Watch {
             let (rows, upto) = self
                 .inner
                 .read(move |conn| {
-                    let tx = conn.unchecked_transaction().map_err(db::sql_err)?;
+                    let tx = db::CachedTx::begin(conn)?;
                     let (current, compacted) = db::revisions(&tx)?;
                     if after < compacted {
                         return Err(Error::ResourceExpired {

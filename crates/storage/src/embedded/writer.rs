@@ -143,7 +143,7 @@ impl Writer {
         let mut results: Vec<(oneshot::Sender<Result<WriteOutcome>>, Applied)> =
             Vec::with_capacity(batch.len());
         let outcome = (|| -> Result<()> {
-            let tx = self.conn.transaction().map_err(sql_err)?;
+            let tx = db::CachedTx::begin(&self.conn)?;
             for cmd in batch {
                 let applied = match apply(&tx, &mut self.current, &mut self.compacted, cmd.op) {
                     Ok(a) => a,
@@ -163,7 +163,7 @@ impl Writer {
                 )
                 .map_err(sql_err)?;
             }
-            tx.commit().map_err(sql_err)
+            tx.commit()
         })();
         if let Err(e) = outcome {
             // Nothing of the batch is durable: undo the in-memory revisions and fail every op.

@@ -94,6 +94,16 @@ async fn raw_txn_rate(url: &str, n: usize, concurrency: usize) -> Result<f64> {
     .await
 }
 
+/// `phase`'s result and the CPU the machine spent while it ran.
+async fn measured<T>(
+    server_pid: &str,
+    phase: impl std::future::Future<Output = Result<T>>,
+) -> Result<(T, crate::cpu::Used)> {
+    let mark = crate::cpu::Mark::now(server_pid)?;
+    let out = phase.await?;
+    Ok((out, mark.used()?))
+}
+
 /// Microseconds per request at a rate.
 fn us(rate: f64) -> f64 {
     1e6 / rate
@@ -109,29 +119,39 @@ pub async fn run(
     pid: u32,
 ) -> Result<Vec<String>> {
     crate::lists::fill(client, "bench-create", 0, concurrency).await?;
-    let post = crate::profile::around(profile, "post", pid, async {
-        crate::rate(client, n, concurrency, |i| configmap("bench-create", i)).await
-    })
+    let server = pid.to_string();
+    let (post, post_cpu) = measured(
+        &server,
+        crate::profile::around(profile, "post", pid, async {
+            crate::rate(client, n, concurrency, |i| configmap("bench-create", i)).await
+        }),
+    )
     .await?;
-    let dry = crate::profile::around(profile, "dry-run", pid, async {
-        crate::rate(client, n, concurrency, |i| {
-            let mut req = configmap("bench-create", n + i);
-            *req.uri_mut() = "/api/v1/namespaces/bench-create/configmaps?dryRun=All"
-                .parse()
-                .unwrap_or_default();
-            req
-        })
-        .await
-    })
+    let (dry, dry_cpu) = measured(
+        &server,
+        crate::profile::around(profile, "dry-run", pid, async {
+            crate::rate(client, n, concurrency, |i| {
+                let mut req = configmap("bench-create", n + i);
+                *req.uri_mut() = "/api/v1/namespaces/bench-create/configmaps?dryRun=All"
+                    .parse()
+                    .unwrap_or_default();
+                req
+            })
+            .await
+        }),
+    )
     .await?;
-    let get = crate::profile::around(profile, "get", pid, async {
-        crate::rate(client, n, concurrency, |i| {
-            http::Request::get(format!("/api/v1/namespaces/bench-create/configmaps/cm-{i}"))
-                .body(Vec::new())
-                .unwrap_or_default()
-        })
-        .await
-    })
+    let (get, get_cpu) = measured(
+        &server,
+        crate::profile::around(profile, "get", pid, async {
+            crate::rate(client, n, concurrency, |i| {
+                http::Request::get(format!("/api/v1/namespaces/bench-create/configmaps/cm-{i}"))
+                    .body(Vec::new())
+                    .unwrap_or_default()
+            })
+            .await
+        }),
+    )
     .await?;
     let mut rows = vec![
         format!("| POST configmap | {post:.0} /s ({:.0} µs each) | 1.00× |", us(post)),
@@ -153,10 +173,13 @@ pub async fn run(
             "| → storage write and watch fan-out, less one storage read (POST − dry run) | {:.0} µs |  |",
             us(post) - us(dry)
         ),
+        format!("| CPU during the POSTs | {} |  |", post_cpu.per(n)),
+        format!("| CPU during the dry-run POSTs | {} |  |", dry_cpu.per(n)),
+        format!("| CPU during the GETs | {} |  |", get_cpu.per(n)),
     ];
     match etcd {
         Some(url) => {
-            let raw = raw_txn_rate(url, n, concurrency).await?;
+            let (raw, raw_cpu) = measured(&server, raw_txn_rate(url, n, concurrency)).await?;
             let storage: DynStorage = Arc::new(
                 kapi_storage::etcd::EtcdStorage::connect(kapi_storage::etcd::EtcdConfig {
                     endpoints: vec![url.to_string()],
@@ -165,7 +188,8 @@ pub async fn run(
                 })
                 .await?,
             );
-            let layer = storage_rate(&storage, n, concurrency).await?;
+            let (layer, layer_cpu) =
+                measured(&server, storage_rate(&storage, n, concurrency)).await?;
             rows.push(format!(
                 "| reference: raw etcd-client guarded txn | {raw:.0} /s ({:.0} µs) | POST is {:.2}× of it |",
                 us(raw),
@@ -176,16 +200,29 @@ pub async fn run(
                 us(layer),
                 post / layer
             ));
+            rows.push(format!(
+                "| CPU during the raw transactions (the benchmark issues them) | {} |  |",
+                raw_cpu.per(n)
+            ));
+            rows.push(format!(
+                "| CPU during kapi-storage's creates (in the benchmark) | {} |  |",
+                layer_cpu.per(n)
+            ));
         }
         None => {
             let dir = tempfile::tempdir()?;
             let storage: DynStorage =
                 Arc::new(kapi_storage::embedded::EmbeddedStorage::open(dir.path())?);
-            let layer = storage_rate(&storage, n, concurrency).await?;
+            let (layer, layer_cpu) =
+                measured(&server, storage_rate(&storage, n, concurrency)).await?;
             rows.push(format!(
                 "| reference: kapi-storage create on its own embedded store | {layer:.0} /s ({:.0} µs) | POST is {:.2}× of it |",
                 us(layer),
                 post / layer
+            ));
+            rows.push(format!(
+                "| CPU during kapi-storage's creates (in the benchmark) | {} |  |",
+                layer_cpu.per(n)
             ));
         }
     }

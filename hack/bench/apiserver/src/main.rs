@@ -31,6 +31,7 @@
 )]
 
 mod admission;
+mod cpu;
 mod crd;
 mod creates;
 mod lists;

@@ -131,18 +131,6 @@ async fn follow(
     seen
 }
 
-/// CPU time (user + system) of a process from `/proc/<pid>/stat` (`self` for this one).
-fn cpu(pid: &str) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let tick = |i: usize| -> u64 { fields.get(i).and_then(|f| f.parse().ok()).unwrap_or(0) };
-    // utime and stime (fields 14 and 15 of stat(5)); USER_HZ is 100.
-    Ok(Duration::from_millis((tick(11) + tick(12)) * 10))
-}
-
 /// What a paced run of creates did.
 struct Writes {
     /// Creates answered 201, with their revision and when the answer came.
@@ -281,6 +269,8 @@ struct Point {
     /// Server CPU of the phase / events, nothing subtracted.
     server_gross_us: f64,
     client_us: f64,
+    /// Busy share of all cores while the writes and deliveries ran.
+    busy: f64,
     lag_p99_ms: f64,
     lag_max_ms: f64,
     slow: String,
@@ -313,7 +303,7 @@ async fn point(
         .enumerate()
         .map(|(i, b)| tokio::spawn(follow(b, expected_rx.clone(), limit, i % LAG_SAMPLE == 0)))
         .collect();
-    let (s1, c1) = (cpu(pid)?, cpu("self")?);
+    let mark = crate::cpu::Mark::now(pid)?;
     let writes = wait_writes(paced_writes(kubeconfig, name, n, rate)).await?;
     let ok = writes.answered.len();
     let _ = expected_tx.send(ok);
@@ -321,10 +311,8 @@ async fn point(
     for f in followers {
         seen.push(f.await?);
     }
-    let (server_cpu, client_cpu) = (
-        cpu(pid)?.saturating_sub(s1),
-        cpu("self")?.saturating_sub(c1),
-    );
+    let used = mark.used()?;
+    let (server_cpu, client_cpu) = (used.server, used.bench);
     // Only now does the slow watcher read: what it has is what was queued before it was cut.
     let (_slow_tx, slow_rx) = tokio::sync::watch::channel(ok);
     let slow_seen = follow(slow, slow_rx, Duration::from_secs(5), false).await;
@@ -364,6 +352,7 @@ async fn point(
         server_us: per_event(server_cpu, base.server),
         server_gross_us: per_event(server_cpu, Duration::ZERO),
         client_us: per_event(client_cpu, base.client),
+        busy: used.busy,
         lag_p99_ms: pct(0.99),
         lag_max_ms: pct(1.0),
         slow: match (slow_seen.complete, slow_seen.ended) {
@@ -405,12 +394,13 @@ pub async fn run(
         points[0].1,
         (points[0].1 * args.watch_seconds).round().max(1.0) as usize,
     );
-    let (s0, c0) = (cpu(&pid)?, cpu("self")?);
+    let mark = crate::cpu::Mark::now(&pid)?;
     let w0 = wait_writes(paced_writes(kubeconfig, "base", n0, rate0)).await?;
     let ok0 = w0.answered.len().max(1) as u32;
+    let used = mark.used()?;
     let base = Base {
-        server: cpu(&pid)?.saturating_sub(s0) / ok0,
-        client: cpu("self")?.saturating_sub(c0) / ok0,
+        server: used.server / ok0,
+        client: used.bench / ok0,
     };
     let mut results = Vec::new();
     for (i, (watchers, rate)) in points.iter().copied().enumerate() {
@@ -439,12 +429,12 @@ pub async fn run(
         rows.extend(single_rows(&results[0]));
     } else {
         rows.push(String::new());
-        rows.push("| watchers | creates/s asked / sent (failed) | delivered | complete / in order | events/s delivered | server µs/event (gross) | bench µs/event | lag p99 / max | never-reading watcher |".into());
-        rows.push("|---|---|---|---|---|---|---|---|---|".into());
+        rows.push("| watchers | creates/s asked / sent (failed) | delivered | complete / in order | events/s delivered | server µs/event (gross) | bench µs/event | machine busy | lag p99 / max | never-reading watcher |".into());
+        rows.push("|---|---|---|---|---|---|---|---|---|---|".into());
         for p in &results {
             let ok = p.writes.answered.len();
             rows.push(format!(
-                "| {} | {:.0} / {:.0} ({}) | {:.1}% of {} | {} / {} | {:.0} | {:.2} ({:.2}) | {:.2} | {:.0} / {:.0} ms | {} |",
+                "| {} | {:.0} / {:.0} ({}) | {:.1}% of {} | {} / {} | {:.0} | {:.2} ({:.2}) | {:.2} | {:.0}% | {:.0} / {:.0} ms | {} |",
                 p.watchers,
                 p.rate,
                 p.writes.sent_rate(),
@@ -457,6 +447,7 @@ pub async fn run(
                 p.server_us,
                 p.server_gross_us,
                 p.client_us,
+                p.busy * 100.0,
                 p.lag_p99_ms,
                 p.lag_max_ms,
                 p.slow
@@ -499,6 +490,7 @@ fn single_rows(p: &Point) -> Vec<String> {
             p.server_us, p.server_gross_us
         ),
         format!("| benchmark (readers) CPU per delivered event | {:.2} µs |  |", p.client_us),
+        format!("| machine busy while the writes and deliveries ran (all cores) | {:.0}% |  |", p.busy * 100.0),
         format!("| a watcher that never read during the writes | {} |  |", p.slow),
     ]
 }
