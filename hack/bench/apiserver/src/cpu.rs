@@ -40,9 +40,35 @@ fn machine() -> Result<(Duration, Duration)> {
     Ok((ticks(total - not_busy), ticks(total)))
 }
 
+/// The pid of the etcd serving `url` when it runs on this machine: a process named `etcd`
+/// whose command line holds the URL's `host:port`.
+pub fn etcd_pid(url: &str) -> Option<String> {
+    let host_port = url.split("://").nth(1).unwrap_or(url).trim_end_matches('/');
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        .find(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let mut args = cmdline.split(|b| *b == 0);
+            let is_etcd = args
+                .next()
+                .is_some_and(|a| a == b"etcd" || a.ends_with(b"/etcd"));
+            is_etcd
+                && args.any(|a| {
+                    String::from_utf8_lossy(a)
+                        .split(',')
+                        .any(|u| u.trim_end_matches('/').ends_with(host_port))
+                })
+        })
+}
+
 /// A reading at the start of a phase.
 pub struct Mark {
     server_pid: String,
+    etcd_pid: Option<String>,
+    etcd: Duration,
     server: Duration,
     bench: Duration,
     busy: Duration,
@@ -53,17 +79,26 @@ pub struct Mark {
 pub struct Used {
     pub server: Duration,
     pub bench: Duration,
-    /// Busy CPU of every other process (etcd, the kernel's own threads, other work).
+    /// etcd's, when its process was found on this machine.
+    pub etcd: Option<Duration>,
+    /// Busy CPU of every other process (the kernel's own threads, other work; etcd when its
+    /// process was not found).
     pub rest: Duration,
     /// Busy share of all cores over the phase (1.0: every core busy throughout).
     pub busy: f64,
 }
 
 impl Mark {
-    pub fn now(server_pid: &str) -> Result<Mark> {
+    pub fn now(server_pid: &str, etcd_pid: Option<&str>) -> Result<Mark> {
         let server_pid = server_pid.to_string();
+        let etcd_pid = etcd_pid.map(str::to_string);
         let (busy, total) = machine()?;
         Ok(Mark {
+            etcd: match &etcd_pid {
+                Some(p) => process(p)?,
+                None => Duration::ZERO,
+            },
+            etcd_pid,
             server: process(&server_pid)?,
             bench: process("self")?,
             busy,
@@ -76,23 +111,33 @@ impl Mark {
         let (busy, total) = machine()?;
         let server = process(&self.server_pid)?.saturating_sub(self.server);
         let bench = process("self")?.saturating_sub(self.bench);
+        let etcd = match &self.etcd_pid {
+            Some(p) => Some(process(p)?.saturating_sub(self.etcd)),
+            None => None,
+        };
         let busy = busy.saturating_sub(self.busy);
         let total = total.saturating_sub(self.total);
         Ok(Used {
             server,
             bench,
-            rest: busy.saturating_sub(server + bench),
+            etcd,
+            rest: busy.saturating_sub(server + bench + etcd.unwrap_or_default()),
             busy: busy.as_secs_f64() / total.as_secs_f64().max(1e-9),
         })
     }
 }
 
 impl Used {
-    /// `machine busy 98% | server 412 / bench 120 / rest 230 µs` per one of `n` requests.
+    /// `machine busy 98%; µs per request: server 412, benchmark 120, etcd 300, rest 20`, per
+    /// one of `n` requests.
     pub fn per(&self, n: usize) -> String {
         let us = |d: Duration| d.as_secs_f64() * 1e6 / n.max(1) as f64;
+        let etcd = match self.etcd {
+            Some(e) => format!("etcd {:.0}, rest", us(e)),
+            None => "rest (etcd, other)".to_string(),
+        };
         format!(
-            "machine busy {:.0}%; µs per request: server {:.0}, benchmark {:.0}, rest (etcd, other) {:.0}",
+            "machine busy {:.0}%; µs per request: server {:.0}, benchmark {:.0}, {etcd} {:.0}",
             self.busy * 100.0,
             us(self.server),
             us(self.bench),

@@ -96,10 +96,10 @@ async fn raw_txn_rate(url: &str, n: usize, concurrency: usize) -> Result<f64> {
 
 /// `phase`'s result and the CPU the machine spent while it ran.
 async fn measured<T>(
-    server_pid: &str,
+    (server_pid, etcd_pid): (&str, Option<&str>),
     phase: impl std::future::Future<Output = Result<T>>,
 ) -> Result<(T, crate::cpu::Used)> {
-    let mark = crate::cpu::Mark::now(server_pid)?;
+    let mark = crate::cpu::Mark::now(server_pid, etcd_pid)?;
     let out = phase.await?;
     Ok((out, mark.used()?))
 }
@@ -119,16 +119,18 @@ pub async fn run(
     pid: u32,
 ) -> Result<Vec<String>> {
     crate::lists::fill(client, "bench-create", 0, concurrency).await?;
-    let server = pid.to_string();
+    let server_pid = pid.to_string();
+    let etcd_pid = etcd.and_then(crate::cpu::etcd_pid);
+    let server = (server_pid.as_str(), etcd_pid.as_deref());
     let (post, post_cpu) = measured(
-        &server,
+        server,
         crate::profile::around(profile, "post", pid, async {
             crate::rate(client, n, concurrency, |i| configmap("bench-create", i)).await
         }),
     )
     .await?;
     let (dry, dry_cpu) = measured(
-        &server,
+        server,
         crate::profile::around(profile, "dry-run", pid, async {
             crate::rate(client, n, concurrency, |i| {
                 let mut req = configmap("bench-create", n + i);
@@ -142,7 +144,7 @@ pub async fn run(
     )
     .await?;
     let (get, get_cpu) = measured(
-        &server,
+        server,
         crate::profile::around(profile, "get", pid, async {
             crate::rate(client, n, concurrency, |i| {
                 http::Request::get(format!("/api/v1/namespaces/bench-create/configmaps/cm-{i}"))
@@ -179,7 +181,7 @@ pub async fn run(
     ];
     match etcd {
         Some(url) => {
-            let (raw, raw_cpu) = measured(&server, raw_txn_rate(url, n, concurrency)).await?;
+            let (raw, raw_cpu) = measured(server, raw_txn_rate(url, n, concurrency)).await?;
             let storage: DynStorage = Arc::new(
                 kapi_storage::etcd::EtcdStorage::connect(kapi_storage::etcd::EtcdConfig {
                     endpoints: vec![url.to_string()],
@@ -189,7 +191,7 @@ pub async fn run(
                 .await?,
             );
             let (layer, layer_cpu) =
-                measured(&server, storage_rate(&storage, n, concurrency)).await?;
+                measured(server, storage_rate(&storage, n, concurrency)).await?;
             rows.push(format!(
                 "| reference: raw etcd-client guarded txn | {raw:.0} /s ({:.0} µs) | POST is {:.2}× of it |",
                 us(raw),
@@ -214,7 +216,7 @@ pub async fn run(
             let storage: DynStorage =
                 Arc::new(kapi_storage::embedded::EmbeddedStorage::open(dir.path())?);
             let (layer, layer_cpu) =
-                measured(&server, storage_rate(&storage, n, concurrency)).await?;
+                measured(server, storage_rate(&storage, n, concurrency)).await?;
             rows.push(format!(
                 "| reference: kapi-storage create on its own embedded store | {layer:.0} /s ({:.0} µs) | POST is {:.2}× of it |",
                 us(layer),

@@ -303,7 +303,7 @@ async fn point(
         .enumerate()
         .map(|(i, b)| tokio::spawn(follow(b, expected_rx.clone(), limit, i % LAG_SAMPLE == 0)))
         .collect();
-    let mark = crate::cpu::Mark::now(pid)?;
+    let mark = crate::cpu::Mark::now(pid, None)?;
     let writes = wait_writes(paced_writes(kubeconfig, name, n, rate)).await?;
     let ok = writes.answered.len();
     let _ = expected_tx.send(ok);
@@ -394,7 +394,7 @@ pub async fn run(
         points[0].1,
         (points[0].1 * args.watch_seconds).round().max(1.0) as usize,
     );
-    let mark = crate::cpu::Mark::now(&pid)?;
+    let mark = crate::cpu::Mark::now(&pid, None)?;
     let w0 = wait_writes(paced_writes(kubeconfig, "base", n0, rate0)).await?;
     let ok0 = w0.answered.len().max(1) as u32;
     let used = mark.used()?;
