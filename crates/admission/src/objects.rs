@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use kapi_machinery::{ApiError, GroupResource, Object};
+use std::sync::Arc;
 
 /// Objects by resource, namespace (`""` for cluster-scoped) and name.
 #[async_trait]
@@ -17,7 +18,8 @@ pub trait ObjectStore: Send + Sync {
     ) -> Result<Option<Object>, ApiError>;
 
     /// The object as a watch cache holds it, which may trail storage by the last changes
-    /// (upstream's informer listers); without a cache, [`ObjectStore::get`]. Callers read
+    /// (upstream's informer listers), shared with the cache; without a cache,
+    /// [`ObjectStore::get`]. Callers read
     /// storage again whenever a cached answer would refuse or could be out of date in a way
     /// that matters (upstream's live lookup).
     async fn get_cached(
@@ -25,8 +27,8 @@ pub trait ObjectStore: Send + Sync {
         gr: &GroupResource,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Object>, ApiError> {
-        self.get(gr, namespace, name).await
+    ) -> Result<Option<Arc<Object>>, ApiError> {
+        Ok(self.get(gr, namespace, name).await?.map(Arc::new))
     }
 
     /// Every object of `gr` in `namespace` (all namespaces when `""` for a namespaced one).

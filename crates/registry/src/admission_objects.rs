@@ -72,11 +72,11 @@ impl ObjectStore for StorageObjects {
         gr: &GroupResource,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Object>, ApiError> {
+    ) -> Result<Option<Arc<Object>>, ApiError> {
         if gr.group.is_empty() && gr.resource == "namespaces" && namespace.is_empty() {
             return self.caches.namespace(name).await;
         }
-        self.get(gr, namespace, name).await
+        Ok(self.get(gr, namespace, name).await?.map(Arc::new))
     }
 
     async fn list_cached(

@@ -79,12 +79,12 @@ impl WatchCaches {
 
     /// The namespace as the cache holds it (it may trail storage); `None` when it does not
     /// hold it or no cache is set.
-    pub async fn namespace(&self, namespace: &str) -> Result<Option<Object>, ApiError> {
+    pub async fn namespace(&self, namespace: &str) -> Result<Option<Arc<Object>>, ApiError> {
         let Some(cache) = self.namespaces.get() else {
             return Ok(None);
         };
         cache
-            .get(&format!("/namespaces/{namespace}"), &ANY_CACHED)
+            .get_shared(&format!("/namespaces/{namespace}"), &ANY_CACHED)
             .await
             .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace, "get"))
     }

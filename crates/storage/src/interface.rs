@@ -131,6 +131,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Reads one key.
     async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>>;
 
+    /// [`Storage::get`] for a caller that only reads the object: the watch cache hands out
+    /// the object it decoded for an earlier read of the same state rather than decoding it
+    /// again (every create reads its namespace this way, twice).
+    async fn get_shared(&self, key: &str, opts: &GetOptions) -> Result<Option<Arc<Object>>> {
+        Ok(self.get(key, opts).await?.map(Arc::new))
+    }
+
     /// Lists every key under `prefix` (which should end in `/`), honouring the resource
     /// version semantics, selectors, `limit` and `continue` of `opts`.
     async fn list(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult>;

@@ -178,6 +178,51 @@ async fn objects_decoded_from_the_cache_equal_the_backends() {
     assert_eq!(keys, ["metadata", "kind", "spec", "apiVersion"]);
 }
 
+/// `get_shared` hands out one decoded object per state while the cache holds that state, and
+/// the new state (decoded again) once a change has reached the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_reads_decode_each_state_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup(tmp.path());
+    let k = key("a", "p");
+    cache
+        .create(&k, on_node("a", "p", "web", "n1"), None)
+        .await
+        .unwrap();
+    caught_up(&cache, &backend).await;
+    let any = GetOptions {
+        resource_version: Some(0),
+        ignore_not_found: true,
+    };
+    let first = cache.get_shared(&k, &any).await.unwrap().unwrap();
+    let second = cache.get_shared(&k, &any).await.unwrap().unwrap();
+    assert!(Arc::ptr_eq(&first, &second), "one decode per state");
+    let plain = cache.get(&k, &any).await.unwrap().unwrap();
+    assert_eq!(first.to_vec(), plain.to_vec());
+
+    let moved = cache
+        .guaranteed_update(&k, None, false, &mut |_| {
+            Box::pin(async { Ok(on_node("a", "p", "db", "n2")) })
+        })
+        .await
+        .unwrap();
+    caught_up(&cache, &backend).await;
+    let after = cache.get_shared(&k, &any).await.unwrap().unwrap();
+    assert!(!Arc::ptr_eq(&first, &after));
+    assert_eq!(rv(&after), rv(&moved));
+    assert_eq!(after.labels()["app"], "db");
+    assert_eq!(
+        after.to_vec(),
+        backend.get(&k, &any).await.unwrap().unwrap().to_vec()
+    );
+
+    assert!(cache
+        .get_shared(&key("a", "missing"), &any)
+        .await
+        .unwrap()
+        .is_none());
+}
+
 /// A watcher whose field selector stops matching gets DELETED with the old state at the
 /// change's revision, whether the cache keeps the field's value or reads it from the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

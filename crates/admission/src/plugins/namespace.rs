@@ -54,13 +54,16 @@ fn is_namespace(a: &Attributes) -> bool {
 
 /// The namespace as upstream's plugin finds it: from the cache when it is there and active,
 /// else (missing, terminating or deleting in the cache: possibly out of date) from storage.
-async fn get_namespace(objects: &dyn ObjectStore, name: &str) -> Result<Option<Object>, ApiError> {
+async fn get_namespace(
+    objects: &dyn ObjectStore,
+    name: &str,
+) -> Result<Option<Arc<Object>>, ApiError> {
     if let Some(ns) = objects.get_cached(&namespaces(), "", name).await? {
         if !is_terminating(&ns) {
             return Ok(Some(ns));
         }
     }
-    objects.get(&namespaces(), "", name).await
+    Ok(objects.get(&namespaces(), "", name).await?.map(Arc::new))
 }
 
 /// Whether a namespace is being deleted (Terminating, or a deletionTimestamp set).
@@ -126,7 +129,10 @@ impl ValidationInterface for NamespaceLifecycle {
             return Ok(());
         }
         let found = if self.force_live.active(&a.namespace) {
-            self.objects.get(&namespaces(), "", &a.namespace).await?
+            self.objects
+                .get(&namespaces(), "", &a.namespace)
+                .await?
+                .map(Arc::new)
         } else {
             get_namespace(self.objects.as_ref(), &a.namespace).await?
         };

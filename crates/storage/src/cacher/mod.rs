@@ -23,6 +23,7 @@
 //! - A watcher that asked for bookmarks gets a BOOKMARK at the cache's revision about every
 //!   minute and 2s before its timeout, as upstream's `nextBookmarkTime` schedules them.
 
+mod decoded;
 mod item;
 mod state;
 
@@ -32,8 +33,8 @@ use crate::continuation;
 use crate::error::{Error, Result};
 use crate::events::prefix_end;
 use crate::interface::{
-    DynStorage, GetOptions, ListResult, Revision, Storage, ValidateDeleteFn, WatchOptions,
-    WatchStream,
+    DynStorage, EncodedItem, GetOptions, ListResult, Revision, Storage, ValidateDeleteFn,
+    WatchOptions, WatchStream,
 };
 use crate::list::ReadAt;
 use async_trait::async_trait;
@@ -95,6 +96,8 @@ struct Shared {
     /// behind a lock per range, so that the reads that need the same range proven at once
     /// make one backend read, and later ones none while nothing has reached the cache.
     proofs: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Proven>>>>>,
+    /// Objects decoded for [`Storage::get_shared`].
+    decoded: decoded::Decoded,
 }
 
 /// A range proven to hold no change between the cache's revision and a later one.
@@ -148,6 +151,7 @@ impl Cacher {
             }),
             revision,
             proofs: Mutex::default(),
+            decoded: decoded::Decoded::default(),
         });
         let tasks = vec![
             tokio::spawn(reflect(shared.clone())),
@@ -167,7 +171,39 @@ impl Cacher {
     }
 }
 
+/// Where a read of one key is answered.
+enum OneKey {
+    /// By the backend: no revision asked for, the cache still loading, or not there yet.
+    Backend,
+    /// From the cache's item.
+    Cached(EncodedItem),
+    /// The cache holds no such key (and the read ignores not-found).
+    Missing,
+}
+
 impl Shared {
+    /// Decides where a read of `key` is answered (see [`OneKey`]).
+    async fn read_one(&self, key: &str, opts: &GetOptions) -> Result<OneKey> {
+        let Some(min) = opts.resource_version else {
+            return Ok(OneKey::Backend);
+        };
+        // A cache still loading hands reads of one key to the backend (upstream, KEP 4568).
+        if !self.is_ready() {
+            return Ok(OneKey::Backend);
+        }
+        if !self.wait_for(min).await {
+            // Not there yet (or not loaded): the backend answers, and says "too large" itself
+            // if the revision really is in the future.
+            return Ok(OneKey::Backend);
+        }
+        let found = self.lock().store.get(key).map(|c| c.encoded());
+        match found {
+            Some(c) => Ok(OneKey::Cached(c)),
+            None if opts.ignore_not_found => Ok(OneKey::Missing),
+            None => Err(Error::NotFound { key: key.into() }),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the maps half-updated in a way that
         // matters more than stopping all reads; keep serving.
@@ -523,24 +559,19 @@ impl Storage for Cacher {
     }
 
     async fn get(&self, key: &str, opts: &GetOptions) -> Result<Option<Object>> {
-        let Some(min) = opts.resource_version else {
-            return self.shared.backend.get(key, opts).await;
-        };
-        // A cache still loading hands reads of one key to the backend (upstream, KEP 4568).
-        if !self.shared.is_ready() {
-            return self.shared.backend.get(key, opts).await;
-        }
-        if !self.shared.wait_for(min).await {
-            // Not there yet (or not loaded): the backend answers, and says "too large" itself
-            // if the revision really is in the future.
-            return self.shared.backend.get(key, opts).await;
-        }
-        let found = self.shared.lock().store.get(key).map(|c| c.encoded());
-        match found {
+        match self.shared.read_one(key, opts).await? {
+            OneKey::Backend => self.shared.backend.get(key, opts).await,
             // Decoded outside the lock.
-            Some(c) => Ok(Some(c.decode()?)),
-            None if opts.ignore_not_found => Ok(None),
-            None => Err(Error::NotFound { key: key.into() }),
+            OneKey::Cached(c) => Ok(Some(c.decode()?)),
+            OneKey::Missing => Ok(None),
+        }
+    }
+
+    async fn get_shared(&self, key: &str, opts: &GetOptions) -> Result<Option<Arc<Object>>> {
+        match self.shared.read_one(key, opts).await? {
+            OneKey::Backend => Ok(self.shared.backend.get(key, opts).await?.map(Arc::new)),
+            OneKey::Cached(c) => self.shared.decoded.get_or_decode(key, &c).map(Some),
+            OneKey::Missing => Ok(None),
         }
     }
 
