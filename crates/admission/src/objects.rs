@@ -19,9 +19,8 @@ pub trait ObjectStore: Send + Sync {
 
     /// The object as a watch cache holds it, which may trail storage by the last changes
     /// (upstream's informer listers), shared with the cache; without a cache,
-    /// [`ObjectStore::get`]. Callers read
-    /// storage again whenever a cached answer would refuse or could be out of date in a way
-    /// that matters (upstream's live lookup).
+    /// [`ObjectStore::get`]. Callers read storage again whenever a cached answer would refuse
+    /// or could be out of date in a way that matters (upstream's live lookup).
     async fn get_cached(
         &self,
         gr: &GroupResource,
