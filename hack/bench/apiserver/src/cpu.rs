@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 
 /// CPU time (user + system) of a process from `/proc/<pid>/stat` (`self` for this one).
-pub fn process(pid: &str) -> Result<Duration> {
+fn process(pid: &str) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let fields: Vec<&str> = stat
         .rsplit_once(')')
@@ -67,8 +67,8 @@ pub fn etcd_pid(url: &str) -> Option<String> {
 /// A reading at the start of a phase.
 pub struct Mark {
     server_pid: String,
-    etcd_pid: Option<String>,
-    etcd: Duration,
+    /// etcd's pid and CPU time, when its process was found.
+    etcd: Option<(String, Duration)>,
     server: Duration,
     bench: Duration,
     busy: Duration,
@@ -91,14 +91,12 @@ pub struct Used {
 impl Mark {
     pub fn now(server_pid: &str, etcd_pid: Option<&str>) -> Result<Mark> {
         let server_pid = server_pid.to_string();
-        let etcd_pid = etcd_pid.map(str::to_string);
         let (busy, total) = machine()?;
         Ok(Mark {
-            etcd: match &etcd_pid {
-                Some(p) => process(p)?,
-                None => Duration::ZERO,
+            etcd: match etcd_pid {
+                Some(p) => Some((p.to_string(), process(p)?)),
+                None => None,
             },
-            etcd_pid,
             server: process(&server_pid)?,
             bench: process("self")?,
             busy,
@@ -111,8 +109,8 @@ impl Mark {
         let (busy, total) = machine()?;
         let server = process(&self.server_pid)?.saturating_sub(self.server);
         let bench = process("self")?.saturating_sub(self.bench);
-        let etcd = match &self.etcd_pid {
-            Some(p) => Some(process(p)?.saturating_sub(self.etcd)),
+        let etcd = match &self.etcd {
+            Some((p, before)) => Some(process(p)?.saturating_sub(*before)),
             None => None,
         };
         let busy = busy.saturating_sub(self.busy);
