@@ -29,12 +29,7 @@ pub async fn read_limited(mut body: RequestBody, limit: usize) -> Result<Bytes, 
 /// Parses a body into a JSON value in the given format.
 pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError> {
     match format {
-        InputFormat::Json => {
-            kapi_registry::codec::find_kind(bytes).map_err(ApiError::bad_request)?;
-            serde_json::from_slice(bytes).map_err(|e| {
-                ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-            })
-        }
+        InputFormat::Json => kapi_registry::codec::parse_json(bytes).map_err(ApiError::bad_request),
         InputFormat::Protobuf => crate::protobuf::decode_object(bytes).map(Value::from),
         InputFormat::Yaml => {
             let text = std::str::from_utf8(bytes).map_err(|e| {

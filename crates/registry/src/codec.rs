@@ -141,8 +141,33 @@ pub fn parse_json_as(
 /// (`couldn't get version/kind; json parse error: <Go's encoding/json error>`).
 pub fn find_kind(bytes: &[u8]) -> Result<(), String> {
     match go_json::find_kind_error(bytes) {
-        Some(e) => Err(format!("couldn't get version/kind; json parse error: {e}")),
+        Some(e) => Err(find_kind_message(&e)),
         None => Ok(()),
+    }
+}
+
+fn find_kind_message(go_error: &str) -> String {
+    format!("couldn't get version/kind; json parse error: {go_error}")
+}
+
+/// Parses a JSON body as upstream's serializer reads it, with its [`find_kind`] error when the
+/// body cannot be read.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, String> {
+    kind_checked(bytes, serde_json::from_slice(bytes))
+}
+
+/// `parsed` (what serde made of `bytes`) checked as [`find_kind`] checks the bytes, without a
+/// second parse of a body that reads: serde and Go's scanner accept the same grammar, so Go's
+/// scanner runs only on bytes serde refused, for the message upstream gives. What serde refuses
+/// and Go reads (invalid UTF-8, a lone surrogate escape, nesting deeper than 128) keeps
+/// serde's message.
+fn kind_checked<E: fmt::Display>(bytes: &[u8], parsed: Result<Value, E>) -> Result<Value, String> {
+    let value = parsed.map_err(|e| {
+        find_kind_message(&go_json::find_kind_error(bytes).unwrap_or_else(|| e.to_string()))
+    })?;
+    match go_json::kind_type_error(&value) {
+        Some(e) => Err(find_kind_message(&e)),
+        None => Ok(value),
     }
 }
 
@@ -194,23 +219,15 @@ fn format_path(path: &serde_ignored::Path<'_>) -> String {
 /// duplicated key (`duplicate field "metadata.name"`); the last value wins, as in Go. A body
 /// that cannot be read is a 400 [`unrecognized`] with Go's parse error.
 pub fn parse_json_with_duplicates(kind: &str, bytes: &[u8]) -> Decoded {
-    find_kind(bytes).map_err(|e| unrecognized(kind, &e, bytes))?;
     let mut dups = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = TrackingSeed {
+    let parsed = TrackingSeed {
         path: &Pos::Root,
         dups: &mut dups,
     }
     .deserialize(&mut de)
-    .and_then(|v| de.end().map(|_| v))
-    // What Go reads and serde does not (invalid UTF-8 in strings, nesting deeper than 128).
-    .map_err(|e| {
-        unrecognized(
-            kind,
-            &format!("couldn't get version/kind; json parse error: {e}"),
-            bytes,
-        )
-    })?;
+    .and_then(|v| de.end().map(|_| v));
+    let value = kind_checked(bytes, parsed).map_err(|e| unrecognized(kind, &e, bytes))?;
     let messages = dups
         .into_iter()
         .map(|p| format!("duplicate field {p:?}"))
@@ -440,6 +457,39 @@ mod tests {
         assert_eq!(
             e.message,
             "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)"
+        );
+        // A body that reads, with a kind Go cannot put in its string field (matched without
+        // regard to case).
+        let e = parse_json_with_duplicates("ConfigMap", br#"{"Kind": 7}"#).unwrap_err();
+        assert_eq!(
+            e.message,
+            r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string ({"Kind": 7})"#
+        );
+        // Go reads a lone surrogate escape; serde does not, and its message is kept.
+        let e = parse_json_with_duplicates("ConfigMap", br#"{"data": {"k": "\ud800"}}"#)
+            .unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of hex escape"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn parse_json_gives_go_errors() {
+        assert_eq!(
+            parse_json(br#"{"kind": "ConfigMap", "data": {}}"#).unwrap()["kind"],
+            "ConfigMap"
+        );
+        assert_eq!(
+            parse_json(b"{not json").unwrap_err(),
+            "couldn't get version/kind; json parse error: invalid character 'n' looking for beginning of object key string"
+        );
+        assert_eq!(
+            parse_json(br#"{"apiVersion": true}"#).unwrap_err(),
+            "couldn't get version/kind; json parse error: json: cannot unmarshal bool into Go struct field .apiVersion of type string"
         );
     }
 }

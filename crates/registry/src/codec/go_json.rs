@@ -16,7 +16,13 @@ pub fn find_kind_error(bytes: &[u8]) -> Option<String> {
     }
     // The syntax is valid: the remaining errors are type errors against the struct.
     let value: Value = serde_json::from_slice(bytes).ok()?;
-    match &value {
+    kind_type_error(&value)
+}
+
+/// Go's type error reading apiVersion/kind from a parsed body (keys matched without regard to
+/// case, as Go matches struct fields), or `None` when both are strings, null or absent.
+pub fn kind_type_error(value: &Value) -> Option<String> {
+    match value {
         Value::Object(map) => {
             for (key, v) in map {
                 let field = if key.eq_ignore_ascii_case("apiVersion") {

@@ -9,6 +9,7 @@ use super::schema::{effective, Shape, Ty};
 use super::set::{path_string, Path, PathElement, Set};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// `Apply` or `Update`; `Apply` sorts first, as upstream orders entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -231,7 +232,12 @@ pub struct Writer {
 }
 
 /// Fields never owned: identity and bookkeeping (upstream's `stripMetaManager`).
-fn stripped() -> Set {
+fn stripped() -> &'static Set {
+    static STRIPPED: LazyLock<Set> = LazyLock::new(stripped_fields);
+    &STRIPPED
+}
+
+fn stripped_fields() -> Set {
     let mut s = Set::new();
     for p in ["apiVersion", "kind", "metadata"] {
         s.insert(&[PathElement::Field(p.into())]);
@@ -276,9 +282,10 @@ fn reset_fields(subresource: &str, obj: &Value) -> Set {
     s
 }
 
-fn owned(set: &Set, writer: &Writer, obj: &Value) -> Set {
-    set.recursive_difference(&reset_fields(&writer.subresource, obj))
-        .difference(&stripped())
+fn owned(mut set: Set, writer: &Writer, obj: &Value) -> Set {
+    set.remove_under(&reset_fields(&writer.subresource, obj));
+    set.remove(stripped());
+    set
 }
 
 /// `v` without `metadata.managedFields`, copied only when it has them.
@@ -299,9 +306,9 @@ fn without_managed_fields(v: &Value) -> Cow<'_, Value> {
 
 fn filtered(c: Comparison, writer: &Writer, obj: &Value) -> Comparison {
     Comparison {
-        added: owned(&c.added, writer, obj),
-        modified: owned(&c.modified, writer, obj),
-        removed: owned(&c.removed, writer, obj),
+        added: owned(c.added, writer, obj),
+        modified: owned(c.modified, writer, obj),
+        removed: owned(c.removed, writer, obj),
     }
 }
 
@@ -320,10 +327,15 @@ pub fn update(
         &without_managed_fields(new),
         ty,
     )?;
-    let c = filtered(c, writer, new);
-    let changed = c.changed();
+    let Comparison {
+        added: mut changed,
+        modified,
+        removed,
+    } = filtered(c, writer, new);
+    changed.merge(modified);
     for e in managed.entries.iter_mut() {
-        e.set = e.set.difference(&changed).difference(&c.removed);
+        e.set.remove(&changed);
+        e.set.remove(&removed);
     }
     if !changed.is_empty() {
         match managed
@@ -336,7 +348,7 @@ pub fn update(
             .and_then(|i| managed.entries.get_mut(i))
         {
             Some(e) => {
-                e.set = e.set.union(&changed);
+                e.set.merge(changed);
                 e.time = Some(writer.now.clone());
             }
             None => managed.entries.push(Entry {
@@ -408,7 +420,7 @@ pub fn apply(
 ) -> Result<Option<Value>, ApplyError> {
     let live = without_managed_fields(live);
     let config = without_managed_fields(config);
-    let applied = owned(&to_set(&config, ty)?, writer, &config);
+    let applied = owned(to_set(&config, ty)?, writer, &config);
     let mut merged = merge(&live, &config, ty)?;
 
     let previous = managed.position(&writer.manager, Operation::Apply, "", &writer.subresource);
@@ -432,10 +444,10 @@ pub fn apply(
         .unwrap_or(0);
 
     if let Some(last) = last.filter(|l| !l.is_empty()) {
-        let all = next
-            .entries
-            .iter()
-            .fold(Set::new(), |acc, e| acc.union(&e.set));
+        let all = next.entries.iter().fold(Set::new(), |mut acc, e| {
+            acc.merge(e.set.clone());
+            acc
+        });
         let gone = prunable(&last, &all);
         remove(&mut merged, &gone, ty);
     }
@@ -450,7 +462,7 @@ pub fn apply(
         let clash = e.set.intersection(&changed);
         if !clash.is_empty() {
             if force {
-                e.set = e.set.difference(&clash);
+                e.set.remove(&clash);
             } else {
                 for path in clash.paths() {
                     conflicts.push(Conflict {
@@ -460,7 +472,7 @@ pub fn apply(
                 }
             }
         }
-        e.set = e.set.difference(&c.removed);
+        e.set.remove(&c.removed);
     }
     if !conflicts.is_empty() {
         conflicts.sort_by(|a, b| (&a.manager, &a.path).cmp(&(&b.manager, &b.path)));

@@ -3,6 +3,7 @@
 //! `v:<value>`, `i:<index>`, and `.` for a node that is itself a member).
 
 use serde_json::{Map, Value};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -145,31 +146,42 @@ impl Set {
 
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, child) in &other.children {
-            let merged = match out.children.get(pe) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(pe.clone(), merged);
-        }
+        out.merge(other.clone());
         out
+    }
+
+    /// Adds every path of `other`, taking its nodes rather than copying them.
+    pub fn merge(&mut self, other: Set) {
+        self.members.extend(other.members);
+        for (pe, child) in other.children {
+            match self.children.entry(pe) {
+                Entry::Occupied(mut mine) => mine.get_mut().merge(child),
+                Entry::Vacant(slot) => {
+                    slot.insert(child);
+                }
+            }
+        }
     }
 
     /// The paths of `self` that are not paths of `other` (exact paths only).
     pub fn difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            let rest = match other.children.get(pe) {
-                Some(o) => child.difference(o),
-                None => child.clone(),
-            };
-            if !rest.is_empty() {
-                children.insert(pe.clone(), rest);
-            }
+        let mut out = self.clone();
+        out.remove(other);
+        out
+    }
+
+    /// Removes the paths of `other` (exact paths only), in place.
+    pub fn remove(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
         }
-        Set { members, children }
+        self.members.retain(|pe| !other.members.contains(pe));
+        self.children.retain(|pe, child| {
+            if let Some(o) = other.children.get(pe) {
+                child.remove(o);
+            }
+            !child.is_empty()
+        });
     }
 
     pub fn intersection(&self, other: &Set) -> Set {
@@ -188,21 +200,26 @@ impl Set {
 
     /// The paths of `self` that neither are in `other` nor lie below a member of `other`.
     pub fn recursive_difference(&self, other: &Set) -> Set {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let mut children = BTreeMap::new();
-        for (pe, child) in &self.children {
-            if other.members.contains(pe) {
-                continue;
-            }
-            let rest = match other.children.get(pe) {
-                Some(o) => child.recursive_difference(o),
-                None => child.clone(),
-            };
-            if !rest.is_empty() {
-                children.insert(pe.clone(), rest);
-            }
+        let mut out = self.clone();
+        out.remove_under(other);
+        out
+    }
+
+    /// Removes the paths of `other` and every path below a member of `other`, in place.
+    pub fn remove_under(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
         }
-        Set { members, children }
+        self.members.retain(|pe| !other.members.contains(pe));
+        self.children.retain(|pe, child| {
+            if other.members.contains(pe) {
+                return false;
+            }
+            if let Some(o) = other.children.get(pe) {
+                child.remove_under(o);
+            }
+            !child.is_empty()
+        });
     }
 
     /// Whether any path of this set starts with `pe` (the member itself or something below).
