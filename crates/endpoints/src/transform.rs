@@ -115,7 +115,18 @@ pub fn list_value(info: &ResourceInfo, list: ListPayload) -> Value {
             o.into_value()
         })
         .collect();
-    json!({"kind": info.list_kind, "apiVersion": api_version(info), "metadata": meta, "items": items})
+    object_of([
+        ("kind", Value::String(info.list_kind.clone())),
+        ("apiVersion", Value::String(api_version(info))),
+        ("metadata", Value::Object(meta)),
+        ("items", Value::Array(items)),
+    ])
+}
+
+/// A JSON object of `pairs`, in order, taking their values: `json!` would copy each value
+/// it interpolates through `serde_json::to_value`, a list's every item included.
+fn object_of<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// `v1` or `group/version`.
@@ -139,7 +150,11 @@ pub fn with_type_meta(info: &ResourceInfo, mut obj: Object) -> Object {
 /// Upstream's `meta.AsPartialObjectMetadata`.
 pub fn partial_object_metadata(obj: &Object, v: MetaVersion) -> Value {
     let metadata = obj.metadata().cloned().unwrap_or_default();
-    json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": metadata})
+    object_of([
+        ("kind", Value::from("PartialObjectMetadata")),
+        ("apiVersion", Value::from(v.api_version())),
+        ("metadata", Value::Object(metadata)),
+    ])
 }
 
 /// Everything needed to render a Table.
@@ -182,7 +197,13 @@ pub fn table(
         Value::Null
     };
     let rows: Vec<Value> = objects.iter().map(|o| table_row(ctx, o, v)).collect();
-    json!({"kind": "Table", "apiVersion": v.api_version(), "metadata": list_meta, "columnDefinitions": columns, "rows": rows})
+    object_of([
+        ("kind", Value::from("Table")),
+        ("apiVersion", Value::from(v.api_version())),
+        ("metadata", Value::Object(list_meta)),
+        ("columnDefinitions", columns),
+        ("rows", Value::Array(rows)),
+    ])
 }
 
 pub(crate) fn list_meta_of(list: &ListPayload) -> Map<String, Value> {
@@ -254,9 +275,12 @@ pub fn transform(
                 .iter()
                 .map(|o| partial_object_metadata(o, v))
                 .collect();
-            Ok(
-                json!({"kind": "PartialObjectMetadataList", "apiVersion": v.api_version(), "metadata": list_meta_of(&l), "items": items}),
-            )
+            Ok(object_of([
+                ("kind", Value::from("PartialObjectMetadataList")),
+                ("apiVersion", Value::from(v.api_version())),
+                ("metadata", Value::Object(list_meta_of(&l))),
+                ("items", Value::Array(items)),
+            ]))
         }
         (Payload::Object(_), Some(Transform::PartialObjectMetadataList(_))) => {
             Err(not_acceptable(format!(

@@ -466,8 +466,8 @@ mod tests {
             r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string ({"Kind": 7})"#
         );
         // Go reads a lone surrogate escape; serde does not, and its message is kept.
-        let e = parse_json_with_duplicates("ConfigMap", br#"{"data": {"k": "\ud800"}}"#)
-            .unwrap_err();
+        let e =
+            parse_json_with_duplicates("ConfigMap", br#"{"data": {"k": "\ud800"}}"#).unwrap_err();
         assert!(
             e.message.starts_with(
                 "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of hex escape"

@@ -101,8 +101,18 @@ impl Encoder {
 }
 
 fn line(event_type: EventType, object: Value) -> Bytes {
-    let mut out = serde_json::to_vec(&json!({"type": event_type.as_str(), "object": object}))
-        .unwrap_or_default();
+    /// The event as it is written, borrowing its object (`json!` would copy it first).
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(rename = "type")]
+        event_type: &'a str,
+        object: &'a Value,
+    }
+    let event = Line {
+        event_type: event_type.as_str(),
+        object: &object,
+    };
+    let mut out = serde_json::to_vec(&event).unwrap_or_default();
     out.push(b'\n');
     Bytes::from(out)
 }

@@ -44,23 +44,28 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
     format!("{}.{version}.{kind}", parts.join("."))
 }
 
-fn sorted(v: Value) -> Value {
+/// Sorts the keys of every map in `v`, in place. Stored objects are sorted already (only
+/// defaults applied on read add keys), so a map is re-sorted only when it is out of order.
+fn sort_keys(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            if !m.keys().is_sorted() {
+                m.sort_keys();
+            }
+            m.values_mut().for_each(sort_keys);
         }
-        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        other => other,
+        Value::Array(a) => a.iter_mut().for_each(sort_keys),
+        _ => {}
     }
 }
 
-fn sorted_object(obj: Object) -> Object {
-    match sorted(obj.into_value()) {
-        Value::Object(m) => Object::from(m),
-        _ => Object::new(),
+fn sorted_object(mut obj: Object) -> Object {
+    let map = obj.as_map_mut();
+    if !map.keys().is_sorted() {
+        map.sort_keys();
     }
+    map.values_mut().for_each(sort_keys);
+    obj
 }
 
 /// Whole floats as integers (`10.0` → `10`), as Go's encoder prints a float64 without a
