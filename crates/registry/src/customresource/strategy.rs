@@ -59,13 +59,13 @@ fn sort_keys(v: &mut Value) {
     }
 }
 
-fn sorted_object(mut obj: Object) -> Object {
-    let map = obj.as_map_mut();
-    if !map.keys().is_sorted() {
-        map.sort_keys();
+fn sorted_object(obj: Object) -> Object {
+    let mut value = obj.into_value();
+    sort_keys(&mut value);
+    match value {
+        Value::Object(m) => Object::from(m),
+        _ => Object::new(),
     }
-    map.values_mut().for_each(sort_keys);
-    obj
 }
 
 /// Whole floats as integers (`10.0` → `10`), as Go's encoder prints a float64 without a

@@ -172,16 +172,7 @@ impl Set {
 
     /// Removes the paths of `other` (exact paths only), in place.
     pub fn remove(&mut self, other: &Set) {
-        if other.is_empty() {
-            return;
-        }
-        self.members.retain(|pe| !other.members.contains(pe));
-        self.children.retain(|pe, child| {
-            if let Some(o) = other.children.get(pe) {
-                child.remove(o);
-            }
-            !child.is_empty()
-        });
+        self.remove_paths(other, false);
     }
 
     pub fn intersection(&self, other: &Set) -> Set {
@@ -207,16 +198,22 @@ impl Set {
 
     /// Removes the paths of `other` and every path below a member of `other`, in place.
     pub fn remove_under(&mut self, other: &Set) {
+        self.remove_paths(other, true);
+    }
+
+    /// Removes the paths of `other`; with `below_members`, also every path under one of its
+    /// members.
+    fn remove_paths(&mut self, other: &Set, below_members: bool) {
         if other.is_empty() {
             return;
         }
         self.members.retain(|pe| !other.members.contains(pe));
         self.children.retain(|pe, child| {
-            if other.members.contains(pe) {
+            if below_members && other.members.contains(pe) {
                 return false;
             }
             if let Some(o) = other.children.get(pe) {
-                child.remove_under(o);
+                child.remove_paths(o, below_members);
             }
             !child.is_empty()
         });
