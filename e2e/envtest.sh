@@ -95,6 +95,12 @@ ARGS=(
   --service-account-key-file="$CERTS/sa-signer.crt"
   --service-account-signing-key-file="$CERTS/sa-signer.key"
   --service-cluster-ip-range=10.0.0.0/24
+  # What real suites add through APIServer.Configure() (OPA Gatekeeper's, among others): every
+  # API version, feature gates, more admission plugins off. controller-runtime >= v0.19 no
+  # longer passes the deprecated --advertise-address, so it is not passed here either.
+  --runtime-config=api/all=true
+  --feature-gates=MutatingAdmissionPolicy=true
+  --disable-admission-plugins=ServiceAccount,NamespaceLifecycle
 )
 # discoverFlags: `--insecure-port` is passed (as 0) only when `--help` lists it.
 if "$ASSETS/kube-apiserver" --help 2>&1 | grep -Eq '^\s*--insecure-port\b'; then
@@ -211,6 +217,55 @@ fi
 expect_out "delete the Guestbook" "deleted" k delete guestbook first
 expect_out "delete the CRD" "deleted" k delete crd guestbooks.webapp.example.com
 
+# --runtime-config=api/all=true turned on the versions off by default, in discovery, routes
+# and OpenAPI; a ValidatingAdmissionPolicy written as v1beta1 is read back as v1 and enforced.
+expect_out "admissionregistration.k8s.io/v1beta1 is served" "^admissionregistration.k8s.io/v1beta1$" k api-versions
+expect_out "and published in OpenAPI v3" "apis/admissionregistration.k8s.io/v1beta1" k get --raw /openapi/v3
+k apply -f - >"$WORK/vap.out" 2>&1 <<'Y'
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-forbidden}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - {expression: "object.metadata.name != 'forbidden'", message: "that name is forbidden"}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-forbidden}
+spec: {policyName: no-forbidden, validationActions: [Deny]}
+Y
+expect_out "a v1beta1 ValidatingAdmissionPolicy and binding" "validatingadmissionpolicybinding.admissionregistration.k8s.io/no-forbidden created" cat "$WORK/vap.out"
+expect_eq "read back as v1" "admissionregistration.k8s.io/v1" \
+  k get validatingadmissionpolicies.v1.admissionregistration.k8s.io no-forbidden -o jsonpath='{.apiVersion}'
+vap_denies() { ! k create configmap forbidden >/dev/null 2>&1; }
+if wait_until 30 vap_denies; then pass "the policy is enforced"; else fail "the policy is enforced"; fi
+expect_fail "its words" "ValidatingAdmissionPolicy 'no-forbidden' with binding 'no-forbidden' denied request: that name is forbidden" \
+  k create configmap forbidden
+
+# envtest's semantics: no controllers. A deleted namespace with content stays Terminating and
+# a dependent of an owner that never existed is not collected, as on envtest's kube-apiserver.
+expect_ok "a namespace with a ConfigMap" bash -c "'$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' create ns left && '$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' -n left create configmap kept"
+k apply -f - >/dev/null 2>&1 <<'Y'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: orphan
+  namespace: default
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: never-created, uid: 4d7c1d52-3b8c-4e38-9c0a-3f5d1b6a0001}]
+Y
+expect_out "deleting it is accepted" "deleted" k delete ns left --wait=false
+expect_eq "the namespace is Terminating" "Terminating" k get ns left -o jsonpath='{.status.phase}'
+sleep 2
+expect_eq "and still is, its ConfigMap kept (no namespace controller)" "Terminating kept" \
+  bash -c "echo \$('$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' get ns left -o jsonpath='{.status.phase}') \$('$KUBECTL' --kubeconfig '$KUBECONFIG_FILE' -n left get configmap kept -o jsonpath='{.metadata.name}')"
+expect_out "the dependent of a missing owner is kept (no garbage collector)" "^configmap/orphan$" k get configmap orphan -o name
+expect_out "KAPI_LOG (the assets' kube-apiserver.log) has this start's arguments" \
+  "started with: --controllers=-\* .*--runtime-config=api/all=true" cat "$ASSETS/kube-apiserver.log"
+
 expect_eq "nothing written to the working directory" "" ls -A "$WORK/cwd"
 expect_ok "kapi's admin kubeconfig is in --cert-dir" test -s "$CERTS/admin.kubeconfig"
 
@@ -225,5 +280,41 @@ if [ -n "$STOPPED" ]; then
 else
   fail "kube-apiserver stops within 20 s of SIGTERM"
 fi
+
+# --- 7. opting in to kapi's controllers: the same start with KAPI_ENVTEST_CONTROLLERS='*' -------
+(cd "$WORK/cwd" && KAPI_ENVTEST_CONTROLLERS='*' exec "$ASSETS/kube-apiserver" "${ARGS[@]}") >>"$WORK/kapi.out" 2>>"$WORK/kapi.log" &
+KAPI_PID=$!
+if wait_until 60 healthz_ok; then
+  pass "restarted with KAPI_ENVTEST_CONTROLLERS='*'"
+  # The namespace left Terminating above is emptied and removed now.
+  ns_gone() { ! k get ns left >/dev/null 2>&1; }
+  if wait_until 60 ns_gone; then pass "the namespace controller finishes the deletion"; else fail "the namespace controller finishes the deletion"; fi
+  orphan_gone() { ! k get configmap orphan >/dev/null 2>&1; }
+  if wait_until 60 orphan_gone; then pass "the garbage collector deletes the orphan"; else fail "the garbage collector deletes the orphan"; fi
+  kill -TERM "$KAPI_PID"; wait "$KAPI_PID"; KAPI_PID=""
+else
+  fail "restarted with KAPI_ENVTEST_CONTROLLERS='*'"
+fi
+
+# --- 8. refused starts: upstream's words and exit code, also in KAPI_LOG --------------------
+# refused NAME TEXT ARGS...: the wrapper exits 1 with TEXT on stderr and in kube-apiserver.log.
+refused() {
+  local n=$1 text=$2; shift 2
+  local log="$WORK/refused.log" rc
+  (cd "$WORK/cwd" && KAPI_LOG="$log" exec "$ASSETS/kube-apiserver" "${ARGS[@]}" "$@") >"$WORK/refused.out" 2>&1
+  rc=$?
+  if [ "$rc" = 1 ] && grep -Fq -- "$text" "$WORK/refused.out" && grep -Fq -- "$text" "$log" \
+    && grep -q "refused to start" "$log"; then
+    pass "$n: exit 1, $text"
+  else
+    fail "$n (want exit 1 and: $text; got $rc: $(head -3 "$WORK/refused.out"))"
+  fi
+  rm -f "$log"
+}
+refused "an unknown --runtime-config group" "unknown api groups foo.example.com" --runtime-config=foo.example.com/v1=true
+refused "a version kapi does not serve" "group version apps/v1beta2 that has not been registered" --runtime-config=apps/v1beta2=true
+refused "a malformed --runtime-config value" 'invalid value of apps/v1: yes, err: strconv.ParseBool: parsing "yes": invalid syntax' --runtime-config=apps/v1=yes
+refused "api/all=false alone" "invalid key with only api/all=false" --runtime-config=api/all=false
+refused "a key that is not group/version" "runtime-config invalid key a/b/c/d" --runtime-config=a/b/c/d=true
 
 summary

@@ -123,6 +123,12 @@ pub struct ServerConfig {
     /// address of the host when binding every interface.
     pub advertise_address: Option<IpAddr>,
     pub endpoint_reconciler_type: EndpointReconcilerType,
+    /// `--runtime-config`: `key=value` pairs as given (`api/all`, `api/ga`, `api/beta`,
+    /// `api/alpha`, `group/version`, `group/version/resource`); which group/versions and
+    /// resources are served ([`crate::resource_config`]).
+    pub runtime_config: Vec<(String, String)>,
+    /// `--feature-gates`: the gates set on the command line (upstream's names), by name.
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 impl ServerConfig {
@@ -168,6 +174,8 @@ impl ServerConfig {
             leader_election: Default::default(),
             advertise_address: None,
             endpoint_reconciler_type: EndpointReconcilerType::Lease,
+            runtime_config: Vec::new(),
+            feature_gates: Default::default(),
             data_dir,
         }
     }

@@ -31,6 +31,7 @@ pub mod leaselock;
 pub mod metrics;
 pub mod pki;
 pub mod rbac;
+pub mod resource_config;
 pub mod serve;
 pub use serve::RemoteAddr;
 pub mod storage_metrics;
@@ -261,6 +262,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
     let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
+    // `--runtime-config`: what is off is not installed, so discovery, routes and OpenAPI
+    // agree. (Built first: bootstrap and the RBAC index read their stores either way.)
+    resource_config::ResourceConfig::from_flag(&config.runtime_config)
+        .map_err(|errors| ServerError::Config(errors.join(", ")))?
+        .apply(&mut groups);
 
     let schemas = Arc::new(admission::OpenApiSchemas::default());
     let admission = Arc::new(admission::build_chain(

@@ -278,3 +278,82 @@ async fn user_provided_serving_certificate_and_client_ca() {
     assert_eq!(r.status, 200, "{}", r.body);
     t.server.shutdown().await;
 }
+
+/// The group/versions discovery lists, as `group/version` (`v1` for the core group).
+async fn served_versions(client: &kube::Client) -> std::collections::BTreeSet<String> {
+    let mut served: std::collections::BTreeSet<String> = client
+        .list_core_api_versions()
+        .await
+        .unwrap()
+        .versions
+        .into_iter()
+        .collect();
+    for group in client.list_api_groups().await.unwrap().groups {
+        served.extend(group.versions.into_iter().map(|v| v.group_version));
+    }
+    served
+}
+
+/// `--runtime-config`: kapi's table of what it can serve is what it serves with everything on,
+/// and by default only what is on by default; a version turned off leaves discovery, routes
+/// and OpenAPI.
+#[tokio::test]
+async fn runtime_config_turns_versions_on_and_off() {
+    use kapi_server::resource_config::SERVED;
+    let name = |g: &str, v: &str| {
+        if g.is_empty() {
+            v.to_string()
+        } else {
+            format!("{g}/{v}")
+        }
+    };
+    let all = kapi_testing::TestServer::builder()
+        .configure(|c| c.runtime_config = vec![("api/all".into(), "true".into())])
+        .start()
+        .await
+        .unwrap();
+    let want: std::collections::BTreeSet<String> =
+        SERVED.iter().map(|(g, v, _)| name(g, v)).collect();
+    assert_eq!(served_versions(&all.client()).await, want);
+    drop(all);
+
+    let default = kapi_testing::TestServer::start().await.unwrap();
+    let want: std::collections::BTreeSet<String> = SERVED
+        .iter()
+        .filter(|(_, _, on)| *on)
+        .map(|(g, v, _)| name(g, v))
+        .collect();
+    assert_eq!(served_versions(&default.client()).await, want);
+    drop(default);
+
+    let off = kapi_testing::TestServer::builder()
+        .configure(|c| {
+            c.runtime_config = vec![
+                ("batch/v1".into(), "false".into()),
+                ("apps/v1/daemonsets".into(), "false".into()),
+            ]
+        })
+        .start()
+        .await
+        .unwrap();
+    let client = off.client();
+    assert!(!served_versions(&client).await.contains("batch/v1"));
+    let apps = client.list_api_group_resources("apps/v1").await.unwrap();
+    let names: Vec<&str> = apps.resources.iter().map(|r| r.name.as_str()).collect();
+    assert!(names.contains(&"deployments") && !names.contains(&"daemonsets"));
+    let err = client
+        .request_text(
+            http::Request::get("/apis/batch/v1/namespaces/default/jobs")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 404), "{err:?}");
+    let openapi = client
+        .request_text(http::Request::get("/openapi/v3").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    assert!(!openapi.contains("apis/batch/v1\""));
+    assert!(openapi.contains("apis/apps/v1\""));
+}

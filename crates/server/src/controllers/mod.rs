@@ -145,19 +145,26 @@ pub fn start(
     metrics: &ControllerMetrics,
 ) -> Result<Controllers, ServerError> {
     let groups = handler.groups();
-    let missing = |r: &str| ServerError::Config(format!("controllers: {r} are not served"));
+    // A controller whose resources `--runtime-config` turned off does not start, as
+    // kube-controller-manager skips a controller whose resources are not available.
+    let served = |controller: &str, resource: &str, storage: Option<Arc<dyn Storage>>| {
+        if storage.is_none() && selection.enabled(controller) {
+            tracing::warn!("controller {controller} not started: {resource} are not served");
+        }
+        storage.filter(|_| selection.enabled(controller))
+    };
     let metrics = metrics.clone();
     let mut tasks = Vec::new();
-    let accounts = if selection.enabled(SERVICE_ACCOUNT) {
-        Some(find(&groups, "serviceaccounts", "").ok_or_else(|| missing("serviceaccounts"))?)
-    } else {
-        None
-    };
-    let configmaps = if selection.enabled(ROOT_CA_CERT_PUBLISHER) {
-        Some(find(&groups, "configmaps", "").ok_or_else(|| missing("configmaps"))?)
-    } else {
-        None
-    };
+    let accounts = served(
+        SERVICE_ACCOUNT,
+        "serviceaccounts",
+        find(&groups, "serviceaccounts", ""),
+    );
+    let configmaps = served(
+        ROOT_CA_CERT_PUBLISHER,
+        "configmaps",
+        find(&groups, "configmaps", ""),
+    );
     if accounts.is_some() || configmaps.is_some() {
         let c = namespaced::NamespacedObjects {
             storage,
@@ -167,32 +174,58 @@ pub fn start(
         };
         tasks.push(tokio::spawn(c.run()));
     }
-    if selection.enabled(NAMESPACE) {
+    let namespaces = (
+        served(NAMESPACE, "namespaces", find(&groups, "namespaces", "")),
+        served(
+            NAMESPACE,
+            "namespaces/status",
+            find(&groups, "namespaces", "status"),
+        ),
+        served(
+            NAMESPACE,
+            "namespaces/finalize",
+            find(&groups, "namespaces", "finalize"),
+        ),
+    );
+    if let (Some(namespaces), Some(status), Some(finalize)) = namespaces {
         let c = namespace::NamespaceController {
             handler: handler.clone(),
-            namespaces: find(&groups, "namespaces", "").ok_or_else(|| missing("namespaces"))?,
-            status: find(&groups, "namespaces", "status")
-                .ok_or_else(|| missing("namespaces/status"))?,
-            finalize: find(&groups, "namespaces", "finalize")
-                .ok_or_else(|| missing("namespaces/finalize"))?,
+            namespaces,
+            status,
+            finalize,
             queue: WorkQueue::new(NAMESPACE, Some(metrics.clone())),
         };
         tasks.push(tokio::spawn(Arc::new(c).run()));
     }
-    if selection.enabled(RESOURCE_QUOTA) {
+    let quotas = (
+        served(
+            RESOURCE_QUOTA,
+            "resourcequotas",
+            find(&groups, "resourcequotas", ""),
+        ),
+        served(
+            RESOURCE_QUOTA,
+            "resourcequotas/status",
+            find(&groups, "resourcequotas", "status"),
+        ),
+    );
+    if let (Some(quotas), Some(status)) = quotas {
         let c = resourcequota::QuotaController::new(
             handler.clone(),
-            find(&groups, "resourcequotas", "").ok_or_else(|| missing("resourcequotas"))?,
-            find(&groups, "resourcequotas", "status")
-                .ok_or_else(|| missing("resourcequotas/status"))?,
+            quotas,
+            status,
             WorkQueue::new(RESOURCE_QUOTA, Some(metrics.clone())),
         );
         tasks.push(tokio::spawn(Arc::new(c).run()));
     }
-    if selection.enabled(TTL_AFTER_FINISHED) {
+    let jobs = served(
+        TTL_AFTER_FINISHED,
+        "batch/v1 jobs",
+        framework::storage_for_kind(&groups, "batch/v1", "Job"),
+    );
+    if let Some(jobs) = jobs {
         let c = ttlafterfinished::TtlAfterFinished {
-            jobs: framework::storage_for_kind(&groups, "batch/v1", "Job")
-                .ok_or_else(|| missing("jobs"))?,
+            jobs,
             queue: WorkQueue::new(TTL_AFTER_FINISHED, Some(metrics.clone())),
         };
         tasks.push(tokio::spawn(Arc::new(c).run()));

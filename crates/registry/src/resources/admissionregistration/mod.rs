@@ -1,8 +1,8 @@
-//! admissionregistration.k8s.io/v1: mutating and validating webhook configurations,
+//! admissionregistration.k8s.io: mutating and validating webhook configurations,
 //! validating admission policies (with `/status`) and their bindings, with upstream's
 //! defaults (`pkg/apis/admissionregistration/v1/defaults.go`) and validation
-//! (`pkg/apis/admissionregistration/validation`). MutatingAdmissionPolicy is v1alpha1/v1beta1
-//! and off by default in 1.33, so it is not served.
+//! (`pkg/apis/admissionregistration/validation`). v1 is served by default; v1beta1 (the
+//! policies and bindings, stored as v1) only when `--runtime-config` turns it on, as upstream.
 
 mod policy_validation;
 mod validation;
@@ -12,7 +12,7 @@ use crate::resources::{default_in, info, typed};
 use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::{reset_object_meta_for_status, Strategy};
 use crate::BuildContext;
-use k8s_openapi::api::admissionregistration::v1 as api;
+use k8s_openapi::api::admissionregistration::{v1 as api, v1beta1};
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -26,7 +26,15 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
         Arc::new(ValidatingAdmissionPolicyStrategy),
         Arc::new(ValidatingAdmissionPolicyBindingStrategy),
     ];
-    vec![strategy_group(ctx, GROUP, "v1", table)]
+    let v1beta1 = [
+        Arc::new(ValidatingAdmissionPolicyV1beta1Strategy) as Arc<dyn Strategy>,
+        Arc::new(ValidatingAdmissionPolicyBindingV1beta1Strategy),
+    ];
+    let mut group = strategy_group(ctx, GROUP, "v1", table);
+    group
+        .versions
+        .extend(strategy_group(ctx, GROUP, "v1beta1", v1beta1).versions);
+    vec![group]
 }
 
 /// Fills the fields the typed structs require with Go's zero values, so an incomplete body
@@ -112,8 +120,16 @@ fn default_match_resources(m: &mut Map<String, Value>) {
 
 /// The description of this group's resources: cluster-scoped, in the `api-extensions`
 /// category.
-fn api_extensions_info(resource: &str, kind: &str) -> ResourceInfo {
-    info(GROUP, "v1", resource, kind, false, &[], &["api-extensions"])
+fn api_extensions_info(version: &str, resource: &str, kind: &str) -> ResourceInfo {
+    info(
+        GROUP,
+        version,
+        resource,
+        kind,
+        false,
+        &[],
+        &["api-extensions"],
+    )
 }
 
 macro_rules! webhook_strategy {
@@ -122,7 +138,7 @@ macro_rules! webhook_strategy {
         impl Strategy for $name {
             crate::resources::typed!($ty, fill = fill_webhook_zeros);
             fn info(&self) -> ResourceInfo {
-                api_extensions_info($resource, $kind)
+                api_extensions_info("v1", $resource, $kind)
             }
             fn tracks_generation(&self) -> bool {
                 true
@@ -155,67 +171,118 @@ webhook_strategy!(
     false
 );
 
-pub struct ValidatingAdmissionPolicyStrategy;
-impl Strategy for ValidatingAdmissionPolicyStrategy {
-    typed!(api::ValidatingAdmissionPolicy, fill = fill_policy_zeros);
-    fn info(&self) -> ResourceInfo {
-        api_extensions_info("validatingadmissionpolicies", "ValidatingAdmissionPolicy")
-    }
-    fn tracks_generation(&self) -> bool {
-        true
-    }
-    fn has_status(&self) -> bool {
-        true
-    }
-    fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-            default_in(spec, "failurePolicy", json!("Fail"));
-            if let Some(Value::Object(m)) = spec.get_mut("matchConstraints") {
-                default_match_resources(m);
+/// A ValidatingAdmissionPolicy strategy at one version. v1beta1 has v1's schema in 1.33;
+/// objects are stored as v1 (upstream's storage version) and read back in the version asked.
+macro_rules! policy_strategies {
+    ($policy:ident, $binding:ident, $ty:ident, $version:literal) => {
+        pub struct $policy;
+        impl Strategy for $policy {
+            typed!($ty::ValidatingAdmissionPolicy, fill = fill_policy_zeros);
+            fn info(&self) -> ResourceInfo {
+                api_extensions_info(
+                    $version,
+                    "validatingadmissionpolicies",
+                    "ValidatingAdmissionPolicy",
+                )
+            }
+            fn tracks_generation(&self) -> bool {
+                true
+            }
+            fn has_status(&self) -> bool {
+                true
+            }
+            fn defaults(&self, obj: &mut Object) {
+                if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+                    default_in(spec, "failurePolicy", json!("Fail"));
+                    if let Some(Value::Object(m)) = spec.get_mut("matchConstraints") {
+                        default_match_resources(m);
+                    }
+                }
+            }
+            fn prepare_for_create(&self, obj: &mut Object) {
+                obj.remove("status");
+            }
+            fn prepare_for_update(&self, new: &mut Object, old: &Object) {
+                crate::strategy::copy_status(new, old);
+            }
+            fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+                crate::strategy::keep_all_but_status_and_metadata(new, old);
+                reset_object_meta_for_status(new, old);
+            }
+            fn validate(&self, obj: &Object) -> Vec<FieldError> {
+                policy_validation::policy(obj)
+            }
+            fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+                policy_validation::policy_status(new)
+            }
+            fn to_storage(&self, obj: Object) -> Object {
+                with_version(obj, STORAGE_VERSION, "ValidatingAdmissionPolicy")
+            }
+            fn converts_from_storage(&self) -> bool {
+                $version != STORAGE_VERSION
+            }
+            fn convert_from_storage(&self, obj: Object) -> Object {
+                with_version(obj, $version, "ValidatingAdmissionPolicy")
             }
         }
-    }
-    fn prepare_for_create(&self, obj: &mut Object) {
-        obj.remove("status");
-    }
-    fn prepare_for_update(&self, new: &mut Object, old: &Object) {
-        crate::strategy::copy_status(new, old);
-    }
-    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
-        crate::strategy::keep_all_but_status_and_metadata(new, old);
-        reset_object_meta_for_status(new, old);
-    }
-    fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        policy_validation::policy(obj)
-    }
-    fn validate_status_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
-        policy_validation::policy_status(new)
-    }
+
+        pub struct $binding;
+        impl Strategy for $binding {
+            typed!($ty::ValidatingAdmissionPolicyBinding);
+            fn info(&self) -> ResourceInfo {
+                api_extensions_info(
+                    $version,
+                    "validatingadmissionpolicybindings",
+                    "ValidatingAdmissionPolicyBinding",
+                )
+            }
+            fn tracks_generation(&self) -> bool {
+                true
+            }
+            fn defaults(&self, obj: &mut Object) {
+                if let Some(Value::Object(m)) = obj
+                    .get_mut("spec")
+                    .and_then(|s| s.get_mut("matchResources"))
+                {
+                    default_match_resources(m);
+                }
+            }
+            fn validate(&self, obj: &Object) -> Vec<FieldError> {
+                policy_validation::binding(obj)
+            }
+            fn to_storage(&self, obj: Object) -> Object {
+                with_version(obj, STORAGE_VERSION, "ValidatingAdmissionPolicyBinding")
+            }
+            fn converts_from_storage(&self) -> bool {
+                $version != STORAGE_VERSION
+            }
+            fn convert_from_storage(&self, obj: Object) -> Object {
+                with_version(obj, $version, "ValidatingAdmissionPolicyBinding")
+            }
+        }
+    };
 }
 
-pub struct ValidatingAdmissionPolicyBindingStrategy;
-impl Strategy for ValidatingAdmissionPolicyBindingStrategy {
-    typed!(api::ValidatingAdmissionPolicyBinding);
-    fn info(&self) -> ResourceInfo {
-        api_extensions_info(
-            "validatingadmissionpolicybindings",
-            "ValidatingAdmissionPolicyBinding",
-        )
-    }
-    fn tracks_generation(&self) -> bool {
-        true
-    }
-    fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(m)) = obj
-            .get_mut("spec")
-            .and_then(|s| s.get_mut("matchResources"))
-        {
-            default_match_resources(m);
-        }
-    }
-    fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        policy_validation::binding(obj)
-    }
+policy_strategies!(
+    ValidatingAdmissionPolicyStrategy,
+    ValidatingAdmissionPolicyBindingStrategy,
+    api,
+    "v1"
+);
+policy_strategies!(
+    ValidatingAdmissionPolicyV1beta1Strategy,
+    ValidatingAdmissionPolicyBindingV1beta1Strategy,
+    v1beta1,
+    "v1beta1"
+);
+
+/// The version every version of this group's resources is stored in.
+const STORAGE_VERSION: &str = "v1";
+
+/// `obj` relabelled as `version` of `kind`: between versions whose schemas are the same.
+fn with_version(mut obj: Object, version: &str, kind: &str) -> Object {
+    obj.set_api_version_kind(&format!("{GROUP}/{version}"), kind);
+    obj
 }
 
 #[cfg(test)]
