@@ -283,10 +283,7 @@ fn parse_go_bool(s: &str) -> Option<bool> {
 /// `APIEnablementOptions.Validate`: `api/all=false` alone, keys that are not
 /// `group/version[/resource]`, and groups kapi does not serve.
 fn check(pairs: &[(String, String)]) -> Vec<String> {
-    if let [(key, value)] = pairs
-        && key == API_ALL
-        && value == "false"
-    {
+    if matches!(pairs, [(key, value)] if key == API_ALL && value == "false") {
         return vec![format!("invalid key with only {API_ALL}=false")];
     }
     let mut unknown: Vec<&str> = Vec::new();
