@@ -316,5 +316,9 @@ refused "a version kapi does not serve" "group version apps/v1beta2 that has not
 refused "a malformed --runtime-config value" 'invalid value of apps/v1: yes, err: strconv.ParseBool: parsing "yes": invalid syntax' --runtime-config=apps/v1=yes
 refused "api/all=false alone" "invalid key with only api/all=false" --runtime-config=api/all=false
 refused "a key that is not group/version" "runtime-config invalid key a/b/c/d" --runtime-config=a/b/c/d=true
+refused "an unknown flag" "Error: unknown flag: --no-such-flag" --no-such-flag=1
+refused "a malformed flag value" 'Error: invalid argument "abc" for "--secure-port" flag: strconv.ParseInt: parsing "abc": invalid syntax' --secure-port=abc
+refused "an unknown feature gate" "unrecognized feature gate: NoSuchGate" --feature-gates=NoSuchGate=true
+refused "a locked feature gate" "cannot set feature gate AnyVolumeDataSource to false, feature is locked to true" --feature-gates=AnyVolumeDataSource=false
 
 summary

@@ -1,8 +1,9 @@
-//! kube-apiserver flags that mean nothing to kapi but that test harnesses pass, so that kapi
-//! starts where kube-apiserver would: controller-runtime's envtest (v0.15–v0.21) starts its
-//! `kube-apiserver` with `--allow-privileged=true` and, through its deprecated default
-//! arguments, `--insecure-port=0`. Each is accepted with a log line saying it is ignored.
-//! (Its `--advertise-address=127.0.0.1` is a real kapi flag: the `kubernetes` endpoints.)
+//! kube-apiserver flags that upstream removed but that test harnesses still pass, so that kapi
+//! starts where an older kube-apiserver would: controller-runtime's envtest (v0.15–v0.21), through
+//! its deprecated default arguments, passes `--insecure-port=0` when `--help` lists it (kapi's
+//! does not). Each is accepted with a log line saying it is ignored. (The flags kube-apiserver
+//! 1.33 still has, such as envtest's `--allow-privileged=true`, are rows of
+//! [`crate::upstream_flags`].)
 //!
 //! Also envtest's `--cert-dir` semantics: kube-apiserver serves the `apiserver.crt` /
 //! `apiserver.key` it finds in `--cert-dir` as they are, and envtest puts a pair signed by its
@@ -17,15 +18,6 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug, Clone)]
 pub struct CompatFlags {
-    /// Accepted for kube-apiserver compatibility and ignored: kapi runs no kubelet, so there
-    /// are no privileged containers to allow.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
-    pub allow_privileged: Option<bool>,
-
-    /// Accepted for kube-apiserver compatibility and ignored.
-    #[arg(long, value_delimiter = ',', value_name = "KEY=BOOL")]
-    pub feature_gates: Vec<String>,
-
     // kube-apiserver removed insecure serving in 1.24; 0 (off) is accepted, as 1.20–1.23 did.
     // Hidden, so that envtest's probe of `--help` for it finds none and does not pass it.
     #[arg(long, hide = true)]
@@ -40,25 +32,17 @@ impl CompatFlags {
     /// the certificate directory.
     pub fn apply(&self, config: &mut ServerConfig, errors: &mut Vec<String>) {
         let ignored = [
+            ("insecure-port", self.insecure_port.map(|p| p.to_string())),
             (
-                "--allow-privileged",
-                self.allow_privileged.map(|b| b.to_string()),
-            ),
-            (
-                "--feature-gates",
-                (!self.feature_gates.is_empty()).then(|| self.feature_gates.join(",")),
-            ),
-            ("--insecure-port", self.insecure_port.map(|p| p.to_string())),
-            (
-                "--insecure-bind-address",
+                "insecure-bind-address",
                 self.insecure_bind_address.map(|a| a.to_string()),
             ),
         ];
         for (flag, value) in ignored {
             if let Some(value) = value {
-                tracing::info!(
-                    "{flag}={value}: accepted for kube-apiserver compatibility, ignored by kapi"
-                );
+                let why = "insecure serving was removed in kube-apiserver 1.24";
+                let line = crate::upstream_flags::ignored_line(flag, &value, why);
+                tracing::info!("{line}");
             }
         }
         if let Some(port) = self.insecure_port.filter(|p| *p != 0) {
@@ -115,7 +99,6 @@ fn issuer_is_subject_of(leaf: &Path, ca: &Path) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use crate::options::Options;
-    use clap::Parser;
 
     /// The arguments envtest (controller-runtime v0.15–v0.21,
     /// pkg/internal/testing/controlplane/apiserver.go `defaultArgs` and auth.go) passes, in its
@@ -141,10 +124,8 @@ mod tests {
     }
 
     fn parse(args: &[String]) -> Options {
-        Options::try_parse_from(
-            std::iter::once("kube-apiserver".to_string()).chain(args.iter().cloned()),
-        )
-        .unwrap()
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::cli::tests::parse_ok(&args).options
     }
 
     #[test]
@@ -177,9 +158,7 @@ mod tests {
     #[test]
     fn insecure_port_is_not_in_help() {
         // envtest looks for `^\s*--insecure-port\b` in `--help` to decide whether to pass it.
-        let help = <Options as clap::CommandFactory>::command()
-            .render_long_help()
-            .to_string();
+        let help = crate::cli::command().render_long_help().to_string();
         assert!(!help
             .lines()
             .any(|l| l.trim_start().starts_with("--insecure-port")));

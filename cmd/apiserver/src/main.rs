@@ -2,11 +2,15 @@
 //! drain in-flight requests and exit 0.
 
 mod audit_options;
+mod cli;
 mod compat_options;
+mod feature_gates;
+mod goparse;
+mod log_file;
 mod options;
+mod pflag;
+mod upstream_flags;
 
-use clap::Parser;
-use options::Options;
 use tracing_subscriber::EnvFilter;
 
 /// glibc's malloc keeps what a burst of requests freed in per-thread arenas (tens of MB after
@@ -26,10 +30,21 @@ fn init_logging(verbosity: u8) {
         EnvFilter::new(format!("warn,kapi_server={level},kapi_apiserver={level},kapi_endpoints={level},kapi_registry={level},kapi_storage={level}"))
     });
     use std::io::IsTerminal;
+    use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
+    let (writer, ansi) = match log_file::open() {
+        Some(file) => (
+            BoxMakeWriter::new(std::io::stderr.and(std::sync::Mutex::new(file))),
+            false,
+        ),
+        None => (
+            BoxMakeWriter::new(std::io::stderr),
+            std::io::stderr().is_terminal(),
+        ),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_writer(writer)
         .init();
 }
 
@@ -64,14 +79,26 @@ fn main() -> std::process::ExitCode {
     if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
         eprintln!("warning: jemalloc's background thread: {e}");
     }
-    let options = Options::parse();
-    init_logging(options.verbosity);
-    let config = match options.validate() {
+    // kube-apiserver's flags and errors: `Error: ...` and exit 1 for a bad command line.
+    let cli = match cli::parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(stop) => return stop.exit(),
+    };
+    init_logging(cli.options.verbosity);
+    let gates = match cli.feature_gates() {
+        Ok(gates) => gates,
+        Err(e) => return cli::Stop::Error(e).exit(),
+    };
+    if let Some(version) = cli.version() {
+        println!("{version}");
+        return std::process::ExitCode::SUCCESS;
+    }
+    let config = match cli.validate(gates) {
         Ok(c) => c,
         Err(errors) => {
-            for e in &errors {
-                eprintln!("Error: {e}");
-            }
+            let text: String = errors.iter().map(|e| format!("Error: {e}\n")).collect();
+            eprint!("{text}");
+            log_file::record_refusal(&text);
             return std::process::ExitCode::from(1);
         }
     };

@@ -1,6 +1,8 @@
-//! The flags, named as kube-apiserver's (plus kapi's `--data-dir`, `--write-kubeconfig` and
-//! `--tls-sans`), their validation (every error at once) and their application to a
-//! [`ServerConfig`].
+//! The flags kapi implements, named as kube-apiserver's (plus kapi's `--data-dir`,
+//! `--write-kubeconfig` and `--tls-sans`), their validation (every error at once) and their
+//! application to a [`ServerConfig`]. The command line reaches them through [`crate::cli`],
+//! which first reads it as kube-apiserver does; the flags kapi ignores are rows of
+//! [`crate::upstream_flags`].
 
 use clap::Parser;
 use kapi_server::{
@@ -125,10 +127,17 @@ pub struct Options {
     #[arg(long)]
     pub admission_control_config_file: Option<PathBuf>,
 
+    /// Turns API group/versions and resources on or off, comma separated key=value pairs:
+    /// api/all, api/ga, api/beta, api/alpha, <group>/<version> or <group>/<version>/<resource>
+    /// = true|false (an empty value is true). Repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub runtime_config: Vec<String>,
+
     #[command(flatten)]
     pub audit: crate::audit_options::AuditFlags,
 
-    /// kube-apiserver flags kapi accepts and ignores (envtest passes them).
+    /// `--insecure-port`, `--insecure-bind-address`: removed upstream, still passed by old
+    /// envtest versions. (kube-apiserver 1.33's flags kapi ignores are `upstream_flags` rows.)
     #[command(flatten)]
     pub compat: crate::compat_options::CompatFlags,
 
@@ -352,8 +361,8 @@ impl Options {
         for mode in self.authorization_mode.iter().filter(|m| !m.is_empty()) {
             match AuthorizationMode::parse(mode) {
                 Some(m) => config.authorization_modes.push(m),
-                None if matches!(mode.as_str(), "Node" | "Webhook" | "ABAC") => {
-                    errors.push(format!("--authorization-mode {mode}: not supported yet (supported: RBAC, AlwaysAllow, AlwaysDeny)"))
+                None if matches!(mode.as_str(), "Webhook" | "ABAC") => {
+                    errors.push(format!("--authorization-mode {mode}: not supported yet (supported: Node, RBAC, AlwaysAllow, AlwaysDeny)"))
                 }
                 None => errors.push(format!("--authorization-mode: unknown authorization mode {mode:?}")),
             }
@@ -416,6 +425,10 @@ impl Options {
             Err(e) => errors.push(format!("--controllers: {e}")),
         }
         config.audit = self.audit.options(&mut errors);
+        config.runtime_config = kapi_server::resource_config::parse_flag(&self.runtime_config);
+        errors.extend(kapi_server::resource_config::validate(
+            &config.runtime_config,
+        ));
         if let Some(p) = &self.encryption_provider_config {
             // Its content is checked when the storage opens (every problem at once).
             if !p.is_file() {
@@ -484,10 +497,9 @@ impl Options {
 pub(crate) mod tests {
     use super::*;
 
-    /// The options of a command line (the program name is added).
+    /// The options of a command line (the program name is added), read as `main` reads it.
     pub(crate) fn parse(args: &[&str]) -> Options {
-        Options::try_parse_from(std::iter::once("kapi-apiserver").chain(args.iter().copied()))
-            .unwrap()
+        crate::cli::tests::parse_ok(args).options
     }
 
     #[test]
@@ -587,15 +599,17 @@ pub(crate) mod tests {
 
     #[test]
     fn reports_every_error_at_once() {
+        // Values kube-apiserver's flag parsing accepts (`soon` or `9-1` it refuses up front,
+        // see cli_tests.rs) and kapi's validation does not.
         let errs = parse(&[
             "--request-timeout",
-            "soon",
+            "0s",
             "--service-cluster-ip-range",
             "10.0.0.1/24",
             "--service-node-port-range",
-            "9-1",
+            "0-0",
             "--authorization-mode",
-            "Node",
+            "Webhook",
             "--tls-cert-file",
             "/nonexistent.crt",
         ])
