@@ -144,8 +144,8 @@ expect_fail "a plugin in both flags fails start-up" 'LimitRanger' \
   timeout 20 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/bad2" --enable-admission-plugins=LimitRanger --disable-admission-plugins=LimitRanger
 
 expect_fail "a plugin kapi cannot honour fails start-up saying why" \
-  'admission plugin "NodeRestriction" is not supported by kapi: kapi has no node authorizer or node identities' \
-  timeout 20 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/bad3" --enable-admission-plugins=NodeRestriction
+  'admission plugin "ImagePolicyWebhook" is not supported by kapi: image review webhooks are not implemented' \
+  timeout 20 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/bad3" --enable-admission-plugins=ImagePolicyWebhook
 expect_fail "EventRateLimit without its configuration fails start-up" \
   'admission plugin "EventRateLimit": invalid configuration: no configuration was provided' \
   timeout 20 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/bad4" --enable-admission-plugins=EventRateLimit

@@ -3,7 +3,8 @@
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
 # server tests with the kube crate, the check that the generated protobuf table is current),
 # then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
-# admission, rbac, auth, audit, validate, envtest) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
+# admission, rbac, node authorization, auth, audit, validate, envtest) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
+# the kubelet-facing subresources through a kubelet stand-in (e2e/kubelet-proxy.sh, both backends),
 # then security (file modes, encryption at rest, refusals over HTTP/2) and faults (kill -9, etcd restarts, full disk).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
@@ -48,6 +49,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission-dynamic.sh
 step "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/rbac.sh
 
+step "e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/node-authz.sh
+
 step "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh
 
@@ -65,6 +69,13 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/envtest.sh
 
 step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh
+
+step "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)"
+cargo build --locked -p kapi-testing --bin kubelet-standin
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" STANDIN_BIN="$CARGO_TARGET_DIR/debug/kubelet-standin" e2e/kubelet-proxy.sh
+
+step "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/cluster.sh
 
 step "e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/security.sh

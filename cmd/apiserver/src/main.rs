@@ -112,7 +112,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(kapi_server::run(config, shutdown_signal())) {
+    let result = runtime.block_on(kapi_server::run(config, shutdown_signal()));
+    // The server has drained and stopped; blocking work still running (an OpenAPI document
+    // being built ahead of its first request) has nothing left to serve, so exit without
+    // waiting for it (dropping the runtime would).
+    runtime.shutdown_background();
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

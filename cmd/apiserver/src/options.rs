@@ -200,6 +200,38 @@ pub struct Options {
     #[arg(long, default_value_t = 0)]
     pub http2_max_streams_per_connection: u32,
 
+    /// The client certificate kapi presents to kubelets (pods/log, exec, attach,
+    /// portforward, nodes/proxy).
+    #[arg(long)]
+    pub kubelet_client_certificate: Option<PathBuf>,
+
+    /// The private key of --kubelet-client-certificate.
+    #[arg(long)]
+    pub kubelet_client_key: Option<PathBuf>,
+
+    /// The CA bundle kubelets' serving certificates are verified against (absent: they are not
+    /// verified, as kube-apiserver).
+    #[arg(long)]
+    pub kubelet_certificate_authority: Option<PathBuf>,
+
+    /// The node address types kubelets are reached at, in order of preference.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP"
+    )]
+    pub kubelet_preferred_address_types: Vec<String>,
+
+    /// How long dialing a kubelet may take (Go duration).
+    #[arg(long, default_value = "5s")]
+    pub kubelet_timeout: String,
+
+    /// Let pods/proxy and nodes/proxy reach loopback and link-local addresses, which
+    /// kube-apiserver always refuses ("address not allowed"): for tests and single-machine
+    /// clusters whose nodes and pods live on 127.x.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_loopback_proxy_targets: bool,
+
     /// Where kapi keeps its embedded store and certificates.
     #[arg(long, default_value = "./kapi-data")]
     pub data_dir: PathBuf,
@@ -220,6 +252,43 @@ fn parse_port_range(s: &str) -> Option<std::ops::RangeInclusive<u16>> {
 }
 
 impl Options {
+    /// The `--kubelet-*` flags (upstream's checks and words).
+    fn apply_kubelet(&self, config: &mut ServerConfig, errors: &mut Vec<String>) {
+        let types = &self.kubelet_preferred_address_types;
+        if types.is_empty() {
+            errors.push("--kubelet-preferred-address-types must be specified".into());
+        }
+        for t in types {
+            if !kapi_proxy::kubelet::NODE_ADDRESS_TYPES.contains(&t.as_str()) {
+                errors.push(format!(
+                    "--kubelet-preferred-address-types contains invalid value: {t}"
+                ));
+            }
+        }
+        if self.kubelet_client_certificate.is_some() != self.kubelet_client_key.is_some() {
+            errors.push(
+                "--kubelet-client-certificate and --kubelet-client-key must be given together"
+                    .into(),
+            );
+        }
+        let timeout = match parse_go_duration(&self.kubelet_timeout) {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!("--kubelet-timeout: {e}"));
+                std::time::Duration::from_secs(5)
+            }
+        };
+        config.kubelet = kapi_proxy::KubeletClientConfig {
+            client_certificate: self.kubelet_client_certificate.clone(),
+            client_key: self.kubelet_client_key.clone(),
+            certificate_authority: self.kubelet_certificate_authority.clone(),
+            preferred_address_types: types.clone(),
+            timeout,
+            allow_loopback_proxy_targets: self.allow_loopback_proxy_targets,
+            ..Default::default()
+        };
+    }
+
     /// The leader-election, advertise, endpoint-reconciler and etcd TLS flags.
     fn apply_ha(&self, config: &mut ServerConfig, errors: &mut Vec<String>) {
         let mut election = kapi_server::leaderelection::LeaderElectionConfig {
@@ -425,6 +494,7 @@ impl Options {
             Err(e) => errors.push(format!("--controllers: {e}")),
         }
         config.audit = self.audit.options(&mut errors);
+        self.apply_kubelet(&mut config, &mut errors);
         config.runtime_config = kapi_server::resource_config::parse_flag(&self.runtime_config);
         errors.extend(kapi_server::resource_config::validate(
             &config.runtime_config,

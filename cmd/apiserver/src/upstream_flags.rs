@@ -166,7 +166,7 @@ const AUTHZ_WEBHOOK: &str = "no webhook authorizer yet";
 const EMULATION: &str = "kapi emulates no other version";
 const ETCD_CHECKS: &str = "kapi's etcd health checks use their own timeouts";
 const ETCD_METRICS: &str = "no etcd object-count or size polling";
-const KUBELET: &str = "no kubelet proxy yet";
+const KUBELET: &str = "kubelets are reached at the port they report (10250 when none)";
 const LEADERSHIP: &str = "no coordinated leader election";
 const LOGS: &str = "kapi logs through tracing (-v, RUST_LOG)";
 const METRICS: &str = "kapi's /metrics has no such option";
@@ -387,15 +387,15 @@ pub const FLAGS: &[Flag] = &[
     ign("goaway-chance", Float, "no random GOAWAY"),
     cli("help", Bool).short('h'),
     imp("http2-max-streams-per-connection", Int),
-    ign("kubelet-certificate-authority", Str, KUBELET),
-    ign("kubelet-client-certificate", Str, KUBELET),
-    ign("kubelet-client-key", Str, KUBELET),
+    imp("kubelet-certificate-authority", Str),
+    imp("kubelet-client-certificate", Str),
+    imp("kubelet-client-key", Str),
     ign("kubelet-port", Uint, KUBELET)
         .deprecated("kubelet-port is deprecated and will be removed."),
-    ign("kubelet-preferred-address-types", Strings, KUBELET),
+    imp("kubelet-preferred-address-types", Strings),
     ign("kubelet-read-only-port", Uint, KUBELET)
         .deprecated("kubelet-read-only-port is deprecated and will be removed."),
-    ign("kubelet-timeout", Duration, KUBELET),
+    imp("kubelet-timeout", Duration),
     ign(
         "kubernetes-service-node-port",
         Int,
@@ -531,6 +531,7 @@ pub const FLAGS: &[Flag] = &[
         "the watch cache is on or off for all resources",
     ),
     // kapi's own.
+    kapi("allow-loopback-proxy-targets", Bool),
     kapi("controllers", Strings),
     kapi("data-dir", Str),
     kapi("insecure-bind-address", Ip).hidden(),

@@ -56,6 +56,8 @@ pub struct HandlerConfig {
     /// A watch without `timeoutSeconds` ends after a random time in [this, 2×this]
     /// (`--min-request-timeout`, 1800s).
     pub min_request_timeout: Duration,
+    /// How connect subresources (`pods/exec`, `pods/log`, the proxies) reach their targets.
+    pub proxy: kapi_proxy::ProxyConfig,
 }
 
 impl Default for HandlerConfig {
@@ -63,6 +65,7 @@ impl Default for HandlerConfig {
         Self {
             max_request_body_bytes: 3 * 1024 * 1024,
             min_request_timeout: Duration::from_secs(1800),
+            proxy: Default::default(),
         }
     }
 }
@@ -153,7 +156,7 @@ impl ApiServerHandler {
 
     /// Answers one request. Never fails: errors are `metav1.Status` responses.
     pub async fn handle(&self, req: Request<RequestBody>) -> Response<ResponseBody> {
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let query = parts.uri.query().unwrap_or("").to_string();
         let info = match parts.extensions.get::<RequestInfo>() {
             Some(i) => i.clone(),
@@ -181,13 +184,17 @@ impl ApiServerHandler {
             .get(http::header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        match self.resolve(&table, info, user, query, parts.headers, pretty) {
+        let headers = std::mem::take(&mut parts.headers);
+        match self.resolve(&table, info, user, query, headers, pretty) {
             Ok((mut scope, verb)) => {
                 scope.audit = parts
                     .extensions
                     .get::<kapi_admission::audit::AuditSink>()
                     .cloned();
                 let always = scope.storage.request_warnings();
+                if scope.storage.as_connecter().is_some() {
+                    return handlers::connect::connect(scope, parts, body).await;
+                }
                 let mut resp = handlers::serve(scope, verb, body).await;
                 responses::add_warnings(resp.headers_mut(), &always);
                 resp
@@ -242,6 +249,9 @@ impl ApiServerHandler {
             }
         }
         if !routes.verbs.allows(verb) {
+            if routes.storage.as_connecter().is_some() {
+                return Err(handlers::connect::method_not_allowed());
+            }
             return Err(method_not_allowed(&resource, verb.as_str()));
         }
         let scope = RequestScope {

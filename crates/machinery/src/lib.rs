@@ -14,6 +14,7 @@ pub mod gvk;
 pub mod labels;
 pub mod object;
 pub mod options;
+pub mod pod_refs;
 pub mod request;
 pub mod validation;
 pub mod watch;

@@ -39,6 +39,9 @@ pub struct RegistryConfig {
     pub service_node_port_range: std::ops::RangeInclusive<u16>,
     /// Serve LIST and WATCH from a per-resource watch cache.
     pub watch_cache: bool,
+    /// How kubelets are reached (`pods/log`, `pods/exec`, `nodes/proxy`, ...): the
+    /// `--kubelet-*` flags.
+    pub kubelet: kapi_proxy::KubeletClientConfig,
 }
 
 impl RegistryConfig {
@@ -51,6 +54,7 @@ impl RegistryConfig {
             ),
             service_node_port_range: 30000..=32767,
             watch_cache: true,
+            kubelet: Default::default(),
         }
     }
 }

@@ -197,6 +197,11 @@ pub trait Storage: Send + Sync + 'static {
     fn as_table_convertor(&self) -> Option<&dyn TableConvertor> {
         None
     }
+    /// A connect subresource (`pods/exec`, `pods/proxy`, ...): served by proxying, see
+    /// [`Connecter`].
+    fn as_connecter(&self) -> Option<&dyn Connecter> {
+        None
+    }
     /// Upstream field labels this resource accepts in `fieldSelector` besides
     /// `metadata.name` and `metadata.namespace`.
     fn field_labels(&self) -> &[&'static str] {
@@ -306,6 +311,32 @@ pub trait Creater: Send + Sync {
             )))
         }
     }
+}
+
+/// What a connect request carries to its storage: the raw query (its options) and, for the
+/// proxies, the path after the subresource (`""` for `.../proxy`, `"/"` for `.../proxy/`).
+#[derive(Clone, Debug, Default)]
+pub struct ConnectRequest {
+    pub query: String,
+    pub subpath: String,
+}
+
+/// A subresource served by carrying the request elsewhere (upstream's `rest.Connecter`, and
+/// `pods/log`'s streaming `GetterWithOptions`): the storage resolves where the request goes
+/// (a `kapi_proxy::Target`) and the endpoint carries it there. Discovery lists the HTTP
+/// methods it serves as verbs (GET get, POST create, PUT update, PATCH patch, DELETE delete).
+#[async_trait]
+pub trait Connecter: Send + Sync {
+    /// The HTTP methods served.
+    fn connect_methods(&self) -> &'static [&'static str];
+    /// Where the request goes; `None` when there is nothing to stream (a 204, as upstream's
+    /// log of a pod not yet on a node).
+    async fn connect(
+        &self,
+        ctx: &Context,
+        name: &str,
+        request: &ConnectRequest,
+    ) -> Result<Option<kapi_proxy::Target>, ApiError>;
 }
 
 #[async_trait]

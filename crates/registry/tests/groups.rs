@@ -264,6 +264,17 @@ async fn volumeattachments() {
 }
 
 #[tokio::test]
+async fn csistoragecapacities() {
+    run(
+        "storage.k8s.io",
+        "csistoragecapacities",
+        json!({"metadata": {"name": "cap1"}, "storageClassName": "standard", "capacity": "1Gi", "nodeTopology": {"matchLabels": {"topology.example.com/zone": "a"}}}),
+        json!({"metadata": {"name": "cap2"}, "storageClassName": "Not_A_Class", "capacity": "-1"}),
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn runtimeclasses() {
     run(
         "node.k8s.io",

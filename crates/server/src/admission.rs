@@ -41,6 +41,7 @@ impl AdmissionAuthorizer for CelAuthorizer {
             resource: r.resource.clone(),
             subresource: r.subresource.clone(),
             name: r.name.clone(),
+            ..Default::default()
         };
         let (allowed, reason) = match futures::executor::block_on(self.0.authorize(&attrs)) {
             Decision::Allow => (true, String::new()),

@@ -45,6 +45,8 @@ pub enum EndpointReconcilerType {
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
+    /// Upstream's node authorizer (kubelets' graph-scoped access).
+    Node,
     Rbac,
 }
 
@@ -53,6 +55,7 @@ impl AuthorizationMode {
         match s {
             "AlwaysAllow" => Some(Self::AlwaysAllow),
             "AlwaysDeny" => Some(Self::AlwaysDeny),
+            "Node" => Some(Self::Node),
             "RBAC" => Some(Self::Rbac),
             _ => None,
         }
@@ -129,6 +132,9 @@ pub struct ServerConfig {
     pub runtime_config: Vec<(String, String)>,
     /// `--feature-gates`: the gates set on the command line (upstream's names), by name.
     pub feature_gates: std::collections::BTreeMap<String, bool>,
+    /// `--kubelet-*`: how `pods/log`, `pods/exec`, `nodes/proxy` and the other kubelet-facing
+    /// subresources reach kubelets (see docs/kubelet-proxy.md).
+    pub kubelet: kapi_proxy::KubeletClientConfig,
 }
 
 impl ServerConfig {
@@ -176,6 +182,7 @@ impl ServerConfig {
             endpoint_reconciler_type: EndpointReconcilerType::Lease,
             runtime_config: Vec::new(),
             feature_gates: Default::default(),
+            kubelet: Default::default(),
             data_dir,
         }
     }

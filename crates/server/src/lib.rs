@@ -17,6 +17,7 @@ pub mod apiserver_identity;
 pub mod audit;
 pub mod authapi;
 pub mod body;
+pub mod cluster_authentication_trust;
 pub mod config;
 pub mod controllers;
 pub mod duration;
@@ -29,6 +30,7 @@ pub mod kubeconfig;
 pub mod leaderelection;
 pub mod leaselock;
 pub mod metrics;
+pub mod node_authz;
 pub mod pki;
 pub mod rbac;
 pub mod resource_config;
@@ -248,6 +250,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
+    registry_config.kubelet = config.kubelet.clone();
+    let proxy = kapi_proxy::ProxyConfig {
+        transports: Arc::new(
+            kapi_proxy::Transports::from_config(&config.kubelet).map_err(ServerError::Config)?,
+        ),
+        dial_timeout: config.kubelet.timeout,
+    };
     let crd_build = kapi_registry::BuildContext::new(registry_config);
     let mut groups = kapi_registry::build_with(&crd_build).await?;
     // Admission's namespace and quota plugins read the namespaces' and quotas' watch caches.
@@ -261,7 +270,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     kapi_registry::bootstrap(&groups, target_port).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
     let authentication = authapi::setup(&config, &mut groups, &checker).await?;
-    let authorization = rbac::setup(&config.authorization_modes, &mut groups)?;
+    let authorization = rbac::setup_with_gates(
+        &config.authorization_modes,
+        &config.feature_gates,
+        &mut groups,
+    )?;
     // `--runtime-config`: what is off is not installed, so discovery, routes and OpenAPI
     // agree. (Built first: bootstrap and the RBAC index read their stores either way.)
     resource_config::ResourceConfig::from_flag(&config.runtime_config)
@@ -281,6 +294,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     )?);
     let handler_config = kapi_endpoints::HandlerConfig {
         min_request_timeout: config.min_request_timeout,
+        proxy,
         ..Default::default()
     };
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
@@ -309,6 +323,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         shutdown_rx.clone(),
     )?;
     authorization.start(shutdown_rx.clone()).await?;
+    if let Some(configmaps) = rbac::find_storage(&handler.groups(), "", "configmaps") {
+        cluster_authentication_trust::Controller {
+            configmaps,
+            storage: storage.clone(),
+            required: cluster_authentication_trust::AuthenticationInfo::required(&pki.client_ca),
+        }
+        .start(shutdown_rx.clone())
+        .await;
+    }
     let health = health::Health::new(storage.clone(), shutting_down.clone());
     let api = api::ApiService::new(handler.clone(), health, metrics.clone());
 

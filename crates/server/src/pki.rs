@@ -363,8 +363,8 @@ pub fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), ServerE
     })
 }
 
-/// One certificate in PEM form.
-fn pem_certificate(der: &[u8]) -> String {
+/// One certificate in PEM form (as Go's `pem.Encode`).
+pub(crate) fn pem_certificate(der: &[u8]) -> String {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");

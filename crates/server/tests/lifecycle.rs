@@ -349,7 +349,10 @@ async fn runtime_config_turns_versions_on_and_off() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 404), "{err:?}");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 404),
+        "{err:?}"
+    );
     let openapi = client
         .request_text(http::Request::get("/openapi/v3").body(Vec::new()).unwrap())
         .await

@@ -24,6 +24,8 @@
     reason = "test code: a panic is a failed test"
 )]
 
+pub mod kubelet;
+pub mod kubelet_streams;
 pub mod raw;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

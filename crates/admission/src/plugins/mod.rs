@@ -4,11 +4,13 @@
 
 pub mod always;
 pub mod always_pull_images;
+pub mod certificates;
 pub mod classes;
 pub mod event_rate_limit;
 pub mod limit_ranger;
 pub mod live_lookup;
 pub mod namespace;
+pub mod node_restriction;
 pub mod node_selection;
 pub mod priority;
 pub mod quantity;
@@ -41,6 +43,8 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     runtime_class::register(plugins)?;
     restrictions::register(plugins)?;
     node_selection::register(plugins)?;
+    node_restriction::register(plugins)?;
+    certificates::register(plugins)?;
     event_rate_limit::register(plugins)?;
     crate::webhook::register(plugins)?;
     crate::policy::register(plugins)?;
@@ -57,12 +61,8 @@ fn unsupported_reason(name: &str) -> &'static str {
         "MutatingAdmissionPolicy" => {
             "MutatingAdmissionPolicy is alpha/beta and off by default in 1.33; its API is not served"
         }
-        "NodeRestriction" => "kapi has no node authorizer or node identities",
         "ImagePolicyWebhook" => "image review webhooks are not implemented",
         "PodSecurity" => "pod security standards are not implemented yet",
-        "CertificateApproval" | "CertificateSigning" | "CertificateSubjectRestriction" => {
-            "certificate signing requests are served, but the approve/sign permission and subject checks on them are not implemented yet"
-        }
         "ClusterTrustBundleAttest" => "clustertrustbundles are not served",
         "OwnerReferencesPermissionEnforcement" => "it needs an authorizer and a RESTMapper",
         "PodTopologyLabels" => "pods/binding does not copy node topology labels yet",

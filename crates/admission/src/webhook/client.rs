@@ -35,30 +35,33 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 fn tls_config(ca: &[u8]) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
     let mut roots = rustls::RootCertStore::empty();
     if ca.is_empty() {
         for c in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(c);
         }
-    } else {
-        let mut rd = ca;
-        for c in rustls_pemfile::certs(&mut rd) {
-            let c = c.map_err(|e| format!("unable to load root certificates: {e}"))?;
-            roots
-                .add(c)
-                .map_err(|e| format!("unable to load root certificates: {e}"))?;
-        }
-        if roots.is_empty() {
-            return Err(
-                "unable to load root certificates: no certificates found in caBundle".into(),
-            );
-        }
+        return Ok(builder.with_root_certificates(roots).with_no_client_auth());
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
+    let mut bundle = Vec::new();
+    let mut rd = ca;
+    for c in rustls_pemfile::certs(&mut rd) {
+        let c = c.map_err(|e| format!("unable to load root certificates: {e}"))?;
+        roots
+            .add(c.clone())
+            .map_err(|e| format!("unable to load root certificates: {e}"))?;
+        bundle.push(c);
+    }
+    if roots.is_empty() {
+        return Err("unable to load root certificates: no certificates found in caBundle".into());
+    }
+    let verifier = super::ca_bundle::CaBundleVerifier::new(roots, bundle, provider)?;
+    Ok(builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
 }
 

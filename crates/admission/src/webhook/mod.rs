@@ -5,6 +5,7 @@
 //! AdmissionReview, and the answer applied: mutating webhooks one after another (their JSON
 //! patches applied, `IfNeeded` ones reinvoked), validating webhooks all at once.
 
+mod ca_bundle;
 pub mod client;
 pub mod convert;
 pub mod matching;

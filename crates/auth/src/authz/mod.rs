@@ -4,13 +4,16 @@
 //! "u" cannot list resource "configmaps" in API group "" in the namespace "d"`.
 //!
 //! [`AlwaysAllow`], [`AlwaysDeny`], [`PrivilegedGroups`] (`system:masters`, always first as
-//! upstream) and [`rbac::RbacAuthorizer`], combined by [`Union`]. Authorizers that can list
-//! what a user may do (for SelfSubjectRulesReview) answer [`Authorizer::rules_for`].
+//! upstream), [`rbac::RbacAuthorizer`] and [`node::NodeAuthorizer`], combined by [`Union`].
+//! Authorizers that can list what a user may do (for SelfSubjectRulesReview) answer
+//! [`Authorizer::rules_for`].
 
+pub mod node;
 pub mod rbac;
 
 use async_trait::async_trait;
-use kapi_machinery::{ApiError, GroupResource, RequestInfo, UserInfo};
+use kapi_machinery::fields::FieldRequirement;
+use kapi_machinery::{ApiError, FieldSelector, GroupResource, RequestInfo, UserInfo};
 use std::sync::Arc;
 
 pub use rbac::rule::PolicyRule;
@@ -31,6 +34,9 @@ pub struct Attributes {
     pub resource: String,
     pub subresource: String,
     pub name: String,
+    /// The requirements of a list, watch or deletecollection's `fieldSelector` (upstream's
+    /// `GetFieldSelector`, with `AuthorizeWithSelectors`); empty when absent or unparsable.
+    pub field_selector: Vec<FieldRequirement>,
 }
 
 impl Attributes {
@@ -46,7 +52,18 @@ impl Attributes {
             resource: info.resource.clone(),
             subresource: info.subresource.clone(),
             name: info.name.clone(),
+            field_selector: Vec::new(),
         }
+    }
+
+    /// Adds a list, watch or deletecollection's `fieldSelector` (the raw query value).
+    pub fn with_field_selector(mut self, selector: Option<&str>) -> Self {
+        if matches!(self.verb.as_str(), "list" | "watch" | "deletecollection") {
+            if let Some(Ok(sel)) = selector.map(FieldSelector::parse) {
+                self.field_selector = sel.requirements;
+            }
+        }
+        self
     }
 }
 

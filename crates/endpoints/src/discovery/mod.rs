@@ -31,6 +31,9 @@ use std::sync::Arc;
 /// derived from the capability probes the router uses to install routes (upstream's
 /// `registerResourceHandlers` maps its actions to these verbs the same way).
 pub fn verbs_of(storage: &dyn Storage) -> Vec<&'static str> {
+    if let Some(connecter) = storage.as_connecter() {
+        return connect_verbs(connecter.connect_methods());
+    }
     let mut verbs = Vec::with_capacity(8);
     if storage.as_creater().is_some() {
         verbs.push("create");
@@ -57,6 +60,26 @@ pub fn verbs_of(storage: &dyn Storage) -> Vec<&'static str> {
     if storage.as_watcher().is_some() {
         verbs.push("watch");
     }
+    verbs
+}
+
+/// A connect subresource's verbs: each HTTP method it serves as the verb a request with that
+/// method is authorized as (GET get, POST create, PUT update, PATCH patch, DELETE delete),
+/// sorted, as upstream's discovery lists `pods/exec` (`create`, `get`).
+pub fn connect_verbs(methods: &[&str]) -> Vec<&'static str> {
+    let mut verbs: Vec<&'static str> = methods
+        .iter()
+        .filter_map(|m| match *m {
+            "GET" => Some("get"),
+            "POST" => Some("create"),
+            "PUT" => Some("update"),
+            "PATCH" => Some("patch"),
+            "DELETE" => Some("delete"),
+            _ => None,
+        })
+        .collect();
+    verbs.sort_unstable();
+    verbs.dedup();
     verbs
 }
 

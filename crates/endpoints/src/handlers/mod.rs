@@ -2,6 +2,7 @@
 //! parameters → body (bounded, decoded) → mutating admission → storage (with validating
 //! admission passed in) → negotiated encoding.
 
+pub mod connect;
 pub mod create;
 pub mod delete;
 pub mod get;

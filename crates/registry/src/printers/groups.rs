@@ -1,7 +1,7 @@
 //! Printers of the smaller groups: coordination (leases), discovery (endpoint slices),
 //! scheduling (priority classes), policy (disruption budgets), storage (storage classes),
-//! certificates (CSRs), events.k8s.io (the core event printer) and apiextensions (CRDs use
-//! the default table upstream).
+//! certificates (CSRs), events.k8s.io (the core event printer) and apiextensions (CRDs and CSI
+//! storage capacities use the default table upstream).
 
 use super::docs;
 use super::json::{arr_at, at, str_at};
@@ -19,6 +19,8 @@ pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
         ("storage.k8s.io", "storageclasses") => Printer::new(STORAGE_CLASS_COLUMNS),
         ("certificates.k8s.io", "certificatesigningrequests") => Printer::new(CSR_COLUMNS),
         ("apiextensions.k8s.io", "customresourcedefinitions") => DEFAULT,
+        // upstream's storage uses `rest.NewDefaultTableConvertor`, not its printer
+        ("storage.k8s.io", "csistoragecapacities") => DEFAULT,
         _ => return None,
     })
 }

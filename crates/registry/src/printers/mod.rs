@@ -215,6 +215,7 @@ mod tests {
         ("storage.k8s.io", "csidrivers"),
         ("storage.k8s.io", "csinodes"),
         ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "csistoragecapacities"),
         ("node.k8s.io", "runtimeclasses"),
         ("autoscaling", "horizontalpodautoscalers"),
         ("", "replicationcontrollers"),

@@ -204,12 +204,15 @@ fn default_binding(obj: &mut Object) {
             {
                 continue;
             }
-            let group = match s.get("kind").and_then(Value::as_str) {
-                Some("ServiceAccount") => "",
-                Some("User") | Some("Group") => GROUP,
-                _ => continue,
-            };
-            s.insert("apiGroup".into(), json!(group));
+            match s.get("kind").and_then(Value::as_str) {
+                Some("User") | Some("Group") => {
+                    s.insert("apiGroup".into(), json!(GROUP));
+                }
+                // `""` (a ServiceAccount's group): `omitempty`, as upstream serializes it
+                _ => {
+                    s.remove("apiGroup");
+                }
+            }
         }
     }
 }
@@ -393,7 +396,7 @@ mod tests {
             .unwrap();
         assert_eq!(str_at(&b, &["roleRef", "apiGroup"]), GROUP);
         assert_eq!(b.get("subjects").unwrap()[0]["apiGroup"], json!(GROUP));
-        assert_eq!(b.get("subjects").unwrap()[1]["apiGroup"], json!(""));
+        assert_eq!(b.get("subjects").unwrap()[1].get("apiGroup"), None);
         assert!(RoleBindingStrategy.validate(&b).is_empty());
         // ClusterRoleBindings need a namespace on service accounts and a ClusterRole
         let errs = messages(&ClusterRoleBindingStrategy.validate(&b));

@@ -1,5 +1,6 @@
 //! storage.k8s.io/v1: storageclasses, csidrivers, csinodes, volumeattachments (with
-//! `/status`), with upstream's defaults and validation (`pkg/apis/storage/validation`).
+//! `/status`), csistoragecapacities, with upstream's defaults and validation
+//! (`pkg/apis/storage/validation`).
 
 use crate::resources::group_util::immutable;
 use crate::resources::strategy_group;
@@ -21,6 +22,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
         Arc::new(CsiDriverStrategy),
         Arc::new(CsiNodeStrategy),
         Arc::new(VolumeAttachmentStrategy),
+        Arc::new(CsiStorageCapacityStrategy),
     ];
     vec![strategy_group(ctx, GROUP, "v1", table)]
 }
@@ -330,6 +332,101 @@ impl Strategy for VolumeAttachmentStrategy {
     }
 }
 
+/// `csistoragecapacities` (namespaced; upstream's `pkg/registry/storage/csistoragecapacity`):
+/// what a CSI driver publishes about the capacity of a storage class in a topology segment,
+/// read by kube-scheduler's volume binding. Printed with the default table, as upstream.
+pub struct CsiStorageCapacityStrategy;
+impl Strategy for CsiStorageCapacityStrategy {
+    typed!(
+        st::CSIStorageCapacity,
+        zeros = &[(&["storageClassName"], json!(""))]
+    );
+    fn info(&self) -> ResourceInfo {
+        info(
+            GROUP,
+            "v1",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            true,
+            &[],
+            &[],
+        )
+    }
+    /// `ValidateCSIStorageCapacity`.
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        crate::resources::policy::validate_label_selector(
+            &mut errs,
+            at(obj, &["nodeTopology"]),
+            "nodeTopology",
+        );
+        let class = str_at(obj, &["storageClassName"]);
+        for msg in is_dns1123_subdomain(class) {
+            errs.push(FieldError::invalid("storageClassName", class, msg));
+        }
+        if let Some(q) = at(obj, &["capacity"]).and_then(Value::as_str) {
+            let canonical = crate::printers::quantity::canonical(q);
+            if canonical.starts_with('-') {
+                errs.push(FieldError::invalid(
+                    "capacity",
+                    canonical,
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        errs
+    }
+    /// `ValidateCSIStorageCapacity` and `ValidateCSIStorageCapacityUpdate`: the inputs of the
+    /// CSI GetCapacity call (topology, class) are immutable.
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        let topology = |o: &Object| {
+            at(o, &["nodeTopology"])
+                .filter(|v| !v.is_null())
+                .map(selector_semantic)
+        };
+        if topology(new) != topology(old) {
+            let bad = match at(new, &["nodeTopology"]).filter(|v| !v.is_null()) {
+                Some(sel) => kapi_machinery::BadValue::Go(
+                    kapi_machinery::goformat::label_selector(Some(sel)),
+                ),
+                None => kapi_machinery::BadValue::Null,
+            };
+            errs.push(FieldError::invalid(
+                "nodeTopology",
+                bad,
+                "field is immutable",
+            ));
+        }
+        let class = str_at(new, &["storageClassName"]);
+        if class != str_at(old, &["storageClassName"]) {
+            errs.push(FieldError::invalid(
+                "storageClassName",
+                class,
+                "field is immutable",
+            ));
+        }
+        errs
+    }
+}
+
+/// A label selector as `apiequality.Semantic.DeepEqual` compares it: an empty `matchLabels`
+/// or `matchExpressions` equals an absent one.
+fn selector_semantic(sel: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in ["matchLabels", "matchExpressions"] {
+        let v = sel.get(key).filter(|v| match v {
+            Value::Object(m) => !m.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            _ => false,
+        });
+        if let Some(v) = v {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,5 +494,68 @@ mod tests {
             VolumeAttachmentStrategy.validate(&va)[0].to_string(),
             "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"
         );
+    }
+
+    #[test]
+    fn csi_storage_capacity_validation() {
+        let s = CsiStorageCapacityStrategy;
+        let msgs = |errs: Vec<FieldError>| -> Vec<String> {
+            errs.iter().map(ToString::to_string).collect()
+        };
+        let ok = decoded(
+            &s,
+            json!({"metadata": {"name": "cap1", "namespace": "default"}, "storageClassName": "standard",
+                "capacity": "1000Mi", "maximumVolumeSize": "2Gi", "nodeTopology": {"matchLabels": {"a": "b"}}}),
+        );
+        assert!(s.validate(&ok).is_empty());
+        assert!(s.info().namespaced);
+
+        // As kube-apiserver 1.28.7 answers the same object.
+        let bad = decoded(
+            &s,
+            json!({"metadata": {"name": "bad", "namespace": "default"}, "storageClassName": "", "capacity": "-1",
+                "nodeTopology": {"matchExpressions": [{"key": "k", "operator": "Foo"}, {"key": "k2", "operator": "In"}]}}),
+        );
+        assert_eq!(
+            msgs(s.validate(&bad)),
+            [
+                "nodeTopology.matchExpressions[0].operator: Invalid value: \"Foo\": not a valid selector operator",
+                "nodeTopology.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                "storageClassName: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "capacity: Invalid value: \"-1\": must be greater than or equal to 0",
+            ]
+        );
+        // A body without storageClassName decodes (Go's zero value) and is then invalid.
+        let none = decoded(
+            &s,
+            json!({"metadata": {"name": "n", "namespace": "default"}}),
+        );
+        assert_eq!(s.validate(&none).len(), 1);
+
+        let mut changed = ok.clone();
+        changed.insert("storageClassName", json!("other"));
+        changed.insert("nodeTopology", json!({"matchLabels": {"x": "y"}}));
+        changed.insert("capacity", json!("5Gi"));
+        assert_eq!(
+            msgs(s.validate_update(&changed, &ok)),
+            [
+                "nodeTopology: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"x\":\"y\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable",
+                "storageClassName: Invalid value: \"other\": field is immutable",
+            ]
+        );
+        let mut dropped = ok.clone();
+        dropped.remove("nodeTopology");
+        assert_eq!(
+            msgs(s.validate_update(&dropped, &ok)),
+            ["nodeTopology: Invalid value: \"null\": field is immutable"]
+        );
+        // Capacity is what drivers update; an empty matchLabels equals none.
+        let mut resized = ok.clone();
+        resized.insert("capacity", json!("5Gi"));
+        resized.insert(
+            "nodeTopology",
+            json!({"matchLabels": {"a": "b"}, "matchExpressions": []}),
+        );
+        assert!(s.validate_update(&resized, &ok).is_empty());
     }
 }

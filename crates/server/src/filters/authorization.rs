@@ -42,7 +42,13 @@ impl Filter for Authorization {
                     req.uri().query().unwrap_or_default(),
                 ),
             };
-            let attrs = Attributes::from_request(&user, &info);
+            let field_selector = req.uri().query().and_then(|q| {
+                form_urlencoded::parse(q.as_bytes())
+                    .find(|(k, _)| k == "fieldSelector")
+                    .map(|(_, v)| v.into_owned())
+            });
+            let attrs = Attributes::from_request(&user, &info)
+                .with_field_selector(field_selector.as_deref());
             match authorizer.authorize(&attrs).await {
                 Decision::Allow => next.call(req).await,
                 Decision::Deny(reason) | Decision::NoOpinion(reason) => {

@@ -1,427 +1,318 @@
-//! The bootstrap RBAC policy kube-apiserver creates at start (upstream's
-//! `bootstrappolicy`): the user-facing roles (`cluster-admin`, `admin`, `edit`, `view` and the
-//! `system:aggregate-to-*` roles they aggregate), the discovery, self-review, health and
-//! monitoring roles, and their bindings. Each object is created when missing and otherwise left
-//! alone, so a user's changes survive restarts. Controller roles are not created: kapi runs
-//! no controllers that act as separate users.
+//! The bootstrap RBAC policy, created and reconciled at every start as kube-apiserver's
+//! `rbac/bootstrap-roles` post-start hook does (`pkg/registry/rbac/rest/storage_rbac.go`).
+//!
+//! The policy is data: `policy/*.yaml`, upstream's `plugin/pkg/auth/authorizer/rbac/bootstrappolicy`
+//! as a kube-apiserver creates it (written by `hack/gen-bootstrap-policy.sh`, split as
+//! upstream's testdata golden files): every ClusterRole (the user-facing and system roles and
+//! the `system:controller:*` roles kube-controller-manager's controllers run under with
+//! `--use-service-account-credentials`), every ClusterRoleBinding, and the Roles and
+//! RoleBindings of `kube-system` and `kube-public`. Each object is reconciled with what is stored
+//! ([`super::reconcile`]): created when missing, given back what it lacks unless it says
+//! `rbac.authorization.kubernetes.io/autoupdate: "false"`, never stripped of what was added.
 
-use kapi_auth::authz::rbac::PolicyRule;
-use kapi_machinery::{ApiError, Object};
-use kapi_registry::rest::{self, Context, WriteOptions};
-use serde_json::{json, Value};
+use super::reconcile::{reconcile_binding, reconcile_role, Operation, Reconciled};
+use kapi_machinery::{ApiError, DeleteOptions, GetOptions, ListOptions, Object};
+use kapi_registry::rest::{
+    self, validate_nothing, Context, FieldValidation, UpdatedObjectFn, WriteOptions,
+};
+use serde::Deserialize;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
-const BOOTSTRAPPING: &str = "kubernetes.io/bootstrapping";
-const API_VERSION: &str = "rbac.authorization.k8s.io/v1";
-const READ: &[&str] = &["get", "list", "watch"];
-const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
-const READ_WRITE: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+/// The kube-apiserver release the policy files were generated from.
+pub const POLICY_SOURCE: &str = "v1.28.7";
 
-fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
-    PolicyRule::resource(verbs, groups, resources)
+const CLUSTER_ROLES: &str = include_str!("policy/cluster-roles.yaml");
+const CONTROLLER_ROLES: &str = include_str!("policy/controller-roles.yaml");
+const CLUSTER_ROLE_BINDINGS: &str = include_str!("policy/cluster-role-bindings.yaml");
+const CONTROLLER_ROLE_BINDINGS: &str = include_str!("policy/controller-role-bindings.yaml");
+const NAMESPACE_ROLES: &str = include_str!("policy/namespace-roles.yaml");
+const NAMESPACE_ROLE_BINDINGS: &str = include_str!("policy/namespace-role-bindings.yaml");
+
+/// Upstream retries the whole reconciliation every second for 30 seconds before giving up.
+const ATTEMPTS: usize = 30;
+const RETRY: Duration = Duration::from_secs(1);
+/// Tries per object when another writer races us (upstream re-runs on conflicts).
+const OBJECT_TRIES: usize = 5;
+
+#[derive(Deserialize)]
+struct List {
+    items: Vec<serde_json::Value>,
 }
 
-fn metadata(name: &str, extra_labels: &[(&str, &str)]) -> Value {
-    let mut labels = serde_json::Map::new();
-    labels.insert(BOOTSTRAPPING.into(), "rbac-defaults".into());
-    for (k, v) in extra_labels {
-        labels.insert((*k).into(), (*v).into());
+fn parse(file: &str, text: &str) -> Result<Vec<Object>, ApiError> {
+    let list: List = serde_saphyr::from_str(text)
+        .map_err(|e| ApiError::internal(format!("bootstrap policy {file}: {e}")))?;
+    list.items.into_iter().map(Object::from_value).collect()
+}
+
+/// The whole policy.
+pub struct Policy {
+    /// ClusterRoles (`ClusterRoles()` then `ControllerRoles()`).
+    pub cluster_roles: Vec<Object>,
+    pub cluster_role_bindings: Vec<Object>,
+    /// Roles of `kube-system` and `kube-public` (`NamespaceRoles()`).
+    pub roles: Vec<Object>,
+    pub role_bindings: Vec<Object>,
+}
+
+impl Policy {
+    pub fn load() -> Result<Policy, ApiError> {
+        let mut cluster_roles = parse("cluster-roles.yaml", CLUSTER_ROLES)?;
+        cluster_roles.extend(parse("controller-roles.yaml", CONTROLLER_ROLES)?);
+        let mut cluster_role_bindings = parse("cluster-role-bindings.yaml", CLUSTER_ROLE_BINDINGS)?;
+        cluster_role_bindings.extend(parse(
+            "controller-role-bindings.yaml",
+            CONTROLLER_ROLE_BINDINGS,
+        )?);
+        Ok(Policy {
+            cluster_roles,
+            cluster_role_bindings,
+            roles: parse("namespace-roles.yaml", NAMESPACE_ROLES)?,
+            role_bindings: parse("namespace-role-bindings.yaml", NAMESPACE_ROLE_BINDINGS)?,
+        })
     }
-    json!({
-        "name": name,
-        "labels": labels,
-        "annotations": {AUTOUPDATE: "true"},
-    })
 }
 
-fn cluster_role(name: &str, labels: &[(&str, &str)], rules: Vec<PolicyRule>) -> Value {
-    json!({
-        "apiVersion": API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": metadata(name, labels),
-        "rules": rules,
-    })
+/// The four RBAC storages, as the registry built them (no escalation checks: kapi's own
+/// writes, as upstream's loopback client in `system:masters`).
+pub struct Storages {
+    pub cluster_roles: Arc<dyn rest::Storage>,
+    pub cluster_role_bindings: Arc<dyn rest::Storage>,
+    pub roles: Arc<dyn rest::Storage>,
+    pub role_bindings: Arc<dyn rest::Storage>,
 }
 
-fn aggregated(name: &str, labels: &[(&str, &str)], aggregate_from: &str) -> Value {
-    json!({
-        "apiVersion": API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": metadata(name, labels),
-        "aggregationRule": {"clusterRoleSelectors": [
-            {"matchLabels": {format!("rbac.authorization.k8s.io/aggregate-to-{aggregate_from}"): "true"}}
-        ]},
-        "rules": [],
-    })
+/// What a reconciliation did, by operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub created: usize,
+    pub updated: usize,
+    pub recreated: usize,
+    pub protected: usize,
 }
 
-const TO_ADMIN: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-admin", "true");
-const TO_EDIT: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-edit", "true");
-const TO_VIEW: (&str, &str) = ("rbac.authorization.k8s.io/aggregate-to-view", "true");
-
-/// The bootstrap cluster roles, as upstream defines them.
-pub fn cluster_roles() -> Vec<Value> {
-    vec![
-        cluster_role(
-            "cluster-admin",
-            &[],
-            vec![r(&["*"], &["*"], &["*"]), PolicyRule::urls(&["*"], &["*"])],
-        ),
-        aggregated("admin", &[], "admin"),
-        aggregated("edit", &[TO_ADMIN], "edit"),
-        aggregated("view", &[TO_EDIT], "view"),
-        cluster_role(
-            "system:aggregate-to-admin",
-            &[TO_ADMIN],
-            vec![
-                r(
-                    &["create"],
-                    &["authorization.k8s.io"],
-                    &["localsubjectaccessreviews"],
-                ),
-                r(
-                    READ_WRITE,
-                    &["rbac.authorization.k8s.io"],
-                    &["rolebindings", "roles"],
-                ),
-            ],
-        ),
-        cluster_role(
-            "system:aggregate-to-edit",
-            &[TO_EDIT],
-            vec![
-                r(
-                    READ,
-                    &[""],
-                    &[
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                        "secrets",
-                        "services/proxy",
-                    ],
-                ),
-                r(&["impersonate"], &[""], &["serviceaccounts"]),
-                r(
-                    WRITE,
-                    &[""],
-                    &[
-                        "pods",
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                    ],
-                ),
-                r(&["create"], &[""], &["pods/eviction"]),
-                r(
-                    WRITE,
-                    &[""],
-                    &[
-                        "configmaps",
-                        "events",
-                        "persistentvolumeclaims",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "secrets",
-                        "serviceaccounts",
-                        "services",
-                        "services/proxy",
-                    ],
-                ),
-                r(&["create"], &[""], &["serviceaccounts/token"]),
-                r(
-                    WRITE,
-                    &["apps"],
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "replicasets",
-                        "replicasets/scale",
-                        "statefulsets",
-                        "statefulsets/scale",
-                    ],
-                ),
-                r(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
-                r(WRITE, &["batch"], &["cronjobs", "jobs"]),
-                r(
-                    WRITE,
-                    &["extensions"],
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "ingresses",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                r(WRITE, &["policy"], &["poddisruptionbudgets"]),
-                r(
-                    WRITE,
-                    &["networking.k8s.io"],
-                    &["ingresses", "networkpolicies"],
-                ),
-                r(READ_WRITE, &["coordination.k8s.io"], &["leases"]),
-            ],
-        ),
-        cluster_role(
-            "system:aggregate-to-view",
-            &[TO_VIEW],
-            vec![
-                r(
-                    READ,
-                    &[""],
-                    &[
-                        "configmaps",
-                        "endpoints",
-                        "persistentvolumeclaims",
-                        "persistentvolumeclaims/status",
-                        "pods",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "serviceaccounts",
-                        "services",
-                        "services/status",
-                    ],
-                ),
-                r(
-                    READ,
-                    &[""],
-                    &[
-                        "bindings",
-                        "events",
-                        "limitranges",
-                        "namespaces/status",
-                        "pods/log",
-                        "pods/status",
-                        "replicationcontrollers/status",
-                        "resourcequotas",
-                        "resourcequotas/status",
-                    ],
-                ),
-                r(READ, &[""], &["namespaces"]),
-                r(READ, &["discovery.k8s.io"], &["endpointslices"]),
-                r(
-                    READ,
-                    &["apps"],
-                    &[
-                        "controllerrevisions",
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "statefulsets",
-                        "statefulsets/scale",
-                        "statefulsets/status",
-                    ],
-                ),
-                r(
-                    READ,
-                    &["autoscaling"],
-                    &[
-                        "horizontalpodautoscalers",
-                        "horizontalpodautoscalers/status",
-                    ],
-                ),
-                r(
-                    READ,
-                    &["batch"],
-                    &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
-                ),
-                r(
-                    READ,
-                    &["extensions"],
-                    &[
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "ingresses",
-                        "ingresses/status",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                r(
-                    READ,
-                    &["policy"],
-                    &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-                ),
-                r(
-                    READ,
-                    &["networking.k8s.io"],
-                    &["ingresses", "ingresses/status", "networkpolicies"],
-                ),
-            ],
-        ),
-        cluster_role(
-            "system:auth-delegator",
-            &[],
-            vec![
-                r(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
-                r(
-                    &["create"],
-                    &["authorization.k8s.io"],
-                    &["subjectaccessreviews"],
-                ),
-            ],
-        ),
-        cluster_role(
-            "system:basic-user",
-            &[],
-            vec![
-                r(
-                    &["create"],
-                    &["authorization.k8s.io"],
-                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                ),
-                r(
-                    &["create"],
-                    &["authentication.k8s.io"],
-                    &["selfsubjectreviews"],
-                ),
-            ],
-        ),
-        cluster_role(
-            "system:discovery",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/",
-                ],
-            )],
-        ),
-        cluster_role(
-            "system:heapster",
-            &[],
-            vec![
-                r(READ, &[""], &["events", "namespaces", "nodes", "pods"]),
-                r(READ, &["extensions"], &["deployments"]),
-            ],
-        ),
-        cluster_role(
-            "system:monitoring",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &[
-                    "/healthz",
-                    "/healthz/*",
-                    "/livez",
-                    "/livez/*",
-                    "/metrics",
-                    "/metrics/slis",
-                    "/readyz",
-                    "/readyz/*",
-                ],
-            )],
-        ),
-        cluster_role(
-            "system:public-info-viewer",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-            )],
-        ),
-    ]
+/// `EnsureRBACPolicy`: reconciles every object of `policy`, retrying the whole pass every
+/// second (up to 30 s) while some object fails, as upstream's post-start hook.
+pub async fn ensure(storages: &Storages, policy: &Policy) -> Result<Counts, ApiError> {
+    let mut last = None;
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(RETRY).await;
+        }
+        match ensure_once(storages, policy).await {
+            Ok(counts) => return Ok(counts),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::internal("bootstrap policy not reconciled")))
 }
 
-fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
-    let subjects: Vec<Value> = groups
-        .iter()
-        .map(|g| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}))
-        .collect();
-    json!({
-        "apiVersion": API_VERSION,
-        "kind": "ClusterRoleBinding",
-        "metadata": metadata(name, &[]),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": subjects,
-    })
-}
-
-/// The bootstrap cluster role bindings.
-pub fn cluster_role_bindings() -> Vec<Value> {
-    vec![
-        cluster_role_binding("cluster-admin", &["system:masters"]),
-        cluster_role_binding("system:basic-user", &["system:authenticated"]),
-        cluster_role_binding("system:discovery", &["system:authenticated"]),
-        cluster_role_binding("system:monitoring", &["system:monitoring"]),
-        cluster_role_binding(
-            "system:public-info-viewer",
-            &["system:authenticated", "system:unauthenticated"],
+/// One pass over every object; failures are logged and the pass goes on ("try to create as
+/// many as you can"), then the first failure is returned.
+pub async fn ensure_once(storages: &Storages, policy: &Policy) -> Result<Counts, ApiError> {
+    let mut counts = Counts::default();
+    let mut failed = None;
+    let sets: [(&Arc<dyn rest::Storage>, &Vec<Object>, bool); 4] = [
+        (&storages.cluster_roles, &policy.cluster_roles, true),
+        (
+            &storages.cluster_role_bindings,
+            &policy.cluster_role_bindings,
+            false,
         ),
-    ]
-}
-
-/// Creates each object that does not exist yet; returns how many it created.
-pub(super) async fn ensure(
-    storage: &Arc<dyn rest::Storage>,
-    objects: Vec<Value>,
-) -> Result<usize, ApiError> {
-    let creater = storage
-        .as_creater()
-        .ok_or_else(|| ApiError::internal("the RBAC storage cannot create"))?;
-    let mut created = 0usize;
-    for v in objects {
-        let obj = Object::from_value(v)?;
-        let name = obj.name().to_string();
-        match creater
-            .create(
-                &Context::default(),
-                obj,
-                rest::validate_nothing(),
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) => created = created.saturating_add(1),
-            Err(e) if e.is_already_exists() => {}
-            Err(e) => {
-                return Err(ApiError::internal(format!(
-                    "creating the bootstrap {} {name:?}: {}",
-                    storage.info().kind,
-                    e.message
-                )))
+        (&storages.roles, &policy.roles, true),
+        (&storages.role_bindings, &policy.role_bindings, false),
+    ];
+    for (storage, objects, is_role) in sets {
+        // One list per resource; an object is read again only after a race.
+        let mut stored = stored_objects(storage).await?;
+        for expected in objects {
+            let key = (
+                expected.namespace().to_string(),
+                expected.name().to_string(),
+            );
+            let existing = stored.remove(&key);
+            match reconcile_one(storage, expected, is_role, existing).await {
+                Ok(r) => {
+                    log(storage, expected, &r);
+                    match (r.protected, r.operation) {
+                        (true, Operation::None) => {}
+                        (true, _) => counts.protected = counts.protected.saturating_add(1),
+                        (false, Operation::Create) => {
+                            counts.created = counts.created.saturating_add(1)
+                        }
+                        (false, Operation::Update) => {
+                            counts.updated = counts.updated.saturating_add(1)
+                        }
+                        (false, Operation::Recreate) => {
+                            counts.recreated = counts.recreated.saturating_add(1)
+                        }
+                        (false, Operation::None) => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "unable to reconcile {}/{}: {}",
+                        kind_name(storage),
+                        expected.name(),
+                        e.message
+                    );
+                    failed.get_or_insert(e);
+                }
             }
         }
     }
-    Ok(created)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(counts),
+    }
 }
+
+fn kind_name(storage: &Arc<dyn rest::Storage>) -> String {
+    format!(
+        "{}.rbac.authorization.k8s.io",
+        storage.info().kind.to_lowercase()
+    )
+}
+
+/// `permissions: [...]` of a role, `subjects: [...]` of a binding.
+fn additions(r: &Reconciled) -> String {
+    if r.missing_subjects.is_empty() {
+        let rules: Vec<String> = r.missing_rules.iter().map(|x| x.compact_string()).collect();
+        format!("permissions: [{}]", rules.join(" "))
+    } else {
+        let subjects: Vec<String> = r.missing_subjects.iter().map(|s| s.to_string()).collect();
+        format!("subjects: [{}]", subjects.join(" "))
+    }
+}
+
+fn log(storage: &Arc<dyn rest::Storage>, expected: &Object, r: &Reconciled) {
+    let what = format!("{}/{}", kind_name(storage), expected.name());
+    match (r.protected, r.operation) {
+        (true, Operation::None) => {}
+        (true, _) => tracing::warn!(
+            "skipped reconcile-protected {what} with missing {}",
+            additions(r)
+        ),
+        (false, Operation::Update) => {
+            tracing::info!("updated {what} with additional {}", additions(r))
+        }
+        (false, Operation::Recreate) => tracing::info!("recreated {what}"),
+        (false, Operation::Create) => tracing::debug!("created {what}"),
+        (false, Operation::None) => {}
+    }
+}
+
+/// Every stored object of `storage`, by namespace and name.
+async fn stored_objects(
+    storage: &Arc<dyn rest::Storage>,
+) -> Result<HashMap<(String, String), Object>, ApiError> {
+    let lister = storage
+        .as_lister()
+        .ok_or_else(|| ApiError::internal(format!("{}: cannot list", kind_name(storage))))?;
+    let list = lister
+        .list(&Context::default(), &ListOptions::default())
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| ((o.namespace().to_string(), o.name().to_string()), o))
+        .collect())
+}
+
+/// Reconciles one object (`listed`: as the list showed it), reading it again after a race (a
+/// conflict, a create that found it, an update that found it gone).
+async fn reconcile_one(
+    storage: &Arc<dyn rest::Storage>,
+    expected: &Object,
+    is_role: bool,
+    listed: Option<Object>,
+) -> Result<Reconciled, ApiError> {
+    let ctx = Context {
+        namespace: expected.namespace().to_string(),
+        ..Default::default()
+    };
+    let unsupported =
+        |verb: &str| ApiError::internal(format!("{}: cannot {verb}", kind_name(storage)));
+    let getter = storage.as_getter().ok_or_else(|| unsupported("get"))?;
+    let mut last = None;
+    let mut listed = Some(listed);
+    for _ in 0..OBJECT_TRIES {
+        let existing = match listed.take() {
+            Some(o) => o,
+            None => match getter
+                .get(&ctx, expected.name(), &GetOptions::default())
+                .await
+            {
+                Ok(o) => Some(o),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e),
+            },
+        };
+        let r = if is_role {
+            reconcile_role(existing.as_ref(), expected)?
+        } else {
+            reconcile_binding(existing.as_ref(), expected)
+        };
+        if r.protected {
+            return Ok(r);
+        }
+        let result = match r.operation {
+            Operation::None => return Ok(r),
+            Operation::Create => create(storage, &ctx, &r.object).await,
+            Operation::Update => {
+                let updater = storage.as_updater().ok_or_else(|| unsupported("update"))?;
+                let obj = r.object.clone();
+                let put: UpdatedObjectFn = Arc::new(move |_| {
+                    let o = obj.clone();
+                    Box::pin(async move { Ok(o) })
+                });
+                crate::controllers::ops::write(updater, &ctx, expected.name(), put)
+                    .await
+                    .map(|_| ())
+            }
+            Operation::Recreate => {
+                let deleter = storage
+                    .as_graceful_deleter()
+                    .ok_or_else(|| unsupported("delete"))?;
+                let mut opts = DeleteOptions::default();
+                opts.preconditions.uid = existing.as_ref().map(|o| o.uid().to_string());
+                match deleter
+                    .delete(&ctx, expected.name(), validate_nothing(), &opts)
+                    .await
+                {
+                    Ok(_) => create(storage, &ctx, &r.object).await,
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        match result {
+            Ok(()) => return Ok(r),
+            Err(e) if e.is_already_exists() || e.is_conflict() || e.is_not_found() => {
+                last = Some(e)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::internal("bootstrap policy object not reconciled")))
+}
+
+async fn create(
+    storage: &Arc<dyn rest::Storage>,
+    ctx: &Context,
+    obj: &Object,
+) -> Result<(), ApiError> {
+    let creater = storage
+        .as_creater()
+        .ok_or_else(|| ApiError::internal("the RBAC storage cannot create"))?;
+    let (obj, _) = storage.decode(obj.clone(), FieldValidation::Strict)?;
+    creater
+        .create(ctx, obj, validate_nothing(), &WriteOptions::default())
+        .await
+        .map(|_| ())
+}
+
+#[cfg(test)]
+#[path = "bootstrap_tests.rs"]
+mod tests;

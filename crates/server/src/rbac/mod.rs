@@ -9,6 +9,7 @@ pub mod aggregation;
 pub mod bootstrap;
 pub mod escalation;
 mod feed;
+pub mod reconcile;
 pub mod review;
 
 use crate::config::AuthorizationMode;
@@ -17,7 +18,7 @@ use kapi_auth::authz::rbac::{RbacAuthorizer, RbacIndex, RbacKind};
 use kapi_auth::authz::{
     AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union, SYSTEM_MASTERS,
 };
-use kapi_registry::rest::{self, ApiGroupInfo};
+use kapi_registry::rest::ApiGroupInfo;
 use std::sync::Arc;
 use tokio::sync::{watch, Notify};
 
@@ -29,14 +30,14 @@ struct RbacRuntime {
     index: Arc<RbacIndex>,
     feeds: Vec<feed::Feed>,
     /// The storages as the registry built them (no escalation checks), for kapi's own writes.
-    cluster_roles: Arc<dyn rest::Storage>,
-    cluster_role_bindings: Arc<dyn rest::Storage>,
+    storages: bootstrap::Storages,
 }
 
 /// The server's authorization, built by [`setup`] and started by [`Authorization::start`].
 pub struct Authorization {
     pub authorizer: Arc<dyn Authorizer>,
     rbac: Option<RbacRuntime>,
+    node: Option<crate::node_authz::NodeAuthorization>,
 }
 
 /// Builds the authorizer for `modes` and prepares `groups`: adds `authorization.k8s.io` and,
@@ -46,12 +47,29 @@ pub fn setup(
     modes: &[AuthorizationMode],
     groups: &mut Vec<ApiGroupInfo>,
 ) -> Result<Authorization, ServerError> {
+    setup_with_gates(modes, &Default::default(), groups)
+}
+
+/// [`setup`] with `--feature-gates` (the node authorizer reads `AuthorizeNodeWithSelectors`).
+pub fn setup_with_gates(
+    modes: &[AuthorizationMode],
+    gates: &std::collections::BTreeMap<String, bool>,
+    groups: &mut Vec<ApiGroupInfo>,
+) -> Result<Authorization, ServerError> {
     let mut list: Vec<Arc<dyn Authorizer>> =
         vec![Arc::new(PrivilegedGroups(vec![SYSTEM_MASTERS.into()]))];
     let mut rbac = None;
     let mut rbac_authorizer = None;
+    let mut node = None;
     for m in modes {
         match m {
+            AuthorizationMode::Node => {
+                if node.is_none() {
+                    let n = crate::node_authz::setup(groups, gates);
+                    list.push(n.authorizer.clone());
+                    node = Some(n);
+                }
+            }
             AuthorizationMode::AlwaysAllow => list.push(Arc::new(AlwaysAllow)),
             AuthorizationMode::AlwaysDeny => list.push(Arc::new(AlwaysDeny)),
             AuthorizationMode::Rbac => {
@@ -68,11 +86,15 @@ pub fn setup(
                 list.push(Arc::new(a.clone()));
                 rbac_authorizer = Some(a);
                 let missing = || ServerError::Config(format!("{RBAC_GROUP} is incomplete"));
+                let find =
+                    |resource| find_storage(groups, RBAC_GROUP, resource).ok_or_else(missing);
                 rbac = Some(RbacRuntime {
-                    cluster_roles: find_storage(groups, RBAC_GROUP, "clusterroles")
-                        .ok_or_else(missing)?,
-                    cluster_role_bindings: find_storage(groups, RBAC_GROUP, "clusterrolebindings")
-                        .ok_or_else(missing)?,
+                    storages: bootstrap::Storages {
+                        cluster_roles: find("clusterroles")?,
+                        cluster_role_bindings: find("clusterrolebindings")?,
+                        roles: find("roles")?,
+                        role_bindings: find("rolebindings")?,
+                    },
                     index,
                     feeds,
                 });
@@ -88,7 +110,11 @@ pub fn setup(
     }
     groups.retain(|g| g.group != review::GROUP);
     groups.push(review::group(authorizer.clone(), rbac_authorizer));
-    Ok(Authorization { authorizer, rbac })
+    Ok(Authorization {
+        authorizer,
+        rbac,
+        node,
+    })
 }
 
 fn wrap_rbac_storages(
@@ -119,24 +145,26 @@ fn wrap_rbac_storages(
 }
 
 impl Authorization {
-    /// With RBAC: creates the missing bootstrap policy, fills the index, aggregates cluster
+    /// With RBAC: creates and reconciles the bootstrap policy, fills the index, aggregates cluster
     /// roles, and starts the watches and the aggregation controller (they stop when
     /// `shutdown` turns true). Returns once the index holds every RBAC object.
     pub async fn start(&self, shutdown: watch::Receiver<bool>) -> Result<(), ServerError> {
+        if let Some(node) = &self.node {
+            node.start(shutdown.clone()).await;
+        }
         let Some(rt) = &self.rbac else {
             return Ok(());
         };
-        let roles = bootstrap::ensure(&rt.cluster_roles, bootstrap::cluster_roles()).await?;
-        let bindings = bootstrap::ensure(
-            &rt.cluster_role_bindings,
-            bootstrap::cluster_role_bindings(),
-        )
-        .await?;
-        if roles.saturating_add(bindings) > 0 {
+        let policy = bootstrap::Policy::load()?;
+        let counts = bootstrap::ensure(&rt.storages, &policy).await?;
+        if counts != bootstrap::Counts::default() {
             tracing::info!(
-                cluster_roles = roles,
-                cluster_role_bindings = bindings,
-                "created the bootstrap RBAC policy"
+                created = counts.created,
+                updated = counts.updated,
+                recreated = counts.recreated,
+                protected = counts.protected,
+                source = bootstrap::POLICY_SOURCE,
+                "reconciled the bootstrap RBAC policy"
             );
         }
         let mut versions = Vec::new();
@@ -146,7 +174,7 @@ impl Authorization {
         // Aggregation settles in rounds (view feeds edit feeds admin); the first rounds run
         // here so the aggregated roles are whole when serving starts.
         for _ in 0..4 {
-            if aggregation::reconcile(&rt.index, &rt.cluster_roles).await? == 0 {
+            if aggregation::reconcile(&rt.index, &rt.storages.cluster_roles).await? == 0 {
                 break;
             }
             if let (Some(cluster_role_feed), Some(version)) =
@@ -161,7 +189,7 @@ impl Authorization {
         }
         tokio::spawn(aggregation::run(
             rt.index.clone(),
-            rt.cluster_roles.clone(),
+            rt.storages.cluster_roles.clone(),
             changed,
             shutdown,
         ));

@@ -6,12 +6,11 @@
 //! line and a caret). The same walk estimates the expression's worst-case cost
 //! (see [`super::cost`]).
 
-use super::cost;
+use super::cost::{self, Arg, Estimator};
 use super::funcs::{self, Overload};
 use super::locate::{self, Anchor};
 use super::types::Ty;
-use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
-use kube_cel::cel::Program;
+use kube_cel::cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 /// What checking an expression found: its type and its estimated worst-case cost.
 #[derive(Debug, Clone)]
@@ -21,14 +20,20 @@ pub struct Checked {
 }
 
 /// Parses and checks `source` with `vars` declared. `Err` is the issues text cel-go would
-/// print (parse errors as the parser words them).
+/// print (parse errors as the parser words them). Sizes by field path are those of `self`'s
+/// type (CRD rules), unknown without it.
 pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Checked, String> {
-    let program = Program::compile(source).map_err(|e| e.to_string())?;
-    let expr = program.expression();
+    let parsed = super::parse(source)?;
+    let expr = &parsed;
+    let root = vars
+        .iter()
+        .find(|(n, _)| *n == "self")
+        .map(|(_, t)| t.clone());
     let mut c = Checker {
         vars,
         scopes: Vec::new(),
         errors: Vec::new(),
+        est: Estimator::new(root),
     };
     let (ty, cost) = c.expr(expr);
     if c.errors.is_empty() {
@@ -55,6 +60,7 @@ struct Checker<'a> {
     /// Comprehension and `cel.bind` variables, innermost last.
     scopes: Vec<(String, Ty)>,
     errors: Vec<Issue>,
+    est: Estimator,
 }
 
 impl Checker<'_> {
@@ -79,7 +85,10 @@ impl Checker<'_> {
         match &e.expr {
             Expr::Literal(l) => (literal(l), 0),
             Expr::Ident(name) => match self.lookup(name) {
-                Some(t) => (t, 1),
+                Some(t) => {
+                    self.est.ident(e, name);
+                    (t, 1)
+                }
                 None => match funcs::type_ident(name) {
                     Some(t) => (Ty::Type(Box::new(t)), 1),
                     None => self.error(
@@ -91,7 +100,15 @@ impl Checker<'_> {
             },
             Expr::Select(s) => {
                 let (operand, cost) = self.expr(&s.operand);
-                let cost = cost.saturating_add(1);
+                // A field of a map or an object costs one, of `dyn` nothing; a presence test
+                // costs nothing (Kubernetes' `PresenceTestHasCost(false)`).
+                let cost = match &operand {
+                    Ty::Map(..) | Ty::Object(_) | Ty::Param(_) if !s.test => cost.saturating_add(1),
+                    _ => cost,
+                };
+                if !s.test {
+                    self.est.select(e, &s.operand, &s.field);
+                }
                 let field = match &operand {
                     Ty::Dyn | Ty::Error => Some(Ty::Dyn),
                     Ty::Map(_, v, _) => Some((**v).clone()),
@@ -123,12 +140,18 @@ impl Checker<'_> {
                     ),
                 }
             }
-            Expr::Call(call) => self.call(e.id, call),
+            Expr::Call(call) => self.call(e, call),
             Expr::List(l) => {
                 let mut cost = 0u64;
                 let mut elem: Option<Ty> = None;
-                for x in &l.elements {
+                let mut tys = Vec::with_capacity(l.elements.len());
+                for (i, x) in l.elements.iter().enumerate() {
                     let (t, c) = self.expr(x);
+                    let t = match t {
+                        Ty::Opt(inner) if l.optional_indices.contains(&i) => *inner,
+                        t => t,
+                    };
+                    tys.push(t.clone());
                     cost = cost.saturating_add(c);
                     elem = Some(match elem {
                         None => t,
@@ -136,29 +159,47 @@ impl Checker<'_> {
                         Some(_) => Ty::Dyn,
                     });
                 }
+                let args: Vec<Arg> = l
+                    .elements
+                    .iter()
+                    .zip(&tys)
+                    .map(|(e, ty)| Arg { e, ty })
+                    .collect();
+                self.est.list_literal(e, &args);
                 let n = l.elements.len() as u64;
                 (
                     Ty::List(Box::new(elem.unwrap_or(Ty::Dyn)), n),
-                    cost.saturating_add(10),
+                    cost.saturating_add(cost::LIST_CREATE),
                 )
             }
             Expr::Map(m) => {
                 let mut cost = 0u64;
                 let (mut kt, mut vt): (Option<Ty>, Option<Ty>) = (None, None);
+                let mut sized = Vec::new();
                 for en in &m.entries {
                     if let EntryExpr::MapEntry(me) = &en.expr {
                         let (k, c1) = self.expr(&me.key);
                         let (v, c2) = self.expr(&me.value);
+                        let v = match v {
+                            Ty::Opt(inner) if me.optional => *inner,
+                            v => v,
+                        };
                         cost = cost.saturating_add(c1).saturating_add(c2);
+                        sized.push((&me.key, k.clone(), &me.value, v.clone()));
                         kt = Some(join(kt, k));
                         vt = Some(join(vt, v));
                     }
                 }
+                let args: Vec<(Arg, Arg)> = sized
+                    .iter()
+                    .map(|(ke, kt, ve, vt)| (Arg { e: ke, ty: kt }, Arg { e: ve, ty: vt }))
+                    .collect();
+                self.est.map_literal(e, &args);
                 let n = m.entries.len() as u64;
                 let (k, v) = (kt.unwrap_or(Ty::Dyn), vt.unwrap_or(Ty::Dyn));
                 (
                     Ty::Map(Box::new(k), Box::new(v), n),
-                    cost.saturating_add(30),
+                    cost.saturating_add(cost::MAP_CREATE),
                 )
             }
             Expr::Struct(s) => self.error(
@@ -169,14 +210,17 @@ impl Checker<'_> {
                     s.type_name
                 ),
             ),
-            Expr::Comprehension(c) => self.comprehension(c),
+            Expr::Comprehension(c) => self.comprehension(e, c),
             Expr::Unspecified => (Ty::Dyn, 0),
         }
     }
 
-    fn comprehension(&mut self, c: &kube_cel::cel::common::ast::ComprehensionExpr) -> (Ty, u64) {
+    fn comprehension(
+        &mut self,
+        e: &IdedExpr,
+        c: &kube_cel::cel::common::ast::ComprehensionExpr,
+    ) -> (Ty, u64) {
         let (range, range_cost) = self.expr(&c.iter_range);
-        let count = range.size();
         let (v1, v2) = match &range {
             Ty::List(e, _) => (
                 if c.iter_var2.is_some() {
@@ -199,15 +243,28 @@ impl Checker<'_> {
         };
         let (init, init_cost) = self.expr(&c.accu_init);
         let depth = self.scopes.len();
+        self.est.push_local(&c.accu_var, &c.accu_init, &init);
+        let iter_key = c.iter_var2.as_ref().map(|_| true);
+        self.est
+            .push_iter(&c.iter_var, &c.iter_range, &range, iter_key);
         self.scopes.push((c.iter_var.clone(), v1));
         if let Some(v) = &c.iter_var2 {
+            self.est.push_iter(v, &c.iter_range, &range, Some(false));
             self.scopes.push((v.clone(), v2));
         }
         self.scopes.push((c.accu_var.clone(), init.clone()));
         let (_, cond_cost) = self.expr(&c.loop_cond);
         let (step, step_cost) = self.expr(&c.loop_step);
+        self.est.pop();
+        if c.iter_var2.is_some() {
+            self.est.pop();
+        }
+        let count = self
+            .est
+            .size(&c.iter_range, &range)
+            .map_or(u64::MAX, |s| s.1);
         // An accumulator that starts as an empty literal (`map`, `filter`) takes the type the
-        // step builds, with as many elements as the range.
+        // step builds.
         let accu = match (&init, &step) {
             (Ty::List(e, _), Ty::List(se, _)) if e.is_dyn() => Ty::List(se.clone(), count),
             (Ty::List(e, _), _) => Ty::List(e.clone(), count),
@@ -217,16 +274,29 @@ impl Checker<'_> {
             last.1 = accu;
         }
         let (result, result_cost) = self.expr(&c.result);
+        self.est.pop();
         self.scopes.truncate(depth);
+        match &c.accu_init.expr {
+            Expr::Literal(_) => {
+                let s = self.est.size(&c.accu_init, &Ty::Dyn);
+                self.est.set_size(e.id, s);
+            }
+            Expr::List(_) | Expr::Map(_) => {
+                self.est.set_size(e.id, Some((0, count)));
+                let en = self.est.entry(&c.loop_step);
+                self.est.set_entry(e.id, en);
+            }
+            _ => {}
+        }
         let per_iteration = cond_cost.saturating_add(step_cost);
         let cost = range_cost
             .saturating_add(init_cost)
-            .saturating_add(count.saturating_mul(per_iteration))
-            .saturating_add(result_cost);
+            .saturating_add(result_cost)
+            .saturating_add(count.saturating_mul(per_iteration));
         (result, cost)
     }
 
-    fn call(&mut self, id: u64, call: &CallExpr) -> (Ty, u64) {
+    fn call(&mut self, e: &IdedExpr, call: &CallExpr) -> (Ty, u64) {
         let name = call.func_name.as_str();
         // `ns.f(...)` with `ns` a library namespace, not a variable: a qualified global.
         if let Some(t) = &call.target {
@@ -234,9 +304,9 @@ impl Checker<'_> {
                 if self.lookup(ns).is_none() && (funcs::is_namespace(ns) || ns == "cel") {
                     let qualified = format!("{ns}.{name}");
                     if qualified == "cel.bind" {
-                        return self.bind(id, call);
+                        return self.bind(e, call);
                     }
-                    return self.resolve(id, &qualified, None, &call.args, Anchor::member(name));
+                    return self.resolve(e, &qualified, None, &call.args, Anchor::member(name));
                 }
             }
         }
@@ -249,7 +319,20 @@ impl Checker<'_> {
                 .as_slice(),
         ) {
             if let (true, Some(body)) = (TWO_VARIABLE.contains(&name), call.args.get(2)) {
-                return self.two_variable(name, t, (a, b), body);
+                return self.two_variable(e, name, t, (a, b), body);
+            }
+        }
+        if call.target.is_none() {
+            if let ("dyn", [arg]) = (name, call.args.as_slice()) {
+                // cel-go's `maybeUnwrapDynCall`.
+                let (t, c) = self.expr(arg);
+                self.est.copy(e.id, arg, &t);
+                return (Ty::Dyn, c.saturating_add(1));
+            }
+            if let (operators::OPT_SELECT | operators::OPT_INDEX, [a, b]) =
+                (name, call.args.as_slice())
+            {
+                return self.optional(e, name == operators::OPT_SELECT, a, b);
             }
         }
         let anchor = if call.target.is_some() {
@@ -257,13 +340,58 @@ impl Checker<'_> {
         } else {
             Anchor::call(name)
         };
-        self.resolve(id, name, call.target.as_deref(), &call.args, anchor)
+        self.resolve(e, name, call.target.as_deref(), &call.args, anchor)
+    }
+
+    /// `a.?f` and `a[?i]` (cel-go's optional types library): an optional of the field or
+    /// element, also on an optional operand. They cost as a call.
+    fn optional(&mut self, e: &IdedExpr, select: bool, a: &IdedExpr, b: &IdedExpr) -> (Ty, u64) {
+        let (at, ac) = self.expr(a);
+        let (bt, bc) = self.expr(b);
+        let cost = ac.saturating_add(bc).saturating_add(1);
+        let inner = match at {
+            Ty::Opt(t) => *t,
+            t => t,
+        };
+        let field = match (&b.expr, &inner) {
+            (_, Ty::Dyn | Ty::Error) => Ty::Dyn,
+            (_, Ty::Map(_, v, _)) => (**v).clone(),
+            (_, Ty::List(el, _)) if !select && matches!(bt, Ty::Int | Ty::Dyn) => (**el).clone(),
+            (Expr::Literal(LiteralValue::String(f)), Ty::Object(o)) if select => {
+                let f = f.inner().to_string();
+                match o.fields.get(&f) {
+                    Some(t) => t.clone(),
+                    None => {
+                        return self.error(
+                            e.id,
+                            Anchor::Select(f.clone()),
+                            format!("undefined field '{f}'"),
+                        )
+                    }
+                }
+            }
+            _ => {
+                let msg = if select {
+                    format!("type '{}' does not support field selection", inner.name())
+                } else {
+                    format!(
+                        "found no matching overload for '_[?_]' applied to '({}, {})'",
+                        inner.name(),
+                        bt.name()
+                    )
+                };
+                return self.error(e.id, Anchor::None, msg);
+            }
+        };
+        (Ty::Opt(Box::new(field)), cost)
     }
 
     /// The two-variable comprehensions (`l.all(i, v, p)`, `m.exists(k, v, p)`,
-    /// `transformList`, ...): the index or key and the value are bound in the body.
+    /// `transformList`, ...): the index or key and the value are bound in the body. They cost
+    /// as cel-go's expansions do (the accumulator's condition and step around the body).
     fn two_variable(
         &mut self,
+        e: &IdedExpr,
         name: &str,
         target: &IdedExpr,
         (a, b): (&String, &String),
@@ -275,58 +403,86 @@ impl Checker<'_> {
             Ty::Map(k, v, _) => ((**k).clone(), (**v).clone()),
             _ => (Ty::Dyn, Ty::Dyn),
         };
+        self.est.push_iter(a, target, &range, Some(true));
+        self.est.push_iter(b, target, &range, Some(false));
         self.scopes.push((a.clone(), ka));
         self.scopes.push((b.clone(), vb));
         let (t, c) = self.expr(body);
         self.scopes.truncate(self.scopes.len().saturating_sub(2));
+        self.est.pop();
+        self.est.pop();
+        let count = self.est.size(target, &range).map_or(u64::MAX, |s| s.1);
+        // (init, condition, step besides the body, result)
+        let (init, cond, step, result) = match name {
+            "all" => (0, 2, 1, 1),
+            "exists" => (0, 3, 1, 1),
+            "transformList" => (cost::LIST_CREATE, 0, 12, 1),
+            "transformMap" => (cost::MAP_CREATE, 0, 3, 1),
+            _ => (0, 0, 2, 2),
+        };
         let ty = match name {
-            "transformList" => Ty::List(Box::new(t), range.size()),
-            "transformMap" => Ty::Map(Box::new(Ty::Dyn), Box::new(t), range.size()),
-            "transformMapEntry" => Ty::map(Ty::Dyn, Ty::Dyn),
+            "transformList" => Ty::List(Box::new(t), count),
+            "transformMap" => Ty::Map(Box::new(Ty::Dyn), Box::new(t), count),
             _ => Ty::Bool,
         };
-        (
-            ty,
-            range_cost.saturating_add(range.size().saturating_mul(c)),
-        )
+        if matches!(name, "transformList" | "transformMap") {
+            self.est.set_size(e.id, Some((0, count)));
+        }
+        let per = c.saturating_add(cond).saturating_add(step);
+        let cost = range_cost
+            .saturating_add(init)
+            .saturating_add(result)
+            .saturating_add(count.saturating_mul(per));
+        (ty, cost)
     }
 
-    /// `cel.bind(name, init, body)`: `name` holds `init` in `body`.
-    fn bind(&mut self, id: u64, call: &CallExpr) -> (Ty, u64) {
+    /// `cel.bind(name, init, body)`: `name` holds `init` in `body` (cel-go's expansion costs
+    /// an empty list besides).
+    fn bind(&mut self, e: &IdedExpr, call: &CallExpr) -> (Ty, u64) {
         let [var, init, body] = call.args.as_slice() else {
             return self.error(
-                id,
+                e.id,
                 Anchor::member("bind"),
                 "cel.bind() requires 3 arguments".into(),
             );
         };
         let Expr::Ident(var) = &var.expr else {
             return self.error(
-                id,
+                e.id,
                 Anchor::member("bind"),
                 "cel.bind() variable names must be simple identifiers".into(),
             );
         };
         let (t, c1) = self.expr(init);
+        self.est.push_local(var, init, &t);
         self.scopes.push((var.clone(), t));
         let (r, c2) = self.expr(body);
         self.scopes.pop();
-        (r, c1.saturating_add(c2))
+        self.est.pop();
+        self.est.copy(e.id, body, &r);
+        (r, c1.saturating_add(c2).saturating_add(cost::LIST_CREATE))
     }
 
     fn resolve(
         &mut self,
-        id: u64,
+        e: &IdedExpr,
         name: &str,
         target: Option<&IdedExpr>,
         args: &[IdedExpr],
         anchor: Anchor,
     ) -> (Ty, u64) {
+        let id = e.id;
         let mut tys = Vec::with_capacity(args.len().saturating_add(1));
-        let mut cost = 0u64;
-        for a in target.into_iter().chain(args) {
+        let mut costs = Vec::with_capacity(args.len());
+        let mut target_cost = 0u64;
+        if let Some(t) = target {
+            let (ty, c) = self.expr(t);
+            target_cost = c;
+            tys.push(ty);
+        }
+        for a in args {
             let (t, c) = self.expr(a);
-            cost = cost.saturating_add(c);
+            costs.push(c);
             tys.push(t);
         }
         let member = target.is_some();
@@ -343,7 +499,7 @@ impl Checker<'_> {
                 found.push((t, o));
             }
         }
-        let Some((first, o)) = found.first() else {
+        let Some((first, _)) = found.first() else {
             if !candidates.iter().any(|o| o.member == member) {
                 return self.error(
                     id,
@@ -352,7 +508,7 @@ impl Checker<'_> {
                 );
             }
             if tys.iter().any(|t| matches!(t, Ty::Error)) {
-                return (Ty::Error, cost);
+                return (Ty::Error, 0);
             }
             let shown = |ts: &[Ty]| ts.iter().map(Ty::name).collect::<Vec<_>>().join(", ");
             let applied = if member {
@@ -370,12 +526,51 @@ impl Checker<'_> {
             );
         };
         let ty = if found.iter().all(|(t, _)| same(t, first)) {
-            sized_result(name, first.clone(), &tys)
+            first.clone()
         } else {
             Ty::Dyn
         };
-        let cost = cost.saturating_add(cost::call(name, o.cost, &tys));
-        (ty, cost)
+        // cel-go's `costCall`: the range over every overload that may apply.
+        let (target_ty, arg_tys) = if member {
+            tys.split_first()
+                .map_or((None, &tys[..0]), |(t, r)| (Some(t), r))
+        } else {
+            (None, &tys[..])
+        };
+        let target_arg = target.zip(target_ty).map(|(e, ty)| Arg { e, ty });
+        let arg_list: Vec<Arg> = args
+            .iter()
+            .zip(arg_tys)
+            .map(|(e, ty)| Arg { e, ty })
+            .collect();
+        let mut fn_cost = 0u64;
+        let mut size: Option<cost::Size> = None;
+        for (_, o) in &found {
+            let (c, s) = self
+                .est
+                .call(e, name, o, target_arg.as_ref(), &arg_list, &costs);
+            fn_cost = fn_cost.max(c);
+            size = match (size, s) {
+                (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+                (a, b) => a.or(b),
+            };
+            let index = match o.params.as_deref() {
+                Some([Ty::List(..), _]) => Some("@items"),
+                Some([Ty::Map(..), _]) => Some("@values"),
+                _ => None,
+            };
+            if let (Some(seg), "_[_]", Some(a0)) = (index, name, args.first()) {
+                size = self.est.entry(a0).map(|en| en.val);
+                let mut p = self.est.path(a0);
+                p.push(seg.to_string());
+                self.est.set_path(id, p);
+            }
+        }
+        if size.is_none() {
+            size = self.est.size(e, &ty);
+        }
+        self.est.set_size(id, size);
+        (ty, target_cost.saturating_add(fn_cost))
     }
 }
 
@@ -481,23 +676,6 @@ fn apply(o: &Overload, args: &[Ty]) -> Option<Ty> {
         }
     }
     Some(substitute(&o.result, &binds))
-}
-
-/// Carries sizes through the calls that keep or combine them (concatenation, list
-/// functions on the receiver, string functions that do not grow their receiver).
-fn sized_result(name: &str, ty: Ty, args: &[Ty]) -> Ty {
-    let first = args.first().map(Ty::size).unwrap_or(1);
-    let total: u64 = args.iter().map(Ty::size).fold(0, u64::saturating_add);
-    match (name, ty) {
-        ("_+_", Ty::List(e, _)) => Ty::List(e, total),
-        ("_+_", Ty::Str(_)) => Ty::Str(total),
-        ("slice" | "distinct" | "sort" | "reverse", Ty::List(e, _)) => Ty::List(e, first),
-        ("split" | "findAll", Ty::List(e, _)) => Ty::List(e, first),
-        ("lowerAscii" | "upperAscii" | "trim" | "substring" | "charAt" | "reverse", Ty::Str(_)) => {
-            Ty::Str(first)
-        }
-        (_, t) => t,
-    }
 }
 
 #[cfg(test)]

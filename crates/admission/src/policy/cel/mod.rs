@@ -13,8 +13,10 @@ mod locate;
 pub mod runtime;
 pub mod types;
 
+use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, Program, Value};
+use kube_cel::cel::parser::Parser;
+use kube_cel::cel::{Context, Value};
 use kube_cel::KubeCelExt;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,17 +32,24 @@ thread_local! {
     };
 }
 
+/// Parses `source` as Kubernetes' environments do: with cel-go's optional syntax
+/// (`a.?f`, `a[?i]`, `[?x]`, `{?k: v}`), enabled since 1.28 by the optional types library.
+pub fn parse(source: &str) -> Result<IdedExpr, String> {
+    Parser::default()
+        .enable_optional_syntax(true)
+        .parse(source)
+        .map_err(|e| e.to_string())
+}
+
 /// A compile error as upstream reports it inside `compilation failed: ...`.
 pub fn check(expr: &str) -> Result<(), String> {
-    Program::compile(expr)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    parse(expr).map(|_| ())
 }
 
 /// A compiled expression with its source.
 pub struct Expr {
     pub source: String,
-    program: Program,
+    program: IdedExpr,
 }
 
 impl std::fmt::Debug for Expr {
@@ -53,7 +62,7 @@ impl Expr {
     pub fn compile(source: &str) -> Result<Self, String> {
         Ok(Self {
             source: source.to_string(),
-            program: Program::compile(source).map_err(|e| e.to_string())?,
+            program: parse(source)?,
         })
     }
 }
@@ -79,7 +88,7 @@ pub fn eval(expr: &Expr, vars: &[(&str, Value)]) -> Result<Value, String> {
         for (name, v) in vars {
             ctx.add_variable_from_value(*name, v.clone());
         }
-        expr.program.execute(&ctx).map_err(|e| e.to_string())
+        Value::resolve(&expr.program, &ctx).map_err(|e| e.to_string())
     })
 }
 

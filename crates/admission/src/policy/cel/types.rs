@@ -119,22 +119,73 @@ pub fn max_items(min_size: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// Upstream's `estimateMaxAdditionalPropertiesFromMinSize` (each entry is at least `"":`
-/// and a comma besides its value).
+/// Upstream's `estimateMaxAdditionalPropertiesFromMinSize` (each entry is at least `"":`,
+/// a comma and one more byte besides its value).
 pub fn max_properties(min_size: u64) -> u64 {
     MAX_REQUEST_SIZE
         .saturating_sub(2)
-        .checked_div(min_size.saturating_add(5))
+        .checked_div(min_size.saturating_add(6))
         .unwrap_or(0)
 }
 
-/// The smallest serialization of a value of `schema` (upstream's `MinSerializedSize`).
+/// The smallest serialization of a value of `schema` (upstream's `MinSerializedSize` of its
+/// `SchemaDeclType`): scalars their shortest literal, lists and maps `[]` and `{}`, objects
+/// `{}` plus, for every required property without a default, `"name":` and its own smallest
+/// value and a comma.
 pub fn min_size(schema: &Value) -> u64 {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") => 2,
+    min_size_depth(schema, 0)
+}
+
+fn min_size_depth(s: &Value, depth: usize) -> u64 {
+    if s.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return 1;
+    }
+    match s.get("type").and_then(Value::as_str) {
+        Some("string") => match s.get("format").and_then(Value::as_str) {
+            Some("duration") => 3,
+            Some("date") => 12,
+            Some("date-time") => 21,
+            _ => 2,
+        },
         Some("boolean") => 4,
         Some("integer") | Some("number") => 1,
+        Some("object") if s.get("additionalProperties").is_some_and(Value::is_object) => 2,
+        Some("object") if depth < 64 => {
+            let props = s.get("properties").and_then(Value::as_object);
+            let required = s.get("required").and_then(Value::as_array);
+            let mut n = 2u64;
+            for name in required.into_iter().flatten().filter_map(Value::as_str) {
+                let Some(p) = props.and_then(|p| p.get(name)) else {
+                    continue;
+                };
+                if p.get("default").is_some() || !converts(p) {
+                    continue;
+                }
+                n = n
+                    .saturating_add(name.len() as u64)
+                    .saturating_add(min_size_depth(p, depth.saturating_add(1)))
+                    .saturating_add(4);
+            }
+            n
+        }
         _ => 2,
+    }
+}
+
+/// Whether upstream's `SchemaDeclType` gives `s` a type (properties without one are left
+/// out of their object).
+fn converts(s: &Value) -> bool {
+    if s.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        return true;
+    }
+    match s.get("type").and_then(Value::as_str) {
+        Some("string" | "boolean" | "integer" | "number") => true,
+        Some("array") => s.get("items").is_some_and(converts),
+        Some("object") => match s.get("additionalProperties") {
+            Some(ap) if ap.is_object() => converts(ap),
+            _ => true,
+        },
+        _ => false,
     }
 }
 
@@ -205,12 +256,27 @@ fn from_schema_depth(s: &Value, root: bool, name: &str, depth: usize) -> Ty {
         Some("integer") => Ty::Int,
         Some("number") => Ty::Double,
         Some("string") => {
-            let max = s
-                .get("maxLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(UNBOUNDED_STRING);
+            // Upstream's `estimateMaxElementsFromMaxLength` (four bytes a character) and
+            // `estimateMaxStringEnumLength`.
+            let max_length = s.get("maxLength").and_then(Value::as_u64);
+            let longest_enum = s
+                .get("enum")
+                .and_then(Value::as_array)
+                .filter(|e| !e.is_empty())
+                .map(|e| {
+                    e.iter()
+                        .filter_map(Value::as_str)
+                        .map(|v| v.len() as u64)
+                        .max()
+                        .unwrap_or(0)
+                });
+            let max = match (max_length, longest_enum) {
+                (Some(n), _) => n.saturating_mul(4),
+                (None, Some(n)) => n,
+                (None, None) => UNBOUNDED_STRING,
+            };
             match s.get("format").and_then(Value::as_str) {
-                Some("byte") => Ty::Bytes(max),
+                Some("byte") => Ty::Bytes(max_length.unwrap_or(UNBOUNDED_STRING)),
                 Some("duration") => Ty::Duration,
                 Some("date-time") | Some("date") => Ty::Timestamp,
                 _ => Ty::Str(max),

@@ -213,6 +213,14 @@ fn resources_cover_all(owner: &[String], wanted: &[String]) -> bool {
 /// Whether `owner` grants everything in `wanted`; the second value lists what is missing,
 /// compacted as upstream prints it (verbs of the same group and resource merged).
 pub fn covers(owner: &[PolicyRule], wanted: &[PolicyRule]) -> (bool, Vec<PolicyRule>) {
+    let missing = uncovered(owner, wanted);
+    (missing.is_empty(), compact(missing))
+}
+
+/// What of `wanted` `owner` does not grant, as upstream's `validation.Covers` returns it:
+/// each rule broken down into one rule per (group, resource, verb, name) and per (URL, verb),
+/// uncompacted, in order. (Bootstrap-policy reconciliation appends exactly these.)
+pub fn uncovered(owner: &[PolicyRule], wanted: &[PolicyRule]) -> Vec<PolicyRule> {
     let mut missing = Vec::new();
     for rule in wanted {
         for sub in rule.breakdown() {
@@ -221,7 +229,7 @@ pub fn covers(owner: &[PolicyRule], wanted: &[PolicyRule]) -> (bool, Vec<PolicyR
             }
         }
     }
-    (missing.is_empty(), compact(missing))
+    missing
 }
 
 /// Upstream's `CompactRules`: simple rules (one group, one resource, no names) that differ

@@ -26,7 +26,7 @@ mod node;
 mod prune;
 mod published;
 mod rules;
-pub use rules::CEL_RESERVED_SYMBOLS;
+pub use rules::{rule_costs, RuleCost, CEL_RESERVED_SYMBOLS};
 mod structural;
 mod validate;
 

@@ -31,6 +31,26 @@ struct Checked {
     /// The estimated cost of every rule and message expression, by path (upstream's
     /// `TotalCost`).
     costs: Vec<(String, u64)>,
+    /// Every rule's estimate: path, cost of one evaluation, how many times it may run.
+    calls: Vec<RuleCost>,
+}
+
+/// A rule's estimated cost as upstream figures it (`MaxCost`, `MaxCardinality`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleCost {
+    pub path: String,
+    pub per_call: u64,
+    pub cardinality: u64,
+}
+
+/// The estimated cost of every `x-kubernetes-validations` rule below `schema` (at `path`)
+/// that compiles.
+pub fn rule_costs(schema: &Value, path: &str) -> Vec<RuleCost> {
+    let mut out = Checked::default();
+    if let Some(m) = schema.as_object() {
+        check_node(m, path, None, Some(1), &mut out, 0);
+    }
+    out.calls
 }
 
 /// How many of the most expensive expressions upstream names when the total is over.
@@ -183,7 +203,7 @@ fn compile_rule(
     if r.rule.trim().is_empty() {
         return;
     }
-    let uses_old_self = kube_cel::cel::Program::compile(&r.rule)
+    let uses_old_self = kapi_admission::policy::cel::parse(&r.rule)
         .is_ok_and(|p| p.references().has_variable("oldSelf"));
     let old_ty = if r.optional_old_self == Some(true) {
         Ty::Opt(Box::new(self_ty.clone()))
@@ -198,7 +218,14 @@ fn compile_rule(
             Some("cel expression must evaluate to a bool".to_string()),
             0,
         ),
-        Ok(c) => (None, cost::times(c.cost, card)),
+        Ok(c) => {
+            out.calls.push(RuleCost {
+                path: rule_path.clone(),
+                per_call: c.cost,
+                cardinality: card,
+            });
+            (None, cost::times(c.cost, card))
+        }
     };
     let errs = &mut out.cel;
     if rule_cost > STATIC_ESTIMATED_COST_LIMIT {

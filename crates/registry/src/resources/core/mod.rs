@@ -1,9 +1,13 @@
 //! The legacy core group (`/api/v1`).
 
 pub mod configmap;
+pub mod connect;
+pub mod connect_options;
 pub mod controller;
+pub mod ephemeral;
 pub mod namespace;
 pub mod pod;
+mod pod_defaults;
 pub mod pod_subresources;
 pub mod secret;
 pub mod service;
@@ -42,9 +46,31 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
         ctx.config.storage.clone(),
     );
     services.start_repair().await?;
-    push(&mut s, ctx, Arc::new(services));
+    let services = push(&mut s, ctx, Arc::new(services));
     let pods = push(&mut s, ctx, Arc::new(pod::PodStrategy));
+    // The kubelet-facing subresources read nodes and endpoints straight from storage, as
+    // upstream's connection-info getter reads nodes through the store.
+    let direct = |strategy: Arc<dyn Strategy>| -> Arc<dyn Storage> {
+        Arc::new(crate::Store::new(strategy, ctx.config.storage.clone()))
+    };
+    let nodes = direct(Arc::new(simple::NodeStrategy));
+    let stores = connect::Stores {
+        pods: Arc::new(pods.clone()),
+        nodes: nodes.clone(),
+        services: Arc::new(services.clone()),
+        endpoints: direct(Arc::new(simple::EndpointsStrategy)),
+        kubelet: Arc::new(ctx.config.kubelet.clone()),
+    };
+    s.extend(connect::storages(
+        Storage::info(&pods),
+        nodes.info(),
+        Storage::info(&services),
+        stores,
+    ));
     s.push(Arc::new(pod_subresources::binding_storage(pods.clone())));
+    s.push(Arc::new(ephemeral::EphemeralContainersStorage::new(
+        pods.clone(),
+    )));
     // Evictions read budgets straight from storage, as upstream's eviction reads them through
     // a client rather than a cache.
     let budgets = crate::Store::new(

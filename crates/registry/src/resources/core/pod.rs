@@ -59,9 +59,11 @@ pub fn default_pod_spec(spec: &mut Map<String, Value>) {
         if let Some(Value::Array(cs)) = spec.get_mut(key) {
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
                 default_container(c);
+                super::pod_defaults::default_container_handlers(c);
             }
         }
     }
+    super::pod_defaults::default_pod_spec_parts(spec);
 }
 
 /// Validation shared by pods and pod templates, with `prefix` (`spec`,
