@@ -107,6 +107,7 @@ impl Hook {
             ),
             (None, None) => String::new(),
         };
+        let url = clean_url_path(&url);
         Self {
             namespace_selector: matching::label_selector(spec.namespace_selector.as_ref()),
             object_selector: matching::label_selector(spec.object_selector.as_ref()),
@@ -514,6 +515,31 @@ pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
         VALIDATING_PLUGIN,
         Arc::new(|_, ctx| build(false, ctx, VALIDATING_PLUGIN)),
     )
+}
+
+/// The URL a webhook is called at, its path cleaned as Go's `path.Join` cleans it when
+/// kube-apiserver's REST client builds the request (`//validate/` is called as `/validate`):
+/// controller-runtime's envtest registers `https://host:port//validate-...`, and its webhook
+/// server redirects (301) any path that is not clean.
+fn clean_url_path(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some(slash) = rest.find('/') else {
+        return url.to_string();
+    };
+    let (host, path) = rest.split_at(slash);
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("{scheme}://{host}/{}", parts.join("/"))
 }
 
 #[cfg(test)]

@@ -66,3 +66,15 @@ fn patches_apply_to_the_request_object() {
     assert!(!apply_patch(&mut a, b"[]").unwrap());
     assert!(apply_patch(&mut a, br#"[{"op": "remove", "path": "/nope"}]"#).is_err());
 }
+
+#[test]
+fn webhook_url_paths_are_cleaned_as_upstream_client_cleans_them() {
+    use super::clean_url_path;
+    assert_eq!(
+        clean_url_path("https://127.0.0.1:9443//validate-x"),
+        "https://127.0.0.1:9443/validate-x"
+    );
+    assert_eq!(clean_url_path("https://h/a/./b/../c/"), "https://h/a/c");
+    assert_eq!(clean_url_path("https://h/"), "https://h/");
+    assert_eq!(clean_url_path("https://h:1"), "https://h:1");
+}
