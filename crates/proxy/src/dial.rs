@@ -99,7 +99,11 @@ pub(crate) async fn dial(
             Err(_) => ServerName::try_from(location.host.clone())
                 .map_err(|e| format!("tls: invalid server name {:?}: {e}", location.host))?,
         };
-        let connector = tokio_rustls::TlsConnector::from(config.transports.get(kind));
+        let transports = config
+            .transports
+            .as_ref()
+            .ok_or_else(|| "tls: no client configuration".to_string())?;
+        let connector = tokio_rustls::TlsConnector::from(transports.get(kind));
         let tls = connector
             .connect(name, tcp)
             .await

@@ -159,7 +159,8 @@ pub struct Target {
 /// What the server gives [`serve`]: the transports and bounds.
 #[derive(Clone, Debug)]
 pub struct ProxyConfig {
-    pub transports: Arc<Transports>,
+    /// `None` only when no TLS configuration could be built: every dial then fails.
+    pub transports: Option<Arc<Transports>>,
     /// `--kubelet-timeout`: how long dialing (TCP and TLS) may take.
     pub dial_timeout: Duration,
 }
@@ -167,7 +168,7 @@ pub struct ProxyConfig {
 impl Default for ProxyConfig {
     fn default() -> Self {
         Self {
-            transports: Arc::new(Transports::insecure()),
+            transports: Transports::insecure().ok().map(Arc::new),
             dial_timeout: Duration::from_secs(5),
         }
     }

@@ -107,19 +107,13 @@ fn certs(flag: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String>
 
 impl Transports {
     /// No client certificate and no verification anywhere (tests, embedding).
-    pub fn insecure() -> Self {
-        let config = Arc::new(build(None, None).unwrap_or_else(|_| {
-            // Only a provider without safe protocol versions fails, and aws-lc-rs has them.
-            ClientConfig::builder()
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(SkipVerify(provider())))
-                .with_no_client_auth()
-        }));
-        Self {
+    pub fn insecure() -> Result<Self, String> {
+        let config = Arc::new(build(None, None)?);
+        Ok(Self {
             kubelet: config.clone(),
             kubelet_insecure: config.clone(),
             proxy: config,
-        }
+        })
     }
 
     /// From the `--kubelet-*` flags; an unreadable or malformed file is an error naming its

@@ -329,6 +329,11 @@ pub struct ConnectRequest {
 pub trait Connecter: Send + Sync {
     /// The HTTP methods served.
     fn connect_methods(&self) -> &'static [&'static str];
+    /// The request's options as the object admission sees for the `CONNECT` operation
+    /// (`PodExecOptions`, `PodProxyOptions`, ...); `None`: no admission (`pods/log`, a read).
+    fn connect_options(&self, _request: &ConnectRequest) -> Result<Option<Object>, ApiError> {
+        Ok(None)
+    }
     /// Where the request goes; `None` when there is nothing to stream (a 204, as upstream's
     /// log of a pod not yet on a node).
     async fn connect(

@@ -252,9 +252,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     registry_config.watch_cache = config.watch_cache;
     registry_config.kubelet = config.kubelet.clone();
     let proxy = kapi_proxy::ProxyConfig {
-        transports: Arc::new(
+        transports: Some(Arc::new(
             kapi_proxy::Transports::from_config(&config.kubelet).map_err(ServerError::Config)?,
-        ),
+        )),
         dial_timeout: config.kubelet.timeout,
     };
     let crd_build = kapi_registry::BuildContext::new(registry_config);

@@ -2,6 +2,13 @@
 //! 127.0.0.1: `pods/log` through kube-rs, `pods/exec` over SPDY spliced to the kubelet (kapi's
 //! own SPDY client on the client side) and over WebSocket v5 (translated by kapi), and
 //! upstream's refusals.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "test code: a panic is a failed test"
+)]
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};

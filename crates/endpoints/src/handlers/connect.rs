@@ -2,12 +2,14 @@
 //! proxies), as upstream's `ConnectResource` (handlers/rest.go): the storage resolves where
 //! the request goes from its query (its options) and, for the proxies, the path after the
 //! subresource; `kapi-proxy` carries the request there (upgrades included) and streams the
-//! answer back. Errors before anything was sent are Status responses.
+//! answer back. Admission sees the options object first (the `CONNECT` operation). Errors
+//! before anything was sent are Status responses.
 
 use crate::scope::RequestScope;
 use crate::{RequestBody, ResponseBody};
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
+use kapi_admission::Operation;
 use kapi_machinery::{ApiError, StatusReason};
 use kapi_registry::rest::ConnectRequest;
 
@@ -53,6 +55,21 @@ pub async fn connect(
         query: scope.query.clone(),
         subpath: subpath(parts.uri.path(), &scope),
     };
+    // Admission sees the options of a CONNECT before anything is resolved, as upstream's
+    // `ConnectResource` runs it.
+    match connecter.connect_options(&request) {
+        Ok(Some(options)) => {
+            let mut attrs = scope.attributes(Operation::Connect, Some(options), None, false);
+            if let Err(e) = scope.admission.admit(&mut attrs).await {
+                return scope.error(&e);
+            }
+            if let Err(e) = scope.admission.validate(&attrs).await {
+                return scope.error(&e);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => return scope.error(&e),
+    }
     let target = match connecter.connect(&scope.ctx(), &scope.name, &request).await {
         Ok(Some(t)) => t,
         Ok(None) => {

@@ -90,7 +90,10 @@ impl Checker<'_> {
                     (t, 1)
                 }
                 None => match funcs::type_ident(name) {
-                    Some(t) => (Ty::Type(Box::new(t)), 1),
+                    Some(t) => {
+                        self.est.ident(e, name);
+                        (Ty::Type(Box::new(t)), 1)
+                    }
                     None => self.error(
                         e.id,
                         Anchor::Ident(name.clone()),
@@ -533,7 +536,7 @@ impl Checker<'_> {
         // cel-go's `costCall`: the range over every overload that may apply.
         let (target_ty, arg_tys) = if member {
             tys.split_first()
-                .map_or((None, &tys[..0]), |(t, r)| (Some(t), r))
+                .map_or((None, &[][..]), |(t, r)| (Some(t), r))
         } else {
             (None, &tys[..])
         };

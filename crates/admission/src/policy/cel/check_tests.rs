@@ -91,8 +91,12 @@ fn reports_errors_as_cel_go() {
 
 #[test]
 fn estimates_cost_from_sizes() {
-    let bounded = run("self.small.all(s, s.startsWith('a'))").unwrap().cost;
-    let unbounded = run("self.tags.all(s, s.startsWith('a'))").unwrap().cost;
+    // cel-go's figures: `startsWith` costs a tenth of its argument, `contains` the product
+    // of both strings' tenths, per element of the list.
+    let prefix = run("self.tags.all(s, s.startsWith('a'))").unwrap().cost;
+    assert_eq!(prefix, 1 + 1 + 1 + 1_048_575 * (2 + 1 + 1 + 1));
+    let bounded = run("self.small.all(s, s.contains('a'))").unwrap().cost;
+    let unbounded = run("self.tags.all(s, s.contains('a'))").unwrap().cost;
     assert!(bounded < 100, "{bounded}");
     assert!(
         unbounded > crate::policy::cel::cost::STATIC_ESTIMATED_COST_LIMIT,

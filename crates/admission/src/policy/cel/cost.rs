@@ -663,7 +663,7 @@ fn int_literal(a: &Arg) -> Option<u64> {
 fn replace_size(s: Size, from: Size, with: Size) -> Size {
     let (mut count, mut kept) = ((0u64, 0u64), (0u64, 0u64));
     if from.0 == 0 {
-        count.1 = if s.1 < u64::MAX { s.1 + 1 } else { s.1 };
+        count.1 = s.1.saturating_add(1);
         kept.1 = s.1;
     } else if with.1 <= from.0 {
         kept.1 = s.1;
@@ -671,7 +671,7 @@ fn replace_size(s: Size, from: Size, with: Size) -> Size {
         count.1 = (s.1 as f64 / from.0 as f64).ceil() as u64;
     }
     if from.1 == 0 {
-        count.0 = if s.0 < u64::MAX { s.0 + 1 } else { s.0 };
+        count.0 = s.0.saturating_add(1);
         kept.0 = s.0;
     } else if from.1 <= with.0 {
         kept.0 = s.0;

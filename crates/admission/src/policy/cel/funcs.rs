@@ -10,7 +10,9 @@ use super::types::Ty;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// How a call's cost grows (upstream's estimator, simplified to what decides budgets).
+/// How a call's cost grows, as the signatures note it (`~` linear, `%` a product). Only a
+/// reminder: the estimate itself ([`super::cost::Estimator::call`]) follows cel-go's and
+/// Kubernetes' rules by function name and overload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cost {
     /// A constant.

@@ -378,7 +378,8 @@ mod tests {
             panic!("an object")
         };
         assert_eq!(o.fields["replicas"].name(), "int");
-        assert!(matches!(o.fields["my__dash__name"], Ty::Str(10)));
+        // Four bytes a character, as upstream sizes strings by `maxLength`.
+        assert!(matches!(o.fields["my__dash__name"], Ty::Str(40)));
         assert!(matches!(o.fields["tags"], Ty::List(_, 5)));
         assert_eq!(o.fields["labels"].name(), "map(string, string)");
         assert!(o.fields["any"].is_dyn());

@@ -500,15 +500,13 @@ impl ConnectStorage {
             return Err(address_not_allowed());
         }
         if port.is_empty() || port == info.port.to_string() {
-            let mut target = self.kubelet_target(
+            return Ok(Some(self.kubelet_target(
                 &info,
                 subpath.to_string(),
                 String::new(),
                 Mode::Proxy,
                 TransportKind::Kubelet,
-            );
-            target.location.path = subpath.to_string();
-            return Ok(Some(target));
+            )));
         }
         Ok(Some(self.proxy_target(
             &s,
@@ -629,6 +627,54 @@ impl Connecter for ConnectStorage {
             Kind::Exec | Kind::Attach | Kind::PortForward => UPGRADEABLE,
             Kind::PodProxy | Kind::NodeProxy | Kind::ServiceProxy => PROXY,
         }
+    }
+
+    fn connect_options(&self, request: &ConnectRequest) -> Result<Option<Object>, ApiError> {
+        let q = Query::parse(&request.query);
+        let mut m = serde_json::Map::new();
+        let flags = |m: &mut serde_json::Map<String, Value>| {
+            for f in ["stdin", "stdout", "stderr", "tty"] {
+                if q.bool(f) {
+                    m.insert(f.into(), Value::Bool(true));
+                }
+            }
+            let container = q.string("container");
+            if !container.is_empty() {
+                m.insert("container".into(), Value::String(container));
+            }
+        };
+        let kind = match self.kind {
+            Kind::Log => return Ok(None),
+            Kind::Exec => {
+                flags(&mut m);
+                m.insert("command".into(), serde_json::json!(q.all("command")));
+                "PodExecOptions"
+            }
+            Kind::Attach => {
+                flags(&mut m);
+                "PodAttachOptions"
+            }
+            Kind::PortForward => {
+                let ports = q
+                    .all("ports")
+                    .iter()
+                    .map(|p| parse_port(p))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if !ports.is_empty() {
+                    m.insert("ports".into(), serde_json::json!(ports));
+                }
+                "PodPortForwardOptions"
+            }
+            Kind::PodProxy | Kind::NodeProxy | Kind::ServiceProxy => {
+                if !request.subpath.is_empty() {
+                    m.insert("path".into(), Value::String(request.subpath.clone()));
+                }
+                self.info.kind.as_str()
+            }
+        };
+        let mut obj = Object::from_value(Value::Object(m))?;
+        obj.set_api_version_kind("v1", kind);
+        Ok(Some(obj))
     }
 
     async fn connect(

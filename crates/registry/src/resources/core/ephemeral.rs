@@ -304,7 +304,10 @@ mod tests {
                 json!([{"name": "d1", "image": "busybox"}, {"name": "a", "image": "", "ports": [{"containerPort": 80}], "targetContainerName": "zz"}]),
             ),
         );
-        let errs: Vec<String> = validate(&bad, &old).iter().map(|e| e.body()).collect();
+        let errs: Vec<String> = validate(&bad, &old)
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.body()))
+            .collect();
         assert!(
             errs.iter().any(|e| e.contains("Duplicate value")),
             "{errs:?}"

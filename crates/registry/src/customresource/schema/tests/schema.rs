@@ -132,7 +132,7 @@ fn rule_checks_and_compilation() {
 fn old_self_rules_need_correlatable_values() {
     let m = messages(&validate_structural(
         &json!({"type": "object", "properties": {
-            "l": {"type": "array", "items": {"type": "string",
+            "l": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10,
                 "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
             "s": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "optionalOldSelf": true}]}
         }}),
@@ -153,7 +153,7 @@ fn undeclared_references_fail_compilation() {
         &json!({"type": "object", "properties": {"spec": {"type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.all(k, self[k] > 0) && foo == 1"},
-            {"rule": "self.exists(x, x == 'a') && sets.contains([1], [1]) && type(self) == map"}
+            {"rule": "['a'].exists(x, x == 'a') && sets.contains([1], [1]) && type(self) == map"}
         ]}}}),
         P,
     );
