@@ -97,6 +97,13 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: kubelet-error}
+spec:
+  nodeName: n1
+  containers: [{name: a, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: pending}
 spec:
   containers: [{name: a, image: busybox}]
@@ -191,6 +198,9 @@ run_cases() {
   expect_fail "logs: an unreachable kubelet" \
     "Get \"https://127.0.0.1:$DEAD_PORT/containerLogs/default/unreachable/a\": dial tcp 127.0.0.1:$DEAD_PORT: connect: connection refused" \
     k logs unreachable
+  expect_fail "logs: a kubelet's refusal is upstream's generic server response" \
+    'an error on the server ("container \"a\" in pod \"kubelet-error\" is waiting to start") has prevented the request from succeeding ( pods/log kubelet-error)' \
+    k logs kubelet-error
   expect_fail "logs: invalid options are upstream's 422" \
     'tailLines: Invalid value: -1: must be greater than or equal to 0' \
     k get --raw '/api/v1/namespaces/default/pods/web/log?tailLines=-1&limitBytes=0'
@@ -263,7 +273,7 @@ run_cases() {
   expect_fail "an ephemeral container may not set ports" 'ports: Forbidden: cannot be set for an Ephemeral Container' \
     k patch pod web --subresource=ephemeralcontainers --type=json \
     -p '[{"op":"add","path":"/spec/ephemeralContainers/-","value":{"name":"d2","image":"busybox","ports":[{"containerPort":80}]}}]'
-  k delete pod web multi pending lost orphan unreachable --wait=false >/dev/null 2>&1
+  k delete pod web multi kubelet-error pending lost orphan unreachable --wait=false >/dev/null 2>&1
 }
 
 for backend in etcd embedded; do
