@@ -4,31 +4,7 @@
 //! `resource.ParseQuantity`. Only acceptance and the error wording matter here; the values kapi
 //! uses are parsed again where they are used.
 
-/// `strconv.Quote`: `"` and `\` escaped, control characters as Go writes them.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().saturating_add(2));
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use kapi_machinery::goformat::quote;
 
 /// The `time` package's own quoting: every byte outside printable ASCII as `\xNN`.
 fn time_quote(s: &str) -> String {

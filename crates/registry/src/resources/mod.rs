@@ -146,6 +146,26 @@ pub fn default_at(obj: &mut Object, path: &[&str], key: &str, v: Value) {
     }
 }
 
+/// The object at `key` of a JSON map, if it is one.
+pub fn object_at_mut<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// The objects of the array at `key` of a JSON map (none when it is not an array).
+pub fn objects_at_mut<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
 /// Sets `key` on a JSON map unless present.
 pub fn default_in(m: &mut Map<String, Value>, key: &str, v: Value) {
     if m.get(key).is_none_or(Value::is_null) {

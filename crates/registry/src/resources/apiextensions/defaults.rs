@@ -3,24 +3,9 @@
 //! values of required fields a body leaves out.
 
 use super::storage_version;
-use crate::resources::default_in;
+use crate::resources::{default_in, object_at_mut, objects_at_mut};
 use kapi_machinery::Object;
 use serde_json::{json, Map, Value};
-
-fn map_mut<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
-    m.get_mut(key).and_then(Value::as_object_mut)
-}
-
-fn each_mut<'a>(
-    m: &'a mut Map<String, Value>,
-    key: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(key)
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-}
 
 /// Sets each `(key, zero)` that is absent or null.
 fn zeros(m: &mut Map<String, Value>, fields: &[(&str, Value)]) {
@@ -51,7 +36,7 @@ fn sub_schemas(s: &mut Map<String, Value>) -> Vec<&mut Map<String, Value>> {
 }
 
 fn fill_schema(s: &mut Map<String, Value>) {
-    for rule in each_mut(s, "x-kubernetes-validations") {
+    for rule in objects_at_mut(s, "x-kubernetes-validations") {
         zeros(rule, &[("rule", json!(""))]);
     }
     for sub in sub_schemas(s) {
@@ -64,7 +49,7 @@ fn fill_schema(s: &mut Map<String, Value>) {
 pub fn fill_go_zeros(mut body: Object) -> Object {
     let root = body.as_map_mut();
     zeros(root, &[("spec", json!({}))]);
-    if let Some(spec) = map_mut(root, "spec") {
+    if let Some(spec) = object_at_mut(root, "spec") {
         zeros(
             spec,
             &[
@@ -74,10 +59,10 @@ pub fn fill_go_zeros(mut body: Object) -> Object {
                 ("versions", json!([])),
             ],
         );
-        if let Some(names) = map_mut(spec, "names") {
+        if let Some(names) = object_at_mut(spec, "names") {
             zeros(names, &[("kind", json!("")), ("plural", json!(""))]);
         }
-        for v in each_mut(spec, "versions") {
+        for v in objects_at_mut(spec, "versions") {
             zeros(
                 v,
                 &[
@@ -86,7 +71,7 @@ pub fn fill_go_zeros(mut body: Object) -> Object {
                     ("storage", json!(false)),
                 ],
             );
-            for c in each_mut(v, "additionalPrinterColumns") {
+            for c in objects_at_mut(v, "additionalPrinterColumns") {
                 zeros(
                     c,
                     &[
@@ -96,10 +81,12 @@ pub fn fill_go_zeros(mut body: Object) -> Object {
                     ],
                 );
             }
-            for f in each_mut(v, "selectableFields") {
+            for f in objects_at_mut(v, "selectableFields") {
                 zeros(f, &[("jsonPath", json!(""))]);
             }
-            if let Some(scale) = map_mut(v, "subresources").and_then(|s| map_mut(s, "scale")) {
+            if let Some(scale) =
+                object_at_mut(v, "subresources").and_then(|s| object_at_mut(s, "scale"))
+            {
                 zeros(
                     scale,
                     &[
@@ -108,25 +95,29 @@ pub fn fill_go_zeros(mut body: Object) -> Object {
                     ],
                 );
             }
-            if let Some(s) = map_mut(v, "schema").and_then(|s| map_mut(s, "openAPIV3Schema")) {
+            if let Some(s) =
+                object_at_mut(v, "schema").and_then(|s| object_at_mut(s, "openAPIV3Schema"))
+            {
                 fill_schema(s);
             }
         }
-        if let Some(conv) = map_mut(spec, "conversion") {
+        if let Some(conv) = object_at_mut(spec, "conversion") {
             zeros(conv, &[("strategy", json!(""))]);
-            if let Some(wh) = map_mut(conv, "webhook") {
+            if let Some(wh) = object_at_mut(conv, "webhook") {
                 zeros(wh, &[("conversionReviewVersions", json!([]))]);
-                if let Some(svc) = map_mut(wh, "clientConfig").and_then(|c| map_mut(c, "service")) {
+                if let Some(svc) =
+                    object_at_mut(wh, "clientConfig").and_then(|c| object_at_mut(c, "service"))
+                {
                     zeros(svc, &[("name", json!("")), ("namespace", json!(""))]);
                 }
             }
         }
     }
-    if let Some(status) = map_mut(root, "status") {
-        if let Some(names) = map_mut(status, "acceptedNames") {
+    if let Some(status) = object_at_mut(root, "status") {
+        if let Some(names) = object_at_mut(status, "acceptedNames") {
             zeros(names, &[("kind", json!("")), ("plural", json!(""))]);
         }
-        for c in each_mut(status, "conditions") {
+        for c in objects_at_mut(status, "conditions") {
             zeros(c, &[("type", json!("")), ("status", json!(""))]);
         }
     }
@@ -142,8 +133,8 @@ fn non_empty_str<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 /// empty.
 pub fn set_defaults(obj: &mut Object) {
     let storage = storage_version(obj).map(str::to_string);
-    if let Some(spec) = map_mut(obj.as_map_mut(), "spec") {
-        if let Some(names) = map_mut(spec, "names") {
+    if let Some(spec) = object_at_mut(obj.as_map_mut(), "spec") {
+        if let Some(names) = object_at_mut(spec, "names") {
             let kind = non_empty_str(names, "kind").unwrap_or_default().to_string();
             if non_empty_str(names, "singular").is_none() {
                 names.insert("singular".into(), json!(kind.to_lowercase()));
@@ -153,10 +144,10 @@ pub fn set_defaults(obj: &mut Object) {
             }
         }
         default_in(spec, "conversion", json!({"strategy": "None"}));
-        if let Some(svc) = map_mut(spec, "conversion")
-            .and_then(|c| map_mut(c, "webhook"))
-            .and_then(|w| map_mut(w, "clientConfig"))
-            .and_then(|c| map_mut(c, "service"))
+        if let Some(svc) = object_at_mut(spec, "conversion")
+            .and_then(|c| object_at_mut(c, "webhook"))
+            .and_then(|w| object_at_mut(w, "clientConfig"))
+            .and_then(|c| object_at_mut(c, "service"))
         {
             default_in(svc, "port", json!(443));
         }

@@ -4,7 +4,7 @@
 //! probes and HTTP handlers, and every `fieldRef`'s `apiVersion`. Kubelets rely on them (a
 //! secret volume without `defaultMode` is refused by the kubelet).
 
-use crate::resources::default_in;
+use crate::resources::{default_in, object_at_mut, objects_at_mut};
 use serde_json::{json, Map, Value};
 
 /// `0644`, the mode upstream gives volume files.
@@ -44,25 +44,10 @@ const SOURCES: &[&str] = &[
     "image",
 ];
 
-fn object<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
-    m.get_mut(key).and_then(Value::as_object_mut)
-}
-
-fn each_object<'a>(
-    m: &'a mut Map<String, Value>,
-    key: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(key)
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-}
-
 /// `SetDefaults_ObjectFieldSelector` on the `fieldRef` of each item of `items`.
 fn default_field_refs(m: &mut Map<String, Value>, items: &str) {
-    for item in each_object(m, items) {
-        if let Some(r) = object(item, "fieldRef") {
+    for item in objects_at_mut(m, items) {
+        if let Some(r) = object_at_mut(item, "fieldRef") {
             default_in(r, "apiVersion", json!("v1"));
         }
     }
@@ -76,41 +61,41 @@ fn default_volume(v: &mut Map<String, Value>) {
         v.insert("emptyDir".into(), json!({}));
     }
     for key in ["secret", "configMap", "downwardAPI", "projected"] {
-        if let Some(s) = object(v, key) {
+        if let Some(s) = object_at_mut(v, key) {
             default_in(s, "defaultMode", json!(DEFAULT_MODE));
         }
     }
-    if let Some(d) = object(v, "downwardAPI") {
+    if let Some(d) = object_at_mut(v, "downwardAPI") {
         default_field_refs(d, "items");
     }
-    if let Some(p) = object(v, "projected") {
-        for source in each_object(p, "sources") {
-            if let Some(t) = object(source, "serviceAccountToken") {
+    if let Some(p) = object_at_mut(v, "projected") {
+        for source in objects_at_mut(p, "sources") {
+            if let Some(t) = object_at_mut(source, "serviceAccountToken") {
                 default_in(t, "expirationSeconds", json!(3600));
             }
-            if let Some(d) = object(source, "downwardAPI") {
+            if let Some(d) = object_at_mut(source, "downwardAPI") {
                 default_field_refs(d, "items");
             }
         }
     }
-    if let Some(h) = object(v, "hostPath") {
+    if let Some(h) = object_at_mut(v, "hostPath") {
         default_in(h, "type", json!(""));
     }
-    if let Some(i) = object(v, "iscsi") {
+    if let Some(i) = object_at_mut(v, "iscsi") {
         default_in(i, "iscsiInterface", json!("default"));
     }
-    if let Some(r) = object(v, "rbd") {
+    if let Some(r) = object_at_mut(v, "rbd") {
         default_in(r, "pool", json!("rbd"));
         default_in(r, "user", json!("admin"));
         default_in(r, "keyring", json!("/etc/ceph/keyring"));
     }
-    if let Some(a) = object(v, "azureDisk") {
+    if let Some(a) = object_at_mut(v, "azureDisk") {
         default_in(a, "cachingMode", json!("ReadWrite"));
         default_in(a, "kind", json!("Shared"));
         default_in(a, "fsType", json!("ext4"));
         default_in(a, "readOnly", json!(false));
     }
-    if let Some(s) = object(v, "scaleIO") {
+    if let Some(s) = object_at_mut(v, "scaleIO") {
         default_in(s, "storageMode", json!("ThinProvisioned"));
         default_in(s, "fsType", json!("xfs"));
     }
@@ -118,7 +103,7 @@ fn default_volume(v: &mut Map<String, Value>) {
 
 /// `SetDefaults_HTTPGetAction` and `SetDefaults_GRPCAction` of a probe or lifecycle handler.
 fn default_handler(h: &mut Map<String, Value>) {
-    if let Some(g) = object(h, "httpGet") {
+    if let Some(g) = object_at_mut(h, "httpGet") {
         if g.get("path")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty)
@@ -127,7 +112,7 @@ fn default_handler(h: &mut Map<String, Value>) {
         }
         default_in(g, "scheme", json!("HTTP"));
     }
-    if let Some(g) = object(h, "grpc") {
+    if let Some(g) = object_at_mut(h, "grpc") {
         default_in(g, "service", json!(""));
     }
 }
@@ -144,20 +129,20 @@ fn default_probe(p: &mut Map<String, Value>) {
 /// The defaults of a container's probes, lifecycle handlers and `env[].valueFrom.fieldRef`.
 pub fn default_container_handlers(c: &mut Map<String, Value>) {
     for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(p) = object(c, key) {
+        if let Some(p) = object_at_mut(c, key) {
             default_probe(p);
         }
     }
-    if let Some(l) = object(c, "lifecycle") {
+    if let Some(l) = object_at_mut(c, "lifecycle") {
         for key in ["postStart", "preStop"] {
-            if let Some(h) = object(l, key) {
+            if let Some(h) = object_at_mut(l, key) {
                 default_handler(h);
             }
         }
     }
-    for env in each_object(c, "env") {
-        if let Some(from) = object(env, "valueFrom") {
-            if let Some(r) = object(from, "fieldRef") {
+    for env in objects_at_mut(c, "env") {
+        if let Some(from) = object_at_mut(env, "valueFrom") {
+            if let Some(r) = object_at_mut(from, "fieldRef") {
                 default_in(r, "apiVersion", json!("v1"));
             }
         }
@@ -167,13 +152,13 @@ pub fn default_container_handlers(c: &mut Map<String, Value>) {
 /// The volume defaults of a pod spec, and `SetDefaults_PodSpec`'s host ports: with
 /// `hostNetwork`, a container port's `hostPort` is its `containerPort`.
 pub fn default_pod_spec_parts(spec: &mut Map<String, Value>) {
-    for v in each_object(spec, "volumes") {
+    for v in objects_at_mut(spec, "volumes") {
         default_volume(v);
     }
     if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
         for key in ["containers", "initContainers"] {
-            for c in each_object(spec, key) {
-                for p in each_object(c, "ports") {
+            for c in objects_at_mut(spec, key) {
+                for p in objects_at_mut(c, "ports") {
                     if let Some(port) = p.get("containerPort").cloned() {
                         default_in(p, "hostPort", port);
                     }
@@ -204,7 +189,7 @@ mod tests {
         });
         let m = spec.as_object_mut().unwrap();
         default_pod_spec_parts(m);
-        for c in each_object(m, "containers") {
+        for c in objects_at_mut(m, "containers") {
             default_container_handlers(c);
         }
         assert_eq!(
