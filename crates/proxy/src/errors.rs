@@ -141,24 +141,7 @@ pub fn generic_server_response(
     })
 }
 
-/// Go's `%q` of a string (printable text as is, the rest escaped).
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().saturating_add(2));
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use kapi_machinery::goformat::quote as go_quote;
 
 #[cfg(test)]
 mod tests {
