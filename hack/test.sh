@@ -5,6 +5,8 @@
 # then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
 # admission, rbac, node authorization, auth, audit, validate, envtest) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
 # the kubelet-facing subresources through a kubelet stand-in (e2e/kubelet-proxy.sh, both backends),
+# a cluster of upstream's scheduler, controller manager and hollow kubelets on kapi (e2e/cluster.sh,
+# both backends; skipped with one line when the upstream binaries are absent),
 # then security (file modes, encryption at rest, refusals over HTTP/2) and faults (kill -9, etcd restarts, full disk).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
