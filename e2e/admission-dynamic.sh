@@ -53,19 +53,6 @@ hook() {
 YAML
 }
 
-# py_env: the virtual environment of the pinned Python client (e2e/clients.sh makes the same).
-py_env() {
-  local req="$ROOT/e2e/python/requirements.txt" hash dir
-  hash=$(sha256sum "$req" | cut -c1-16)
-  dir="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}/py-$hash"
-  if [ ! -f "$dir/.installed" ]; then
-    rm -rf "$dir" && mkdir -p "$(dirname "$dir")"
-    python3 -m venv "$dir" >&2 || return 1
-    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
-    touch "$dir/.installed"
-  fi
-  echo "$dir"
-}
 
 suite() {
   LABEL=$1

@@ -16,23 +16,6 @@ cd "$ROOT"
 # shellcheck source=e2e/js/setup.sh
 . "$ROOT/e2e/js/setup.sh"
 
-CLIENTS_CACHE="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}"
-
-# py_env: prints a virtual environment holding the pinned Python client, made once per
-# requirements file (a half-made one is made again).
-py_env() {
-  local req="$ROOT/e2e/python/requirements.txt" hash dir
-  hash=$(sha256sum "$req" | cut -c1-16)
-  dir="$CLIENTS_CACHE/py-$hash"
-  if [ ! -f "$dir/.installed" ]; then
-    rm -rf "$dir" && mkdir -p "$CLIENTS_CACHE"
-    python3 -m venv "$dir" >&2 || return 1
-    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
-    touch "$dir/.installed"
-  fi
-  echo "$dir"
-}
-
 # run_suite NAME CMD...: runs one client suite, echoing its PASS/FAIL lines and adding them to
 # the totals; a suite that fails without naming a case counts as one failure.
 run_suite() {

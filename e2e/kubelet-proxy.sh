@@ -23,21 +23,6 @@ if [ -z "${STANDIN_BIN:-}" ]; then
   cargo build -q -p kapi-testing --bin kubelet-standin || { echo "e2e: build failed" >&2; exit 1; }
   STANDIN_BIN="$CARGO_TARGET_DIR/debug/kubelet-standin"
 fi
-# The official Python client (pinned in e2e/python/requirements.txt), in the virtual
-# environment e2e/clients.sh makes (same place, same hash).
-CLIENTS_CACHE="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}"
-py_env() {
-  local req="$ROOT/e2e/python/requirements.txt" hash dir
-  hash=$(sha256sum "$req" | cut -c1-16)
-  dir="$CLIENTS_CACHE/py-$hash"
-  if [ ! -f "$dir/.installed" ]; then
-    rm -rf "$dir" && mkdir -p "$CLIENTS_CACHE"
-    python3 -m venv "$dir" >&2 || return 1
-    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
-    touch "$dir/.installed"
-  fi
-  echo "$dir"
-}
 
 e2e_init kubelet-proxy
 PY_ENV=$(py_env) || { echo "e2e: could not install the Python client" >&2; exit 1; }

@@ -120,3 +120,19 @@ start_kapi_on_etcd() {
 
 # start_kapi_embedded NAME FLAGS...: start_kapi_process on kapi's embedded store in its data dir.
 start_kapi_embedded() { start_kapi_process "$@"; }
+
+# py_env: prints a virtual environment holding the pinned Python client
+# (e2e/python/requirements.txt) under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}, made once per
+# requirements file (a half-made one is made again). Needs ROOT.
+py_env() {
+  local req="$ROOT/e2e/python/requirements.txt" cache="${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}" hash dir
+  hash=$(sha256sum "$req" | cut -c1-16)
+  dir="$cache/py-$hash"
+  if [ ! -f "$dir/.installed" ]; then
+    rm -rf "$dir" && mkdir -p "$cache"
+    python3 -m venv "$dir" >&2 || return 1
+    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$req" >&2 || return 1
+    touch "$dir/.installed"
+  fi
+  echo "$dir"
+}

@@ -116,6 +116,15 @@ pub(crate) async fn dial(
     }
 }
 
+/// [`dial`], then [`handshake`]: an HTTP/1.1 client connection to `location`.
+pub(crate) async fn connect(
+    location: &Location,
+    kind: TransportKind,
+    config: &ProxyConfig,
+) -> Result<http1::SendRequest<Body>, String> {
+    handshake(dial(location, kind, config).await?).await
+}
+
 /// An HTTP/1.1 client connection on `conn`, driven in the background (upgrades allowed).
 pub(crate) async fn handshake(conn: Conn) -> Result<http1::SendRequest<Body>, String> {
     let (sender, connection) = http1::handshake::<_, Body>(TokioIo::new(conn))
@@ -136,7 +145,6 @@ pub(crate) async fn send(
     config: &ProxyConfig,
     req: http::Request<Body>,
 ) -> Result<http::Response<hyper::body::Incoming>, String> {
-    let conn = dial(location, kind, config).await?;
-    let mut sender = handshake(conn).await?;
+    let mut sender = connect(location, kind, config).await?;
     sender.send_request(req).await.map_err(|e| e.to_string())
 }

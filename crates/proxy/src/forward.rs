@@ -3,7 +3,7 @@
 //! headers and the two connections spliced; other requests: a reverse proxy) and
 //! `LocationStreamer` (`pods/log`).
 
-use crate::dial::{dial, handshake, send};
+use crate::dial::{connect, send};
 use crate::errors::{generic_server_response, untyped};
 use crate::websocket::{is_upgrade, is_websocket, tunneled_spdy_protocols, wants_v5};
 use crate::{Body, Location, Mode, ProxyConfig, Target};
@@ -28,12 +28,6 @@ const HOP_BY_HOP: [&str; 8] = [
     "trailer",
     "transfer-encoding",
 ];
-
-fn empty() -> Body {
-    http_body_util::Empty::new()
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
 
 fn incoming(body: hyper::body::Incoming) -> Body {
     body.map_err(|e| Box::new(e) as crate::BoxError)
@@ -131,13 +125,10 @@ pub(crate) async fn upgrade(
     let Some(on_client) = req.extensions_mut().remove::<OnUpgrade>() else {
         return Err(ApiError::bad_request("Upgrade request required"));
     };
-    let conn = dial(location, target.transport, config)
+    let mut sender = connect(location, target.transport, config)
         .await
         .map_err(|e| untyped(format!("error dialing backend: {e}")))?;
-    let mut sender = handshake(conn)
-        .await
-        .map_err(|e| untyped(format!("error dialing backend: {e}")))?;
-    let mut backend = Request::new(empty());
+    let mut backend = Request::new(crate::empty_body());
     *backend.method_mut() = req.method().clone();
     *backend.uri_mut() = location
         .path_and_query()
@@ -153,7 +144,7 @@ pub(crate) async fn upgrade(
         return Ok(Response::from_parts(parts, incoming(body)));
     }
     let on_backend = hyper::upgrade::on(&mut resp);
-    let mut answer = Response::new(empty());
+    let mut answer = Response::new(crate::empty_body());
     *answer.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     *answer.headers_mut() = resp.headers().clone();
     tokio::spawn(async move {
@@ -181,7 +172,7 @@ async fn log(
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
     let location = &target.location;
-    let mut req = Request::new(empty());
+    let mut req = Request::new(crate::empty_body());
     *req.uri_mut() = location
         .path_and_query()
         .parse()
@@ -245,7 +236,7 @@ async fn reverse_proxy(
             .query()
             .map(|q| format!("?{q}"))
             .unwrap_or_default();
-        let mut resp = Response::new(empty());
+        let mut resp = Response::new(crate::empty_body());
         *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
         if let Ok(v) = HeaderValue::from_str(&format!("{}/{query}", req.uri().path())) {
             resp.headers_mut().insert(header::LOCATION, v);

@@ -42,6 +42,14 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A request or response body (the same type `kapi-endpoints` serves).
 pub type Body = UnsyncBoxBody<Bytes, BoxError>;
 
+/// A [`Body`] with nothing in it.
+pub(crate) fn empty_body() -> Body {
+    use http_body_util::BodyExt;
+    http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
 /// `http` or `https`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {

@@ -14,7 +14,7 @@
 //! The final Status is upstream's: `Success`, `NonZeroExitCode` with the `ExitCode` cause, or
 //! an internal error carrying the kubelet's message.
 
-use crate::dial::{dial, handshake};
+use crate::dial;
 use crate::spdy::{self, Role, Session, StreamWriter};
 use crate::websocket::{self, PROTOCOL_V5};
 use crate::{Body, ProxyConfig, StreamOptions, Target};
@@ -151,15 +151,10 @@ async fn connect(target: &Target, config: &ProxyConfig) -> Result<Session, Value
             crate::errors::go_quote(&location.url())
         ))
     };
-    let conn = dial(location, target.transport, config)
+    let mut sender = dial::connect(location, target.transport, config)
         .await
         .map_err(sending)?;
-    let mut sender = handshake(conn).await.map_err(sending)?;
-    let mut req = Request::new(
-        http_body_util::Empty::new()
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
+    let mut req = Request::new(crate::empty_body());
     *req.method_mut() = http::Method::POST;
     *req.uri_mut() = location
         .path_and_query()

@@ -4,7 +4,7 @@
 //! protocols, answers the WebSocket with the protocol the kubelet chose (prefixed again), and
 //! then carries the SPDY connection's bytes inside binary WebSocket messages, both ways.
 
-use crate::dial::{dial, handshake};
+use crate::dial::connect;
 use crate::errors::untyped;
 use crate::websocket::{self, tunneled_spdy_protocols, TUNNELING_PREFIX};
 use crate::{spdy, Body, ProxyConfig, Target};
@@ -47,17 +47,10 @@ pub async fn serve(
         return Err(ApiError::bad_request("Upgrade request required"));
     };
     let location = &target.location;
-    let conn = dial(location, target.transport, config)
+    let mut sender = connect(location, target.transport, config)
         .await
         .map_err(|e| untyped(format!("error dialing backend: {e}")))?;
-    let mut sender = handshake(conn)
-        .await
-        .map_err(|e| untyped(format!("error dialing backend: {e}")))?;
-    let mut backend = Request::new(
-        http_body_util::Empty::new()
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
+    let mut backend = Request::new(crate::empty_body());
     *backend.method_mut() = http::Method::POST;
     *backend.uri_mut() = location
         .path_and_query()

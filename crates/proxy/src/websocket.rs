@@ -103,11 +103,7 @@ pub fn accept(
             "websocket: not a websocket handshake: 'Sec-WebSocket-Key' or 'Sec-WebSocket-Version' missing or invalid",
         ));
     };
-    let mut resp = Response::new(
-        http_body_util::Empty::new()
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
+    let mut resp = Response::new(crate::empty_body());
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
