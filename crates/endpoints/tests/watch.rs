@@ -7,7 +7,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -8,7 +8,7 @@
 )]
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{create, ctx, obj};
 use futures::future::BoxFuture;

@@ -8,7 +8,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::{create, ctx, get, obj, put, registry};
 use kapi_machinery::{DeleteOptions, Object, Preconditions, StatusReason};

@@ -9,7 +9,7 @@
     reason = "test code: a panic is a failed test"
 )]
 #![allow(clippy::unwrap_used)]
-mod common;
+use crate::common;
 
 use common::{create, ctx, get, obj, put, registry};
 use kapi_machinery::{GetOptions, ListOptions, Object};

@@ -8,7 +8,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::{create, get, obj, put, registry, registry_with};
 use kapi_registry::testing::ResourceTest;

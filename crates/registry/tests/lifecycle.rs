@@ -7,7 +7,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{create, ctx, get, obj, put, registry};

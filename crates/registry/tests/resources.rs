@@ -6,7 +6,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::{obj, registry_with};
 use kapi_registry::testing::ResourceTest;

@@ -8,7 +8,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

@@ -11,7 +11,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenReview};
 use k8s_openapi::api::core::v1::ServiceAccount;

@@ -8,7 +8,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kapi_server::{EtcdOptions, StorageConfig};

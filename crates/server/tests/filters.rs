@@ -8,7 +8,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;

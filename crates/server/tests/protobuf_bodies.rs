@@ -12,7 +12,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
-mod common;
+use crate::common;
 
 use common::protobuf::{
     create_pod, delete_options, ensure_default_service_account, get, meta, post_json, send_pb,

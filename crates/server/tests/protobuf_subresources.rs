@@ -10,7 +10,7 @@
 )]
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::protobuf::{
     create_pod, delete_options, ensure_default_service_account, framed, get, meta, post_json,

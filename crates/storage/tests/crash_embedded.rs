@@ -28,7 +28,7 @@ fn sigkill_keeps_acknowledged_writes() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "sigkill_keeps_acknowledged_writes",
+            "crash_embedded::sigkill_keeps_acknowledged_writes",
             "--nocapture",
             "--test-threads=1",
         ])
