@@ -5,7 +5,8 @@
 # refused for another audience; garbage tokens are 401; static tokens from --token-auth-file
 # work; TokenReview answers; `kubectl --as` works for the admin and is refused (403) for a user
 # the authorizer does not allow to impersonate; --anonymous-auth=false makes credential-less
-# requests 401.
+# requests 401; a front proxy's certificate (--requestheader-*) names the user in headers, curl
+# against `kubectl auth whoami`, and the extension-apiserver-authentication ConfigMap says so.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/auth.sh   (default: builds the debug binary)
 set -uo pipefail
@@ -115,5 +116,72 @@ expect_fail "impersonation refused by the authorizer is 403 in upstream's words"
   t "$JANE" get --raw /api/v1/namespaces --as=bob
 expect_eq "without --anonymous-auth a request without credentials is 401" "401" raw_code "https://127.0.0.1:$PORT/api"
 expect_eq "a static token is still recognised (then forbidden)" "403" raw_code -H "Authorization: Bearer $JANE" "https://127.0.0.1:$PORT/api/v1/namespaces"
+
+# The front proxy (--requestheader-*): a certificate from the request-header CA with an allowed
+# CN names the user in X-Remote-* headers; a normal client certificate, a CN not allowed and
+# no certificate do not. Every answer below is kube-apiserver v1.28.7's, run the same way
+# (1.28 has no --requestheader-uid-headers: the uid lines are 1.33's).
+FP="$WORK/front-proxy"; mkdir -p "$FP"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$FP/ca.key" -out "$FP/ca.crt" -subj "/CN=front-proxy-ca" -days 1 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' >"$FP/ext"
+for cn in front-proxy-client intruder; do
+  openssl req -newkey rsa:2048 -nodes -keyout "$FP/$cn.key" -out "$FP/$cn.csr" -subj "/CN=$cn" 2>/dev/null
+  openssl x509 -req -in "$FP/$cn.csr" -CA "$FP/ca.crt" -CAkey "$FP/ca.key" -CAcreateserial -out "$FP/$cn.crt" -days 1 -extfile "$FP/ext" 2>/dev/null
+done
+start_kapi_on_etcd front --requestheader-client-ca-file "$FP/ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-uid-headers X-Remote-Uid \
+  --requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$FP/front-proxy-client.crt" --proxy-client-key-file "$FP/front-proxy-client.key"
+# ssr CERT HEADERS...: a SelfSubjectReview with curl as CERT (none: no certificate); prints
+# the HTTP code, then the user info or the Status message.
+ssr() {
+  local cert=$1; shift
+  local auth=(); [ "$cert" != none ] && auth=(--cert "$FP/$cert.crt" --key "$FP/$cert.key")
+  [ "$cert" = admin ] && auth=(--cert "$WORK/admin.crt" --key "$WORK/admin.key")
+  curl -s --cacert "$CA" "${auth[@]}" "$@" -w '\n%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' \
+    "https://127.0.0.1:$PORT/apis/authentication.k8s.io/v1/selfsubjectreviews" |
+    python3 -c '
+import json, sys
+body, code = sys.stdin.read().rsplit("\n", 1)
+o = json.loads(body)
+u = o["status"]["userInfo"] if o["kind"] == "SelfSubjectReview" else o["message"]
+if isinstance(u, dict):  # 1.33 adds the certificate credential id (1.28 does not)
+    u.get("extra", {}).pop("authentication.kubernetes.io/credential-id", None)
+    u = {k: v for k, v in u.items() if v}
+print(code, json.dumps(u, sort_keys=True))'
+}
+grep client-certificate-data "$KUBECONFIG_FILE" | awk '{print $2}' | base64 -d >"$WORK/admin.crt"
+grep client-key-data "$KUBECONFIG_FILE" | awk '{print $2}' | base64 -d >"$WORK/admin.key"
+ALICE=(-H "X-Remote-User: alice" -H "X-Remote-Uid: uid-42" -H "X-Remote-Group: devs" -H "X-Remote-Group: ops"
+  -H "X-Remote-Extra-Scopes: openid" -H "X-Remote-Extra-Scopes: profile" -H "X-Remote-Extra-Acme.com%2Fproject: p1")
+expect_eq "the front proxy's certificate: the headers are the user" \
+  '201 {"extra": {"acme.com/project": ["p1"], "scopes": ["openid", "profile"]}, "groups": ["devs", "ops", "system:authenticated"], "uid": "uid-42", "username": "alice"}' \
+  ssr front-proxy-client "${ALICE[@]}"
+expect_eq "the front proxy's certificate without a user header is 401" '401 "Unauthorized"' \
+  ssr front-proxy-client -H "X-Remote-Group: devs"
+expect_eq "the request-header CA's certificate with a CN not allowed is 401" '401 "Unauthorized"' \
+  ssr intruder "${ALICE[@]}"
+expect_eq "a normal client certificate: the headers are ignored" \
+  '201 {"groups": ["system:masters", "system:authenticated"], "username": "kubernetes-admin"}' \
+  ssr admin "${ALICE[@]}"
+expect_eq "no certificate: anonymous, whatever the headers say" \
+  '403 "selfsubjectreviews.authentication.k8s.io is forbidden: User \"system:anonymous\" cannot create resource \"selfsubjectreviews\" in API group \"authentication.k8s.io\" at the cluster scope"' \
+  ssr none "${ALICE[@]}"
+expect_out "kubectl auth whoami with the admin kubeconfig is the admin" "Username +kubernetes-admin" k auth whoami
+expect_fail "kubectl with the front proxy's certificate (no headers) is 401" "$UNAUTHORIZED" \
+  "$KUBECTL" --kubeconfig /dev/null --server "https://127.0.0.1:$PORT" --certificate-authority "$CA" --cache-dir "$CACHE" \
+  --client-certificate "$FP/front-proxy-client.crt" --client-key "$FP/front-proxy-client.key" auth whoami
+cm() { k -n kube-system get configmap extension-apiserver-authentication -o jsonpath="{.data.$1}"; }
+expect_eq "the ConfigMap names the allowed names" '["front-proxy-client"]' cm requestheader-allowed-names
+expect_eq "the ConfigMap names the username headers" '["X-Remote-User"]' cm requestheader-username-headers
+expect_eq "the ConfigMap names the uid headers (1.32+)" '["X-Remote-Uid"]' cm requestheader-uid-headers
+expect_eq "the ConfigMap names the group headers" '["X-Remote-Group"]' cm requestheader-group-headers
+expect_eq "the ConfigMap names the extra prefix" '["X-Remote-Extra-"]' cm requestheader-extra-headers-prefix
+expect_eq "the ConfigMap holds the request-header CA" "$(cat "$FP/ca.crt")" cm requestheader-client-ca-file
+# The proxy client pair is checked at start: a key of another certificate is refused.
+run_cmd timeout 20 "$KAPI_BIN" --secure-port "$(free_port)" --data-dir "$WORK/kapi-badpair" \
+  --proxy-client-cert-file "$FP/front-proxy-client.crt" --proxy-client-key-file "$FP/intruder.key"
+if [ $? -ne 0 ] && grep -Fq "does not match public key" <<<"$OUT"; then pass "a proxy client key of another certificate stops start-up"; else fail "a proxy client key of another certificate stops start-up"; fi
 
 summary

@@ -131,6 +131,9 @@ Y
   expect_out "api-resources lists deployments" '^deployments +deploy +apps/v1 +true +Deployment$' k api-resources
   expect_out "explain configmap.data" 'Data contains the configuration data' k explain configmap.data
   expect_out "readyz verbose lists checks" 'readyz check passed' k get --raw '/readyz?verbose'
+  expect_out "api-resources lists bindings (create only)" '^bindings +v1 +true +Binding$' k api-resources
+  expect_out "api-resources lists componentstatuses as cs" '^componentstatuses +cs +v1 +false +ComponentStatus$' k api-resources
+  expect_out "api-resources verbs of componentstatuses" '^componentstatuses +cs +v1 +false +ComponentStatus +get,list *$' k api-resources -o wide
 
   # Namespaces
   expect_out "create -f namespace" "^namespace/$NS created$" k create -f "$ns_file"
@@ -194,6 +197,24 @@ Y
   expect_out "create -f pod" '^pod/web-0 created$' k create -f "$pod"
   expect_out "get pods -o wide header" '^NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES$' k get pods -n "$NS" -o wide
   expect_out "pod row" '^web-0 +0/1 +Pending +0 +' k get pods -n "$NS"
+  # The legacy binding endpoint (POST .../bindings); kubectl prints the Status it answers.
+  # (A pod of its own, force-deleted after: a bound pod waits for a kubelet to go.)
+  sed 's/name: web-0/name: bind-0/' "$pod" | k create -f - >/dev/null
+  expect_out "create -f binding" '^status/<unknown> created$' k create -f - <<Y
+{"apiVersion":"v1","kind":"Binding","metadata":{"name":"bind-0","namespace":"$NS"},"target":{"name":"n1"}}
+Y
+  expect_eq "the binding set the pod's node" 'n1' k get pod bind-0 -n "$NS" -o 'jsonpath={.spec.nodeName}'
+  expect_fail "binding a bound pod is upstream's 409" \
+    'Operation cannot be fulfilled on pods/binding "bind-0": pod bind-0 is already assigned to node "n1"' k create -f - <<Y
+{"apiVersion":"v1","kind":"Binding","metadata":{"name":"bind-0","namespace":"$NS"},"target":{"name":"n2"}}
+Y
+  k delete pod bind-0 -n "$NS" --grace-period=0 --force >/dev/null 2>&1
+  # componentstatuses: probed, deprecated (kube-apiserver's columns and warning).
+  expect_out "get cs header" '^NAME +STATUS +MESSAGE +ERROR$' k get cs
+  expect_out "get cs: the storage is etcd-0" '^etcd-0 +Healthy +ok *$' k get componentstatuses
+  expect_out "get cs: the scheduler is probed" '^scheduler +(Healthy|Unhealthy) ' k get cs
+  expect_out "get cs warns of the deprecation" '^Warning: v1 ComponentStatus is deprecated in v1.19\+$' k get cs etcd-0
+  expect_fail "get cs of an unknown component" 'Error from server: Component not found: nope' k get cs nope
   expect_out "create -f deployment" '^deployment.apps/web created$' k create -f "$deploy"
   expect_out "deployment columns" '^NAME +READY +UP-TO-DATE +AVAILABLE +AGE$' k get deploy -n "$NS"
   expect_eq "deployment defaults" 'RollingUpdate' k get deploy web -n "$NS" -o 'jsonpath={.spec.strategy.type}'

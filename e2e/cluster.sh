@@ -13,10 +13,17 @@
 #    kube-controller-manager's node lifecycle controller does; the Node deleted: its pods are
 #    garbage-collected.
 #
+# The kubelets join by TLS bootstrap (CLUSTER_TLS_BOOTSTRAP=1, as `kubeadm join`): a bootstrap
+# token, a CSR auto-approved and signed by kube-controller-manager, then the node registers as
+# system:node:<name>; the token's user is held to system:node-bootstrapper, an expired or
+# deleted token is a 401, the bootstrapsigner signs cluster-info with the token, the
+# tokencleaner removes an expired token.
+#
 # Needs upstream's kube-scheduler, kube-controller-manager and kubemark: KAPI_UPSTREAM_BIN, or
 # ../shared/upstream; without them it says so in one line and passes.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/cluster.sh
+#   E2E_CLUSTER_REFERENCE=1 e2e/cluster.sh     (the same against kube-apiserver, on etcd)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -38,6 +45,87 @@ export CLUSTER_KCM_ARGS="--node-monitor-grace-period=16s --node-monitor-period=2
 pods_on() { k get pods -o jsonpath="{range .items[?(@.spec.nodeName==\"$1\")]}{.metadata.name}{\"\\n\"}{end}" | grep -c . ; }
 running() { [ "$(k get pods -l "$1" --field-selector=status.phase=Running -o name | grep -c .)" = "$2" ]; }
 
+# tls_bootstrap DIR: the nodes joined with the bootstrap token in DIR/pki; what that token may do.
+tls_bootstrap() {
+  local dir=$1 token id secret
+  token=$(cat "$dir/pki/bootstrap-token"); id=${token%%.*}; secret=${token#*.}
+  kb() { "$KUBECTL" --kubeconfig "$dir/pki/bootstrap.kubeconfig" --cache-dir "$CACHE" "$@"; }
+  csrs() { k get csr -o jsonpath="{range .items[*]}$1{\"\\n\"}{end}" | sort; }
+  expect_eq "a CSR per node, by the token's user, for the kubelet client signer" \
+    "$(printf 'kubernetes.io/kube-apiserver-client-kubelet system:bootstrap:%s\n' "$id" "$id")" \
+    csrs "{.spec.signerName} {.spec.username}"
+  expect_eq "with the bootstrap groups" \
+    "$(printf '["system:bootstrappers","system:bootstrappers:kubeadm:default-node-token","system:authenticated"]\n%.0s' 1 2)" \
+    csrs "{.spec.groups}"
+  expect_eq "auto-approved by the csrapproving controller" \
+    "$(printf 'Approved True AutoApproved Auto approving kubelet client certificate after SubjectAccessReview.\n%.0s' 1 2)" \
+    csrs '{.status.conditions[*].type} {.status.conditions[*].status} {.status.conditions[*].reason} {.status.conditions[*].message}'
+  subjects() {
+    local c
+    for c in $(k get csr -o jsonpath='{.items[*].status.certificate}'); do
+      base64 -d <<<"$c" | openssl x509 -noout -subject -issuer -nameopt compat
+    done | sort
+  }
+  local issuer; issuer=$(openssl x509 -noout -issuer -nameopt compat -in "$dir/data/pki/ca.crt" | sed 's/^issuer=//')
+  expect_eq "issued by csrsigning with the cluster CA, one per node" \
+    "$(printf 'issuer=%s\nissuer=%s\nsubject=/O=system:nodes/CN=system:node:hollow-0\nsubject=/O=system:nodes/CN=system:node:hollow-1' "$issuer" "$issuer")" subjects
+  expect_eq "hollow-0's kubelet talks as system:node:hollow-0 in system:nodes" "system:node:hollow-0 system:nodes system:authenticated" \
+    "$KUBECTL" --kubeconfig "$dir/pki/hollow-0.kubeconfig" auth whoami -o jsonpath='{.status.userInfo.username} {.status.userInfo.groups[*]}'
+
+  expect_eq "the token is system:bootstrap:<id> in its groups" \
+    "system:bootstrap:$id system:bootstrappers system:bootstrappers:kubeadm:default-node-token system:authenticated" \
+    kb auth whoami -o jsonpath='{.status.userInfo.username} {.status.userInfo.groups[*]}'
+  can() { kb auth can-i "$@" 2>/dev/null; }
+  expect_eq "it may create CSRs" yes can create certificatesigningrequests
+  cannot() { { can list secrets -n kube-system; can create nodes; can get nodes; true; } | xargs; }
+  expect_eq "and nothing beyond system:node-bootstrapper" "no no no" cannot
+  expect_fail "listing secrets is upstream's 403" \
+    "Error from server (Forbidden): secrets is forbidden: User \"system:bootstrap:$id\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\"" \
+    kb get secrets -n kube-system
+
+  # Another token, expired an hour ago: refused, then removed by the tokencleaner.
+  k create -f - >/dev/null <<Y
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-expird, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData: {token-id: expird, token-secret: 0123456789abcdef, usage-bootstrap-authentication: "true", expiration: "$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)"}
+Y
+  expect_fail "an expired token is a 401" "error: You must be logged in to the server (Unauthorized)" \
+    kb --token expird.0123456789abcdef get --raw /api
+  gone() { ! k -n kube-system get secret bootstrap-token-expird >/dev/null 2>&1; }
+  if wait_until 30 gone; then pass "the tokencleaner deletes it"; else fail "the tokencleaner deletes it"; fi
+  # A token that worked, then deleted.
+  k -n kube-system create secret generic bootstrap-token-delete --type=bootstrap.kubernetes.io/token \
+    --from-literal=token-id=delete --from-literal=token-secret=0123456789abcdef \
+    --from-literal=usage-bootstrap-authentication=true >/dev/null
+  expect_eq "a token works" "system:bootstrap:delete" \
+    kb --token delete.0123456789abcdef auth whoami -o jsonpath='{.status.userInfo.username}'
+  expect_ok "delete its Secret" k -n kube-system delete secret bootstrap-token-delete
+  refused() { ! kb --token delete.0123456789abcdef get --raw /api >/dev/null 2>&1; }
+  # kube-apiserver caches a token's success for 10 s; kapi checks the Secret on every request.
+  if wait_until 15 refused; then pass "once deleted it is refused"; else fail "once deleted it is refused"; fi
+  expect_fail "with a 401" "error: You must be logged in to the server (Unauthorized)" \
+    kb --token delete.0123456789abcdef get --raw /api
+
+  # The bootstrapsigner signs kube-public/cluster-info with the token (detached HS256 JWS).
+  signed() { k -n kube-public get configmap cluster-info -o jsonpath="{.data.jws-kubeconfig-$id}" | grep -q .; }
+  if wait_until 30 signed; then pass "cluster-info gets jws-kubeconfig-$id"; else fail "cluster-info gets jws-kubeconfig-$id"; fi
+  verify_jws() {
+    k -n kube-public get configmap cluster-info -o json | python3 -c '
+import base64, hashlib, hmac, json, sys
+d = json.load(sys.stdin)["data"]; tid, secret = sys.argv[1], sys.argv[2]
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=")
+head, empty, sig = d["jws-kubeconfig-" + tid].split(".")
+assert empty == "" and json.loads(base64.urlsafe_b64decode(head + "==")) == {"alg": "HS256", "kid": tid}
+mac = hmac.new(secret.encode(), head.encode() + b"." + b64(d["kubeconfig"].encode()), hashlib.sha256).digest()
+print("valid" if b64(mac).decode() == sig else "invalid")' "$id" "$secret"
+  }
+  expect_eq "and the signature verifies with the token" valid verify_jws
+  expect_eq "anonymous may read cluster-info (kubeadm's role)" "true" \
+    bash -c "curl -sk '$(k config view -o jsonpath='{.clusters[0].cluster.server}')/api/v1/namespaces/kube-public/configmaps/cluster-info' | python3 -c 'import json,sys; print(\"true\" if \"kubeconfig\" in json.load(sys.stdin)[\"data\"] else \"false\")'"
+}
+
 run_cluster() {
   local backend=$1
   local dir="$WORK/$backend"
@@ -47,7 +135,7 @@ run_cluster() {
   else
     unset KAPI_ETCD
   fi
-  CLUSTER_DIR="$dir" KAPI_BIN="$KAPI_BIN" hack/local-cluster.sh 2 >"$WORK/cluster-$backend.out" 2>&1 &
+  CLUSTER_TLS_BOOTSTRAP=1 CLUSTER_DIR="$dir" KAPI_BIN="$KAPI_BIN" hack/local-cluster.sh 2 >"$WORK/cluster-$backend.out" 2>&1 &
   local cluster_pid=$!
   PIDS+=("$cluster_pid")
   LABEL="cluster-$backend"
@@ -56,6 +144,7 @@ run_cluster() {
   fi
   KUBECONFIG_FILE="$dir/data/admin.kubeconfig"
   expect_out "both hollow nodes Ready" "2/2 hollow nodes Ready" cat "$WORK/cluster-$backend.out"
+  tls_bootstrap "$dir"
 
   # --- Deployment: roll out, scale, update, roll back ----------------------------------------
   expect_ok "create deployment web (3 replicas)" k create deployment web --image=nginx:1.25 --replicas=3
@@ -162,6 +251,13 @@ Y
   expect_eq "no process of it left" 0 echo "$left"
 }
 
-run_cluster embedded
-run_cluster etcd
+# E2E_CLUSTER_REFERENCE=1: the same checks with upstream's kube-apiserver as the API server
+# (on etcd), to compare with.
+if [ "${E2E_CLUSTER_REFERENCE:-0}" = 1 ]; then
+  export CLUSTER_APISERVER=reference
+  run_cluster etcd
+else
+  run_cluster embedded
+  run_cluster etcd
+fi
 summary

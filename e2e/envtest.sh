@@ -282,10 +282,16 @@ else
 fi
 
 # --- 7. opting in to kapi's controllers: the same start with KAPI_ENVTEST_CONTROLLERS='*' -------
-(cd "$WORK/cwd" && KAPI_ENVTEST_CONTROLLERS='*' exec "$ASSETS/kube-apiserver" "${ARGS[@]}") >>"$WORK/kapi.out" 2>>"$WORK/kapi.log" &
+# Also with versions kube-apiserver accepts and kapi does not serve: started, and logged.
+(cd "$WORK/cwd" && KAPI_ENVTEST_CONTROLLERS='*' exec "$ASSETS/kube-apiserver" "${ARGS[@]}" \
+  --runtime-config=apps/v1beta2=true,resource.k8s.io/v1beta1=true) >>"$WORK/kapi.out" 2>>"$WORK/kapi.log" &
 KAPI_PID=$!
 if wait_until 60 healthz_ok; then
   pass "restarted with KAPI_ENVTEST_CONTROLLERS='*'"
+  for gv in apps/v1beta2 resource.k8s.io/v1beta1; do
+    expect_out "--runtime-config=$gv=true is accepted and logged as not served" \
+      "runtime-config=$gv: kapi does not serve this group/version" cat "$WORK/kapi.log" "$ASSETS/kube-apiserver.log"
+  done
   # The namespace left Terminating above is emptied and removed now.
   ns_gone() { ! k get ns left >/dev/null 2>&1; }
   if wait_until 60 ns_gone; then pass "the namespace controller finishes the deletion"; else fail "the namespace controller finishes the deletion"; fi
@@ -312,7 +318,7 @@ refused() {
   rm -f "$log"
 }
 refused "an unknown --runtime-config group" "unknown api groups foo.example.com" --runtime-config=foo.example.com/v1=true
-refused "a version kapi does not serve" "group version apps/v1beta2 that has not been registered" --runtime-config=apps/v1beta2=true
+refused "a version upstream does not have" "group version apps/v9 that has not been registered" --runtime-config=apps/v9=true
 refused "a malformed --runtime-config value" 'invalid value of apps/v1: yes, err: strconv.ParseBool: parsing "yes": invalid syntax' --runtime-config=apps/v1=yes
 refused "api/all=false alone" "invalid key with only api/all=false" --runtime-config=api/all=false
 refused "a key that is not group/version" "runtime-config invalid key a/b/c/d" --runtime-config=a/b/c/d=true

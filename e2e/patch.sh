@@ -63,6 +63,18 @@ run_server_side_apply_cases() {
   sed '/replicas:/d' "$s2" >"$s4"
   expect_out "apply without a field" 'serverside-applied' k apply --server-side --field-manager=m2 -f "$s4"
   expect_eq "the no-longer-applied field is removed (then defaulted)" '1' "${get[@]}" -o 'jsonpath={.spec.replicas}'
+  # A field the schema does not declare: upstream's field manager refuses the configuration
+  # (a 500, whatever --validate says), naming the first undeclared field of each map.
+  sed 's/^spec:$/spec:\n  replica: 2/; s/^  name: ssa$/  name: ssa\n  bogus: 1/' "$s2" >"$M/s5.yaml"
+  local want="Error from server: failed to create typed patch object ($PNS/ssa; apps/v1, Kind=Deployment): errors:
+  .metadata.bogus: field not declared in schema
+  .spec.replica: field not declared in schema"
+  if ! run_cmd k apply --server-side --field-manager=m2 -f "$M/s5.yaml" && [[ "$OUT" == *"$want"* ]]; then
+    pass "apply with undeclared fields is refused as upstream"
+  else
+    fail "apply with undeclared fields is refused as upstream (want: $want; got: $OUT)"
+  fi
+  expect_eq "nothing changed" '1' "${get[@]}" -o 'jsonpath={.spec.replicas}'
 }
 
 deployment_manifest() { # deployment_manifest FILE IMAGE_B WITH_Y

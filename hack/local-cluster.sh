@@ -17,6 +17,13 @@
 #   CLUSTER_DIR     where state, certificates and logs go (default: a new temporary directory)
 #   CLUSTER_PORT    kapi's secure port (default: a free one)
 #   CLUSTER_KCM_ARGS more kube-controller-manager flags (e.g. a shorter --node-monitor-grace-period)
+#   CLUSTER_TLS_BOOTSTRAP=1  kubelets join as real nodes do (kubeadm join): each starts with only
+#                   a bootstrap kubeconfig holding a bootstrap token and gets its client
+#                   certificate through a CSR, auto-approved and signed by the controller
+#                   manager (kapi's CA). The token is in CLUSTER_DIR/pki/bootstrap-token.
+#   CLUSTER_APISERVER=reference  run upstream's kube-apiserver (from the same folder, on
+#                   KAPI_ETCD, which is then required) instead of kapi, with the same flags,
+#                   files and layout, to compare kapi with it; its pid file is still pids/kapi.
 #
 # Each process's pid is written to CLUSTER_DIR/pids/<name> (kapi, kube-scheduler,
 # kube-controller-manager, hollow-<i>), so a test can stop one of them.
@@ -42,7 +49,12 @@ for b in kube-scheduler kube-controller-manager kubemark; do
   fi
 done
 
-if [ -z "${KAPI_BIN:-}" ]; then
+REFERENCE=0
+if [ "${CLUSTER_APISERVER:-kapi}" = reference ]; then
+  REFERENCE=1
+  [ -x "$UP/kube-apiserver" ] || { echo "local-cluster: no upstream kube-apiserver in $UP" >&2; exit 2; }
+  [ -n "${KAPI_ETCD:-}" ] || { echo "local-cluster: CLUSTER_APISERVER=reference needs KAPI_ETCD" >&2; exit 2; }
+elif [ -z "${KAPI_BIN:-}" ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/kapi-target}"
   (cd "$ROOT" && cargo build -q -p kapi-apiserver)
   KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
@@ -63,10 +75,38 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-KAPI_ARGS=(--data-dir "$D/data" --secure-port "$PORT" --controllers=-*
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction)
-[ -n "${KAPI_ETCD:-}" ] && KAPI_ARGS+=(--etcd-servers "$KAPI_ETCD")
-"$KAPI_BIN" "${KAPI_ARGS[@]}" >"$D/logs/kapi.log" 2>&1 &
+AUTH_ARGS=(--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+  --enable-bootstrap-token-auth=true)
+if [ "$REFERENCE" = 1 ]; then
+  # What kapi makes for itself on first start: a CA, a serving certificate, the
+  # service-account key and an admin kubeconfig (system:masters), in the same places.
+  P="$D/data/pki"; mkdir -p "$P"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 30 \
+    -subj "/CN=kubernetes-ca" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$P/apiserver.key" -out "$P/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+  openssl x509 -req -in "$P/apiserver.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/apiserver.crt" -days 30 \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
+  openssl ecparam -name prime256v1 -genkey -noout -out "$P/sa.key" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$P/admin.key" -out "$P/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
+  openssl x509 -req -in "$P/admin.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/admin.crt" -days 30 \
+    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+  A="$D/data/admin.kubeconfig"
+  kubectl config set-cluster local --server="$SERVER" --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$A" >/dev/null
+  kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$A" >/dev/null
+  kubectl config set-context local --cluster=local --user=admin --kubeconfig="$A" >/dev/null
+  kubectl config use-context local --kubeconfig="$A" >/dev/null
+  # No endpoint reconciler: the advertised address would be this host's, not loopback.
+  "$UP/kube-apiserver" --etcd-servers="$KAPI_ETCD" --secure-port="$PORT" --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
+    --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 "${AUTH_ARGS[@]}" >"$D/logs/kapi.log" 2>&1 &
+else
+  KAPI_ARGS=(--data-dir "$D/data" --secure-port "$PORT" --controllers=-* "${AUTH_ARGS[@]}")
+  [ -n "${KAPI_ETCD:-}" ] && KAPI_ARGS+=(--etcd-servers "$KAPI_ETCD")
+  "$KAPI_BIN" "${KAPI_ARGS[@]}" >"$D/logs/kapi.log" 2>&1 &
+fi
 PIDS+=($!); echo $! >"$D/pids/kapi"
 for _ in $(seq 1 300); do
   [ "$(curl -sk -o /dev/null -w '%{http_code}' "$SERVER/readyz")" = 200 ] && break
@@ -93,6 +133,63 @@ client() {
 }
 client scheduler system:kube-scheduler
 client controller-manager system:kube-controller-manager
+ADMIN="$D/data/admin.kubeconfig"
+ka() { kubectl --kubeconfig "$ADMIN" "$@"; }
+
+# What kubeadm's bootstrap-token phase sets up, the same objects under the same names: a token
+# (24 h, for authentication and signing, in kubeadm's group), the bindings that let that
+# group ask for node client certificates and have them approved, the one that lets nodes renew
+# theirs, and the cluster-info ConfigMap the bootstrapsigner controller signs with the token.
+if [ "${CLUSTER_TLS_BOOTSTRAP:-0}" = 1 ]; then
+  rand() { python3 -c "import secrets as s; print(''.join(s.choice('0123456789abcdefghijklmnopqrstuvwxyz') for _ in range($1)))"; }
+  TOKEN_ID=$(rand 6); TOKEN_SECRET=$(rand 16)
+  echo "$TOKEN_ID.$TOKEN_SECRET" >"$D/pki/bootstrap-token"
+  TOKEN_GROUP=system:bootstrappers:kubeadm:default-node-token
+  ka create -f - >/dev/null <<Y
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-$TOKEN_ID, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData:
+  description: "The default bootstrap token generated by 'kubeadm init'."
+  token-id: "$TOKEN_ID"
+  token-secret: "$TOKEN_SECRET"
+  expiration: "$(date -u -d '+24 hours' +%Y-%m-%dT%H:%M:%SZ)"
+  usage-bootstrap-authentication: "true"
+  usage-bootstrap-signing: "true"
+  auth-extra-groups: "$TOKEN_GROUP"
+Y
+  ka create clusterrolebinding kubeadm:kubelet-bootstrap \
+    --clusterrole=system:node-bootstrapper --group="$TOKEN_GROUP" >/dev/null
+  ka create clusterrolebinding kubeadm:node-autoapprove-bootstrap \
+    --clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient --group="$TOKEN_GROUP" >/dev/null
+  ka create clusterrolebinding kubeadm:node-autoapprove-certificate-rotation \
+    --clusterrole=system:certificates.k8s.io:certificatesigningrequests:selfnodeclient --group=system:nodes >/dev/null
+  cat >"$D/pki/cluster-info.kubeconfig" <<Y
+apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
+    server: $SERVER
+  name: ""
+contexts: null
+current-context: ""
+kind: Config
+preferences: {}
+users: null
+Y
+  ka -n kube-public create configmap cluster-info --from-file=kubeconfig="$D/pki/cluster-info.kubeconfig" >/dev/null
+  ka -n kube-public create role kubeadm:bootstrap-signer-clusterinfo \
+    --verb=get --resource=configmaps --resource-name=cluster-info >/dev/null
+  ka -n kube-public create rolebinding kubeadm:bootstrap-signer-clusterinfo \
+    --role=kubeadm:bootstrap-signer-clusterinfo --user=system:anonymous >/dev/null
+  B="$D/pki/bootstrap.kubeconfig"
+  kubectl config set-cluster local --server="$SERVER" --certificate-authority="$PKI/ca.crt" \
+    --embed-certs --kubeconfig="$B" >/dev/null
+  kubectl config set-credentials tls-bootstrap-token-user --token="$TOKEN_ID.$TOKEN_SECRET" --kubeconfig="$B" >/dev/null
+  kubectl config set-context local --cluster=local --user=tls-bootstrap-token-user --kubeconfig="$B" >/dev/null
+  kubectl config use-context local --kubeconfig="$B" >/dev/null
+fi
 
 K="$D/pki/scheduler.kubeconfig"
 "$UP/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
@@ -100,7 +197,7 @@ K="$D/pki/scheduler.kubeconfig"
 PIDS+=($!); echo $! >"$D/pids/kube-scheduler"
 K="$D/pki/controller-manager.kubeconfig"
 "$UP/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
-  --controllers='*' --leader-elect=false --secure-port=0 --use-service-account-credentials=true \
+  --controllers='*,bootstrapsigner,tokencleaner' --leader-elect=false --secure-port=0 --use-service-account-credentials=true \
   --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
   ${CLUSTER_KCM_ARGS:-} >"$D/logs/kube-controller-manager.log" 2>&1 &
@@ -108,20 +205,25 @@ PIDS+=($!); echo $! >"$D/pids/kube-controller-manager"
 
 for i in $(seq 0 $((N - 1))); do
   name="hollow-$i"
-  client "$name" "system:node:$name" system:nodes
-  "$UP/kubemark" --morph=kubelet --name="$name" --kubeconfig="$D/pki/$name.kubeconfig" \
+  if [ "${CLUSTER_TLS_BOOTSTRAP:-0}" = 1 ]; then
+    # The kubelet writes its kubeconfig once its CSR is issued, key and certificate in --cert-dir.
+    creds=(--bootstrap-kubeconfig="$D/pki/bootstrap.kubeconfig" --cert-dir="$D/pki/$name")
+  else
+    client "$name" "system:node:$name" system:nodes
+    creds=()
+  fi
+  "$UP/kubemark" --morph=kubelet --name="$name" --kubeconfig="$D/pki/$name.kubeconfig" "${creds[@]}" \
     --kubelet-port="$(free_port)" --kubelet-read-only-port=0 --use-host-image-service=false \
     >"$D/logs/$name.log" 2>&1 &
   PIDS+=($!); echo $! >"$D/pids/$name"
 done
 
-ADMIN="$D/data/admin.kubeconfig"
 ready_nodes() { kubectl --kubeconfig "$ADMIN" get nodes --no-headers 2>/dev/null | grep -c ' Ready ' || true; }
 for _ in $(seq 1 120); do
   [ "$(ready_nodes)" -ge "$N" ] && break
   sleep 1
 done
-echo "local-cluster: kapi on $SERVER, kube-scheduler, kube-controller-manager, $(ready_nodes)/$N hollow nodes Ready"
+echo "local-cluster: $([ "$REFERENCE" = 1 ] && echo kube-apiserver || echo kapi) on $SERVER, kube-scheduler, kube-controller-manager, $(ready_nodes)/$N hollow nodes Ready"
 echo "local-cluster: logs in $D/logs"
 echo "export KUBECONFIG=$ADMIN"
 echo "local-cluster: running; Ctrl-C stops it"

@@ -48,6 +48,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
 step "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission-dynamic.sh
 
+step "e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/mutating-policy.sh
+
 step "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/rbac.sh
 

@@ -151,7 +151,7 @@ impl Cli {
         if let Some(line) = feature_gates::ignored_line(&gates) {
             tracing::info!("{line}");
         }
-        let mut config = self.options.validate()?;
+        let mut config = self.options.validate_with_gates(&gates)?;
         config.feature_gates = gates;
         Ok(config)
     }

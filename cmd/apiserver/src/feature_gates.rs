@@ -47,8 +47,14 @@ const fn g(name: &'static str, stage: Stage, default: bool, locked: bool) -> Gat
 }
 
 /// Gates kapi acts on (not logged as ignored): the node authorizer reads
-/// AuthorizeNodeWithSelectors (`crates/server/src/node_authz.rs`).
-const ACTED_ON: &[&str] = &["AuthorizeNodeWithSelectors"];
+/// AuthorizeNodeWithSelectors (`crates/server/src/node_authz.rs`), the flags
+/// RemoteRequestHeaderUID (`--requestheader-uid-headers`), the admission chain
+/// MutatingAdmissionPolicy (its plugin).
+const ACTED_ON: &[&str] = &[
+    "AuthorizeNodeWithSelectors",
+    "RemoteRequestHeaderUID",
+    "MutatingAdmissionPolicy",
+];
 
 use Stage::*;
 

@@ -5,9 +5,10 @@
 //! [`crate::upstream_flags`].
 
 use clap::Parser;
+use kapi_server::filters::authentication::RequestHeaderConfig;
 use kapi_server::{
-    parse_go_duration, AuthorizationMode, EndpointReconcilerType, EtcdOptions, ServerConfig,
-    StorageConfig,
+    parse_go_duration, AuthorizationMode, EndpointReconcilerType, EtcdOptions,
+    RequestHeaderOptions, ServerConfig, StorageConfig,
 };
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -55,6 +56,41 @@ pub struct Options {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
+    /// The CA bundle front proxies' client certificates are verified against before the user
+    /// named in --requestheader-username-headers is trusted.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Client certificate common names allowed to name users in headers, comma separated
+    /// (empty: any certificate --requestheader-client-ca-file verifies).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Request headers naming the user, in order (X-Remote-User is common).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Request headers naming the user's UID (X-Remote-Uid is suggested).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// Request headers naming the user's groups (X-Remote-Group is suggested).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Request header prefixes of the user's extra (X-Remote-Extra- is suggested).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// The client certificate kapi presents as a front proxy (loaded and checked; for API
+    /// aggregation).
+    #[arg(long)]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// The private key of --proxy-client-cert-file.
+    #[arg(long)]
+    pub proxy_client_key_file: Option<PathBuf>,
+
     /// Extra names (DNS or IP) for the generated serving certificate, comma separated.
     #[arg(long, value_delimiter = ',')]
     pub tls_sans: Vec<String>,
@@ -95,6 +131,11 @@ pub struct Options {
     /// Static bearer tokens: a CSV file of token,user,uid,"group1,group2".
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+
+    /// Bootstrap tokens: Secrets of type bootstrap.kubernetes.io/token in kube-system
+    /// authenticate as system:bootstrap:<id> (for TLS bootstrapping).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_bootstrap_token_auth: bool,
 
     /// The private key (RSA or EC P-256, PEM) service-account tokens are signed with. Default:
     /// a key kapi makes under <cert-dir> on first start.
@@ -245,6 +286,9 @@ pub struct Options {
     pub verbosity: u8,
 }
 
+/// The gate under which `--requestheader-uid-headers` is read (beta, on in 1.33).
+pub const REMOTE_REQUEST_HEADER_UID: &str = "RemoteRequestHeaderUID";
+
 fn parse_port_range(s: &str) -> Option<std::ops::RangeInclusive<u16>> {
     let (a, b) = s.split_once('-').unwrap_or((s, s));
     let (a, b): (u16, u16) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
@@ -287,6 +331,116 @@ impl Options {
             allow_loopback_proxy_targets: self.allow_loopback_proxy_targets,
             ..Default::default()
         };
+    }
+
+    /// The `--requestheader-*` and `--proxy-client-*` flags, checked as upstream's
+    /// `RequestHeaderAuthenticationOptions.Validate` (the uid headers under
+    /// `RemoteRequestHeaderUID`, on by default in 1.33).
+    fn apply_request_header(
+        &self,
+        config: &mut ServerConfig,
+        uid_gate: bool,
+        errors: &mut Vec<String>,
+    ) {
+        // pflag's empty value is an empty list; a blank one is an error.
+        let list =
+            |v: &[String]| -> Vec<String> { v.iter().filter(|s| !s.is_empty()).cloned().collect() };
+        let headers = RequestHeaderConfig {
+            username_headers: list(&self.requestheader_username_headers),
+            uid_headers: list(&self.requestheader_uid_headers),
+            group_headers: list(&self.requestheader_group_headers),
+            extra_headers_prefix: list(&self.requestheader_extra_headers_prefix),
+            allowed_names: list(&self.requestheader_allowed_names),
+        };
+        let blank = |v: &[String]| v.iter().any(|s| s.trim().is_empty());
+        for (flag, values) in [
+            ("requestheader-username-headers", &headers.username_headers),
+            ("requestheader-group-headers", &headers.group_headers),
+            (
+                "requestheader-extra-headers-prefix",
+                &headers.extra_headers_prefix,
+            ),
+            ("requestheader-allowed-names", &headers.allowed_names),
+        ] {
+            if blank(values) {
+                errors.push(format!("empty value in {flag:?}"));
+            }
+        }
+        let has = |v: &[String], standard: &str| v.iter().any(|h| h.eq_ignore_ascii_case(standard));
+        for (flag, values, standard, what) in [
+            (
+                "--requestheader-username-headers",
+                &headers.username_headers,
+                "X-Remote-User",
+                "the standard X-Remote-User header",
+            ),
+            (
+                "--requestheader-group-headers",
+                &headers.group_headers,
+                "X-Remote-Group",
+                "the standard X-Remote-Group header",
+            ),
+            (
+                "--requestheader-extra-headers-prefix",
+                &headers.extra_headers_prefix,
+                "X-Remote-Extra-",
+                "the standard X-Remote-Extra- header prefix",
+            ),
+        ] {
+            if !values.is_empty() && !has(values, standard) {
+                tracing::warn!(
+                    "{flag} is set without specifying {what} - API aggregation will not work"
+                );
+            }
+        }
+        if !uid_gate {
+            if !headers.uid_headers.is_empty() {
+                errors.push(
+                    "--requestheader-uid-headers requires the \"RemoteRequestHeaderUID\" feature to be enabled"
+                        .into(),
+                );
+            }
+        } else {
+            if blank(&headers.uid_headers) {
+                errors.push("empty value in \"requestheader-uid-headers\"".into());
+            }
+            if !headers.uid_headers.is_empty() && !has(&headers.uid_headers, "X-Remote-Uid") {
+                errors.push("--requestheader-uid-headers is set without specifying the standard X-Remote-Uid header - API aggregation will not work".into());
+            }
+        }
+        // Upstream loads the proxy's pair only when both are given (one alone is ignored).
+        let proxy_pair =
+            self.proxy_client_cert_file.is_some() && self.proxy_client_key_file.is_some();
+        let proxy = |p: &Option<PathBuf>| p.clone().filter(|_| proxy_pair);
+        for (flag, path) in [
+            (
+                "--requestheader-client-ca-file",
+                &self.requestheader_client_ca_file,
+            ),
+            (
+                "--proxy-client-cert-file",
+                &proxy(&self.proxy_client_cert_file),
+            ),
+            (
+                "--proxy-client-key-file",
+                &proxy(&self.proxy_client_key_file),
+            ),
+        ] {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                errors.push(format!("{flag}: {} does not exist", p.display()));
+            }
+        }
+        // Without a CA the headers mean nothing (upstream builds no authenticator).
+        config.request_header = self
+            .requestheader_client_ca_file
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|client_ca_file| RequestHeaderOptions {
+                client_ca_file,
+                headers,
+            });
+        config.proxy_client_cert_file = proxy(&self.proxy_client_cert_file);
+        config.proxy_client_key_file = proxy(&self.proxy_client_key_file);
     }
 
     /// The leader-election, advertise, endpoint-reconciler and etcd TLS flags.
@@ -352,7 +506,17 @@ impl Options {
     }
 
     /// Checks every flag and applies them to a server configuration; all problems at once.
+    #[cfg(test)]
     pub fn validate(&self) -> Result<ServerConfig, Vec<String>> {
+        self.validate_with_gates(&Default::default())
+    }
+
+    /// Checks every flag and applies them to a server configuration, all problems at once,
+    /// under `--feature-gates` (the gates kapi reads at validation).
+    pub fn validate_with_gates(
+        &self,
+        gates: &std::collections::BTreeMap<String, bool>,
+    ) -> Result<ServerConfig, Vec<String>> {
         let mut errors = Vec::new();
         let mut config = ServerConfig::new(&self.data_dir);
         config.bind_address = self.bind_address;
@@ -461,6 +625,7 @@ impl Options {
             }
         }
         config.token_auth_file = self.token_auth_file.clone();
+        config.bootstrap_token_auth = self.enable_bootstrap_token_auth;
         config.service_account_signing_key_file = self.service_account_signing_key_file.clone();
         config.service_account_key_files = self.service_account_key_file.clone();
         config.service_account_issuers = self
@@ -513,6 +678,11 @@ impl Options {
             config.limits.http2_max_streams = self.http2_max_streams_per_connection;
         }
         self.apply_ha(&mut config, &mut errors);
+        let uid_gate = gates
+            .get(REMOTE_REQUEST_HEADER_UID)
+            .copied()
+            .unwrap_or(true);
+        self.apply_request_header(&mut config, uid_gate, &mut errors);
 
         let servers: Vec<String> = self
             .etcd_servers
@@ -665,6 +835,54 @@ pub(crate) mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(errs.len(), 4, "{errs:?}");
+    }
+
+    #[test]
+    fn request_header_flags_as_upstream_checks_them() {
+        let ca = std::env::temp_dir().join(format!("kapi-rh-{}.crt", std::process::id()));
+        std::fs::write(&ca, "").unwrap();
+        let ca_flag = format!("--requestheader-client-ca-file={}", ca.display());
+        let c = parse(&[
+            &ca_flag,
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-uid-headers=X-Remote-Uid",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        ])
+        .validate()
+        .unwrap();
+        let rh = c.request_header.unwrap();
+        assert_eq!(rh.client_ca_file, ca);
+        assert_eq!(rh.headers.allowed_names, ["front-proxy-client"]);
+        assert_eq!(rh.headers.uid_headers, ["X-Remote-Uid"]);
+        // Headers without a CA: no authenticator (upstream's nil config).
+        let c = parse(&["--requestheader-username-headers=X-Remote-User"])
+            .validate()
+            .unwrap();
+        assert!(c.request_header.is_none());
+        let errs = parse(&[
+            "--requestheader-uid-headers=X-Id",
+            "--requestheader-group-headers= ",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "empty value in \"requestheader-group-headers\"",
+                "--requestheader-uid-headers is set without specifying the standard X-Remote-Uid header - API aggregation will not work",
+            ]
+        );
+        let off = [(REMOTE_REQUEST_HEADER_UID.to_string(), false)].into();
+        let errs = parse(&["--requestheader-uid-headers=X-Remote-Uid"])
+            .validate_with_gates(&off)
+            .unwrap_err();
+        assert_eq!(
+            errs,
+            ["--requestheader-uid-headers requires the \"RemoteRequestHeaderUID\" feature to be enabled"]
+        );
+        std::fs::remove_file(&ca).unwrap();
     }
 
     #[test]

@@ -173,7 +173,6 @@ const METRICS: &str = "kapi's /metrics has no such option";
 const OIDC: &str = "no OIDC authenticator yet";
 const PEER: &str = "no mixed-version peer proxy";
 const PROFILING: &str = "no pprof endpoints";
-const REQUEST_HEADER: &str = "no request-header (front proxy) authenticator yet";
 const SHUTDOWN: &str = "kapi drains in-flight requests as soon as it is signalled";
 const TLS: &str = "rustls' defaults are used (TLS 1.2 and 1.3, modern suites)";
 
@@ -332,11 +331,7 @@ pub const FLAGS: &[Flag] = &[
     ign("emulation-forward-compatible", Bool, EMULATION),
     imp("enable-admission-plugins", Strings),
     ign("enable-aggregator-routing", Bool, AGGREGATOR),
-    ign(
-        "enable-bootstrap-token-auth",
-        Bool,
-        "no bootstrap token authenticator yet",
-    ),
+    imp("enable-bootstrap-token-auth", Bool),
     ign(
         "enable-garbage-collector",
         Bool,
@@ -440,19 +435,15 @@ pub const FLAGS: &[Flag] = &[
     ),
     ign("permit-port-sharing", Bool, "no SO_REUSEPORT"),
     ign("profiling", Bool, PROFILING),
-    ign("proxy-client-cert-file", Str, AGGREGATOR),
-    ign("proxy-client-key-file", Str, AGGREGATOR),
+    imp("proxy-client-cert-file", Str),
+    imp("proxy-client-key-file", Str),
     imp("request-timeout", Duration),
-    ign("requestheader-allowed-names", Strings, REQUEST_HEADER),
-    ign("requestheader-client-ca-file", Str, REQUEST_HEADER),
-    ign(
-        "requestheader-extra-headers-prefix",
-        Strings,
-        REQUEST_HEADER,
-    ),
-    ign("requestheader-group-headers", Strings, REQUEST_HEADER),
-    ign("requestheader-uid-headers", Strings, REQUEST_HEADER),
-    ign("requestheader-username-headers", Strings, REQUEST_HEADER),
+    imp("requestheader-allowed-names", Strings),
+    imp("requestheader-client-ca-file", Str),
+    imp("requestheader-extra-headers-prefix", Strings),
+    imp("requestheader-group-headers", Strings),
+    imp("requestheader-uid-headers", Strings),
+    imp("requestheader-username-headers", Strings),
     imp("runtime-config", ConfigMap),
     ign(
         "runtime-config-emulation-forward-compatible",

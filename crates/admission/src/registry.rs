@@ -48,6 +48,11 @@ pub struct PluginContext {
     pub authorizer: Option<Arc<dyn crate::policy::cel::authz::AdmissionAuthorizer>>,
     /// Built-in kinds' schemas, for policies' type checking.
     pub schemas: Option<Arc<dyn crate::policy::typecheck::SchemaResolver>>,
+    /// Server-side apply's merge over the kinds' schemas, for mutating policies'
+    /// `ApplyConfiguration` mutations.
+    pub apply_merger: Option<Arc<dyn crate::policy::mutating::ApplyMerger>>,
+    /// `--feature-gates`: the gates set on the command line, by name.
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
 
 impl PluginContext {
@@ -64,6 +69,15 @@ impl PluginContext {
 }
 
 impl PluginContext {
+    /// Whether the gate `name` is on: as set, else `AllAlpha` for an alpha gate, else off
+    /// (every gate plugins read is off by default).
+    pub fn feature_enabled(&self, name: &str, alpha: bool) -> bool {
+        match self.feature_gates.get(name) {
+            Some(on) => *on,
+            None => alpha && self.feature_gates.get("AllAlpha").copied().unwrap_or(false),
+        }
+    }
+
     /// The configuration watcher, or the start-up error naming `plugin`.
     pub fn watcher(&self, plugin: &str) -> Result<Arc<dyn ObjectWatcher>, AdmissionError> {
         self.watcher

@@ -41,6 +41,76 @@ pub fn decode_value(bytes: &[u8], format: InputFormat) -> Result<Value, ApiError
     }
 }
 
+/// Parses a server-side apply configuration as upstream's apply patcher does (`yaml.Unmarshal`):
+/// a repeated key keeps its last value ([`repeated_keys`] names the repeats).
+pub fn decode_apply(bytes: &[u8]) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?;
+    let options = serde_saphyr::options! {
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+    };
+    serde_saphyr::from_str_with_options::<Value>(text, options)
+        .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
+}
+
+/// What upstream's `yaml.UnmarshalStrict` says of the repeated keys of a YAML body, for
+/// `fieldValidation`: `line <n>: key "<k>" already set in map` for each scalar key repeated in
+/// its mapping, at the repeat's line, in document order.
+pub fn repeated_keys(bytes: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    use granit_parser::{Event, Parser};
+    use std::collections::HashSet;
+    enum Frame {
+        Mapping {
+            seen: HashSet<String>,
+            key_next: bool,
+        },
+        Sequence,
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut found = Vec::new();
+    let mut parser = Parser::new_from_str(text);
+    while let Some(Ok((event, span))) = parser.next_event() {
+        let node = matches!(
+            event,
+            Event::Scalar(..)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..)
+                | Event::Alias(_)
+        );
+        if node {
+            if let Some(Frame::Mapping { seen, key_next }) = stack.last_mut() {
+                if *key_next {
+                    if let Event::Scalar(key, ..) = &event {
+                        if !seen.insert(key.to_string()) {
+                            found.push(format!(
+                                "line {}: key {} already set in map",
+                                span.start.line(),
+                                kapi_machinery::goformat::quote(key)
+                            ));
+                        }
+                    }
+                }
+                *key_next = !*key_next;
+            }
+        }
+        match event {
+            Event::MappingStart(..) => stack.push(Frame::Mapping {
+                seen: HashSet::new(),
+                key_next: true,
+            }),
+            Event::SequenceStart(..) => stack.push(Frame::Sequence),
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// Parses a body that must be one object.
 pub fn decode_object(bytes: &[u8], format: InputFormat) -> Result<Object, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -75,5 +145,28 @@ pub fn decode_for(
             storage.decode(obj, validation)
         }
         InputFormat::Protobuf => storage.decode(decode_object(bytes, format)?, validation),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_configurations_keep_the_last_of_repeated_keys_and_name_each_repeat() {
+        let body = "\napiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"1\"\n  b: \"2\"\n  a: \"3\"\nlist:\n- {k: 1, k: 2}\n- k: 3\nkind: Other\n";
+        let value = decode_apply(body.as_bytes()).unwrap();
+        let repeats = repeated_keys(body.as_bytes());
+        assert_eq!(value["data"]["a"], "3");
+        assert_eq!(value["kind"], "Other");
+        assert_eq!(
+            repeats,
+            [
+                r#"line 7: key "a" already set in map"#,
+                r#"line 9: key "k" already set in map"#,
+                r#"line 11: key "kind" already set in map"#,
+            ]
+        );
+        assert!(repeated_keys(b"a: {b: 1}\nc: [1, 1]\n").is_empty());
     }
 }

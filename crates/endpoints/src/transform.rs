@@ -208,7 +208,10 @@ pub fn table(
 
 pub(crate) fn list_meta_of(list: &ListPayload) -> Map<String, Value> {
     let mut meta = Map::new();
-    meta.insert("resourceVersion".into(), json!(list.resource_version));
+    // `omitempty`: a list that is no storage read (componentstatuses) has no version.
+    if !list.resource_version.is_empty() {
+        meta.insert("resourceVersion".into(), json!(list.resource_version));
+    }
     if let Some(c) = list.continue_token.as_ref().filter(|c| !c.is_empty()) {
         meta.insert("continue".into(), json!(c));
     }

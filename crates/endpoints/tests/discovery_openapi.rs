@@ -344,3 +344,56 @@ async fn v2_protobuf_holds_the_whole_document() {
     let paths = &doc.paths.as_ref().unwrap().path;
     assert_eq!(paths.len(), json["paths"].as_object().unwrap().len());
 }
+
+/// A custom kind whose schema keeps unknown fields at its root (what e2e's "works for CRD
+/// without validation schema" creates): kube-apiserver 1.28.7 publishes a bare object in
+/// `/openapi/v2`, so that kubectl's v2 validation takes any field, and the schema with
+/// `apiVersion`, `kind` and `metadata` in `/openapi/v3`.
+#[tokio::test]
+async fn custom_kind_keeping_unknown_fields_is_a_bare_object_in_v2() {
+    use kapi_registry::customresource::{group_info, Crd, ServedCrd};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage: DynStorage =
+        Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded storage"));
+    let mut config = RegistryConfig::new(storage);
+    config.watch_cache = false;
+    let ctx = kapi_registry::BuildContext::new(config);
+    let crd = json!({"metadata": {"name": "emptys.example.com", "uid": "u1"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "emptys", "singular": "empty", "kind": "Empty", "listKind": "EmptyList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = Crd::from_object(&kapi_machinery::Object::from_value(crd).unwrap());
+    let served = ServedCrd::build(&ctx, crd).unwrap();
+    let api = OpenApi::new(&[group_info("example.com", None, &[&served])], "v1.33.0");
+    let gvk = json!([{"group": "example.com", "kind": "Empty", "version": "v1"}]);
+
+    let v2 = get_json(api.serve("/openapi/v2", None, &headers("application/json")));
+    let defs = &v2["definitions"];
+    assert_eq!(
+        defs["com.example.v1.Empty"],
+        json!({"type": "object", "x-kubernetes-group-version-kind": gvk})
+    );
+    // the list still names TypeMeta's fields with their descriptions
+    let list = &defs["com.example.v1.EmptyList"]["properties"];
+    assert!(list["kind"]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("Kind is a string value"));
+    assert_eq!(
+        list["items"]["items"]["$ref"],
+        "#/definitions/com.example.v1.Empty"
+    );
+
+    let v3 = get_json(api.serve(
+        "/openapi/v3/apis/example.com/v1",
+        None,
+        &headers("application/json"),
+    ));
+    let kind = &v3["components"]["schemas"]["com.example.v1.Empty"];
+    assert_eq!(kind["x-kubernetes-preserve-unknown-fields"], true);
+    assert_eq!(kind["x-kubernetes-group-version-kind"], gvk);
+    let mut props: Vec<&String> = kind["properties"].as_object().unwrap().keys().collect();
+    props.sort();
+    assert_eq!(props, ["apiVersion", "kind", "metadata"]);
+}

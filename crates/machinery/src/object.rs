@@ -281,8 +281,17 @@ impl Object {
 
     /// Looks up a dotted path (`spec.nodeName`, `metadata.name`) for field selectors, rendered
     /// as upstream's field sets render values: strings as is, booleans and numbers as text,
-    /// anything missing as the empty string.
+    /// anything missing as the empty string. Paths separated by `|` are read in turn and the
+    /// first non-empty value wins, for a field set entry upstream computes with a fallback
+    /// (an event's `source` is `source.component`, else `reportingComponent`).
     pub fn field_value(&self, path: &str) -> String {
+        path.split('|')
+            .map(|p| self.field_value_at(p))
+            .find(|v| !v.is_empty())
+            .unwrap_or_default()
+    }
+
+    fn field_value_at(&self, path: &str) -> String {
         let mut cur: Option<&Value> = None;
         for (i, part) in path.split('.').enumerate() {
             cur = if i == 0 {
@@ -331,6 +340,9 @@ mod tests {
         assert_eq!(o.field_value("spec.nodeName"), "n1");
         assert_eq!(o.field_value("spec.hostNetwork"), "true");
         assert_eq!(o.field_value("status.phase"), "");
+        assert_eq!(o.field_value("status.phase|spec.nodeName"), "n1");
+        assert_eq!(o.field_value("spec.nodeName|metadata.name"), "n1");
+        assert_eq!(o.field_value("status.phase|status.x"), "");
         assert_eq!(o.gvk().kind, "Pod");
         assert!(Object::from_value(json!([1])).is_err());
     }

@@ -148,3 +148,37 @@ pub(crate) async fn send(
     let mut sender = connect(location, kind, config).await?;
     sender.send_request(req).await.map_err(|e| e.to_string())
 }
+
+/// One `GET` of `location` with the proxy transport (no client certificate, the server's
+/// certificate not verified), as upstream's HTTP prober sends it (component statuses): the
+/// status code and at most `limit` bytes of the body, or Go's text of the failure.
+pub async fn probe(
+    location: &Location,
+    config: &ProxyConfig,
+    limit: usize,
+) -> Result<(u16, Vec<u8>), String> {
+    use http_body_util::BodyExt;
+    let req = http::Request::get(location.path_and_query())
+        .header(http::header::HOST, location.authority())
+        .header(http::header::USER_AGENT, "kube-probe/1.33")
+        .header(http::header::ACCEPT, "*/*")
+        .body(crate::empty_body())
+        .map_err(|e| e.to_string())?;
+    let resp = send(location, TransportKind::Proxy, config, req).await?;
+    let code = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) => return Err(e.to_string()),
+            None => break,
+        }
+    }
+    out.truncate(limit);
+    Ok((code, out))
+}

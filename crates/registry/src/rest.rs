@@ -215,6 +215,14 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Option<schemars::Schema> {
         None
     }
+    /// The kind's schema in `/openapi/v2`, where it differs from [`Storage::openapi_schema`]
+    /// (a custom kind's, cut down for kubectl's v2 validation as upstream does).
+    fn openapi_v2_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.openapi_schema(generator)
+    }
     /// Decodes raw JSON bytes: like [`Storage::decode`], and also reports duplicate keys
     /// (`duplicate field "metadata.name"`) per `validation`, which a parsed object can no
     /// longer show.

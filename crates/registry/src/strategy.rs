@@ -141,6 +141,14 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// The kind's schema in `/openapi/v2`, where it differs (custom kinds).
+    fn openapi_v2_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.openapi_schema(generator)
+    }
+
     /// The object with its fields in the type's order (as upstream encodes its structs), so
     /// that equal objects encode to equal bytes and a no-op update writes nothing.
     fn canonicalize(&self, obj: Object) -> Object {
@@ -256,7 +264,8 @@ pub trait Strategy: Send + Sync + 'static {
         &[]
     }
 
-    /// Field labels that name another path in the object (`source` is `source.component`).
+    /// Field labels that name another path in the object (`spec.host` is `spec.nodeName`), or
+    /// paths read in turn, separated by `|` (`Object::field_value`).
     fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }

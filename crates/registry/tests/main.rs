@@ -13,6 +13,7 @@
 mod allocation;
 mod cel_cost;
 mod common;
+mod core_legacy;
 mod crd_validation;
 mod custom_objects;
 mod groups;

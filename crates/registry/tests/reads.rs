@@ -217,3 +217,79 @@ async fn watch_from_zero_sends_initial_state_and_bookmarks_have_kind() {
     let table = nss.as_table_convertor().unwrap();
     assert!(!table.columns().is_empty());
 }
+
+/// An event written through events.k8s.io/v1 has no `source`; kube-apiserver 1.28.7 selects
+/// it by `source` through its `reportingComponent`, and events.k8s.io/v1 takes its own field
+/// names (`reportingController`, `regarding.*`) and refuses the core ones.
+#[tokio::test]
+async fn event_field_selectors_across_versions() {
+    for watch_cache in [true, false] {
+        let r = common::registry_with(watch_cache).await;
+        let v1 = r.storage("events.k8s.io", "events", "");
+        let core = r.storage("", "events", "");
+        create(&v1, "default", json!({"metadata": {"name": "new"}, "eventTime": "2017-09-19T13:49:16.000000Z",
+            "type": "Normal", "reportingController": "test-controller", "reportingInstance": "n",
+            "action": "Do", "reason": "Test", "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}))
+        .await
+        .unwrap();
+        create(
+            &core,
+            "default",
+            json!({"metadata": {"name": "old"}, "involvedObject": {"kind": "Node", "name": "n"},
+            "source": {"component": "kubelet"}, "reportingComponent": "test-controller"}),
+        )
+        .await
+        .unwrap();
+        let names = |storage: &std::sync::Arc<dyn kapi_registry::rest::Storage>, q: &str| {
+            let (storage, q) = (storage.clone(), q.to_string());
+            async move {
+                storage
+                    .as_lister()
+                    .unwrap()
+                    .list(&ctx("default"), &ListOptions::from_query(&q).unwrap())
+                    .await
+                    .map(|l| {
+                        l.items
+                            .iter()
+                            .map(|o| o.name().to_string())
+                            .collect::<Vec<_>>()
+                    })
+                    .map_err(|e| (e.code, e.message))
+            }
+        };
+        assert_eq!(
+            names(&core, "fieldSelector=source%3Dtest-controller").await,
+            Ok(vec!["new".into()])
+        );
+        assert_eq!(
+            names(&core, "fieldSelector=source%3Dkubelet").await,
+            Ok(vec!["old".into()])
+        );
+        assert_eq!(
+            names(&core, "fieldSelector=source%21%3Dkubelet").await,
+            Ok(vec!["new".into()])
+        );
+        assert_eq!(
+            names(&core, "fieldSelector=reportingComponent%3Dtest-controller").await,
+            Ok(vec!["new".into(), "old".into()])
+        );
+        assert_eq!(
+            names(
+                &v1,
+                "fieldSelector=reportingController%3Dtest-controller,regarding.kind%3DPod"
+            )
+            .await,
+            Ok(vec!["new".into()])
+        );
+        assert_eq!(
+            names(&v1, "fieldSelector=regarding.name%3Dn").await,
+            Ok(vec!["old".into()])
+        );
+        for label in ["source", "reportingComponent", "involvedObject.kind"] {
+            assert_eq!(
+                names(&v1, &format!("fieldSelector={label}%3Dx")).await,
+                Err((400, format!("field label not supported: {label}")))
+            );
+        }
+    }
+}

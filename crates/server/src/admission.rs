@@ -9,12 +9,17 @@ use kapi_admission::config::PluginConfigs;
 use kapi_admission::metrics::AdmissionMetrics;
 use kapi_admission::order::enabled_plugin_names;
 use kapi_admission::policy::cel::authz::{AdmissionAuthorizer, AuthzDecision, AuthzRequest};
+use kapi_admission::policy::mutating::ApplyMerger;
 use kapi_admission::policy::typecheck::{inline_refs, SchemaResolver};
 use kapi_admission::webhook::metrics::WebhookMetrics;
 use kapi_admission::{plugins, AdmissionError, Chain, PluginContext, Plugins};
 use kapi_auth::authz::{Attributes, Authorizer, Decision};
 use kapi_endpoints::openapi::OpenApi;
+use kapi_endpoints::patch::apply::merge::merge;
+use kapi_endpoints::patch::apply::schema::{effective, ListKind, Shape, Ty};
+use kapi_endpoints::patch::meta::PatchSchema;
 use kapi_endpoints::{ApiServerHandler, WeakApiServerHandler};
+use kapi_machinery::GroupVersionResource;
 use kapi_registry::rest::ApiGroupInfo;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -136,6 +141,71 @@ impl SchemaResolver for OpenApiSchemas {
     }
 }
 
+/// Mutating policies' `ApplyConfiguration` merge: server-side apply's merge over the schema of
+/// the resource's kind (the storage the handler serves it from), refusing configurations
+/// that set atomic lists, maps or structs, as upstream's `validatePatch`.
+struct ApplyMerge(Arc<OpenApiSchemas>);
+
+impl ApplyMerger for ApplyMerge {
+    fn merge(
+        &self,
+        r: &GroupVersionResource,
+        live: &Value,
+        patch: &Value,
+    ) -> Result<Value, String> {
+        let storage = self
+            .0
+            .handler
+            .get()
+            .and_then(WeakApiServerHandler::upgrade)
+            .and_then(|h| {
+                h.groups()
+                    .iter()
+                    .filter(|g| g.group == r.group)
+                    .flat_map(|g| g.versions.iter())
+                    .filter(|v| v.version == r.version)
+                    .flat_map(|v| v.storages.iter())
+                    .find(|s| s.info().resource == r.resource)
+                    .cloned()
+            });
+        let schema = storage.and_then(|s| PatchSchema::for_storage(s.as_ref()));
+        let ty = Ty::root(schema.as_ref());
+        let atomics = atomics(patch, &ty, "");
+        if !atomics.is_empty() {
+            return Err(format!(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+                atomics.join(", ")
+            ));
+        }
+        merge(live, patch, &ty).map_err(|e| format!("failed to merge patch: {e}"))
+    }
+}
+
+/// The paths (upstream's `.a.b[0]` form) at which `v` sets an atomic list, map or struct.
+fn atomics(v: &Value, ty: &Ty, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    match (effective(ty, v), v) {
+        (Shape::Struct { atomic } | Shape::Map { atomic }, Value::Object(m)) => {
+            if atomic {
+                out.push(path.to_string());
+            }
+            for (k, fv) in m {
+                out.extend(atomics(fv, &ty.field(k), &format!("{path}.{k}")));
+            }
+        }
+        (Shape::List(kind), Value::Array(items)) => {
+            if matches!(kind, ListKind::Atomic) {
+                out.push(path.to_string());
+            }
+            for (i, item) in items.iter().enumerate() {
+                out.extend(atomics(item, &ty.item(), &format!("{path}[{i}]")));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// The chain the server runs; start-up fails naming the plugin or file at fault.
 pub fn build_chain(
     config: &ServerConfig,
@@ -163,7 +233,9 @@ pub fn build_chain(
         webhook_clients: Default::default(),
         webhook_metrics: Some(WebhookMetrics::new(metrics.registry()).map_err(|e| err(e.into()))?),
         authorizer: Some(Arc::new(CelAuthorizer(authorizer))),
-        schemas: Some(schemas),
+        schemas: Some(schemas.clone()),
+        apply_merger: Some(Arc::new(ApplyMerge(schemas))),
+        feature_gates: config.feature_gates.clone(),
     };
     let chain = Chain::build(&registry, &names, &configs, &ctx)
         .map_err(err)?

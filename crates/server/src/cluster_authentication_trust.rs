@@ -12,6 +12,7 @@
 //! it changes, and checked every minute.
 
 use futures::StreamExt;
+use kapi_auth::authn::request_header::RequestHeaderConfig;
 use kapi_machinery::{ApiError, GetOptions, Object};
 use kapi_registry::rest::{validate_nothing, Context, FieldValidation, Storage, WriteOptions};
 use kapi_storage::{DynStorage, WatchOptions};
@@ -50,12 +51,28 @@ pub struct RequestHeader {
 }
 
 impl AuthenticationInfo {
-    /// What this server requires: its client CAs (no front proxy: kapi has no request-header
-    /// authenticator).
-    pub fn required(client_ca: &[CertificateDer<'static>]) -> Self {
+    /// What this server requires: its client CAs, and the front proxy's CAs and headers
+    /// (`--requestheader-*`) when it has one.
+    pub fn required(
+        client_ca: &[CertificateDer<'static>],
+        request_header: Option<(&[CertificateDer<'static>], &RequestHeaderConfig)>,
+    ) -> Self {
+        let der = |certs: &[CertificateDer<'static>]| -> Vec<Vec<u8>> {
+            certs.iter().map(|c| c.as_ref().to_vec()).collect()
+        };
         AuthenticationInfo {
-            client_ca: client_ca.iter().map(|c| c.as_ref().to_vec()).collect(),
-            request_header: RequestHeader::default(),
+            client_ca: der(client_ca),
+            request_header: match request_header {
+                Some((ca, h)) => RequestHeader {
+                    client_ca: der(ca),
+                    username_headers: h.username_headers.clone(),
+                    uid_headers: h.uid_headers.clone(),
+                    group_headers: h.group_headers.clone(),
+                    extra_headers_prefix: h.extra_headers_prefix.clone(),
+                    allowed_names: h.allowed_names.clone(),
+                },
+                None => RequestHeader::default(),
+            },
         }
     }
 

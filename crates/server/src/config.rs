@@ -62,6 +62,13 @@ impl AuthorizationMode {
     }
 }
 
+/// The front-proxy flags: `--requestheader-client-ca-file` and the header lists.
+#[derive(Clone, Debug)]
+pub struct RequestHeaderOptions {
+    pub client_ca_file: PathBuf,
+    pub headers: kapi_auth::authn::request_header::RequestHeaderConfig,
+}
+
 /// A complete server configuration.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -77,6 +84,14 @@ pub struct ServerConfig {
     pub tls_private_key_file: Option<PathBuf>,
     /// User-provided CA for client certificates; kapi's CA when absent.
     pub client_ca_file: Option<PathBuf>,
+    /// `--requestheader-*`: the front-proxy authenticator; `None` without
+    /// `--requestheader-client-ca-file`.
+    pub request_header: Option<RequestHeaderOptions>,
+    /// `--proxy-client-cert-file` and `--proxy-client-key-file`: the client certificate kapi
+    /// will present to aggregated API servers as their front proxy (loaded and checked at
+    /// start; used only when both are given, as upstream).
+    pub proxy_client_cert_file: Option<PathBuf>,
+    pub proxy_client_key_file: Option<PathBuf>,
     /// Extra subject alternative names for the generated serving certificate.
     pub tls_sans: Vec<String>,
     /// 0 = unlimited.
@@ -92,6 +107,8 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     /// `--token-auth-file`: static bearer tokens (CSV `token,user,uid,"group1,group2"`).
     pub token_auth_file: Option<PathBuf>,
+    /// `--enable-bootstrap-token-auth`: bootstrap token Secrets in kube-system authenticate.
+    pub bootstrap_token_auth: bool,
     /// `--service-account-signing-key-file`; absent: a key kapi makes under `cert_dir`.
     pub service_account_signing_key_file: Option<PathBuf>,
     /// `--service-account-key-file` (repeatable): keys tokens are verified with; absent: the
@@ -151,6 +168,9 @@ impl ServerConfig {
             tls_cert_file: None,
             tls_private_key_file: None,
             client_ca_file: None,
+            request_header: None,
+            proxy_client_cert_file: None,
+            proxy_client_key_file: None,
             tls_sans: Vec::new(),
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
@@ -163,6 +183,7 @@ impl ServerConfig {
             authorization_modes: vec![AuthorizationMode::Rbac],
             anonymous_auth: true,
             token_auth_file: None,
+            bootstrap_token_auth: false,
             service_account_signing_key_file: None,
             service_account_key_files: Vec::new(),
             service_account_issuers: Vec::new(),

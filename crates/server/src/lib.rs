@@ -41,7 +41,8 @@ pub mod tls;
 pub mod version;
 
 pub use config::{
-    AuthorizationMode, EndpointReconcilerType, EtcdOptions, ServerConfig, StorageConfig,
+    AuthorizationMode, EndpointReconcilerType, EtcdOptions, RequestHeaderOptions, ServerConfig,
+    StorageConfig,
 };
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::ServerError;
@@ -269,7 +270,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     kapi_registry::bootstrap(&groups, target_port).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
-    let authentication = authapi::setup(&config, &mut groups, &checker).await?;
+    let mut authentication = authapi::setup(&config, &mut groups, &checker).await?;
+    // The front proxy comes first, as upstream's union has it (before x509).
+    let request_header = filters::authentication::request_header(&config, &pki)?;
+    if let Some((authenticator, _)) = &request_header {
+        authentication
+            .authenticators
+            .insert(0, authenticator.clone());
+    }
     let authorization = rbac::setup_with_gates(
         &config.authorization_modes,
         &config.feature_gates,
@@ -277,9 +285,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     )?;
     // `--runtime-config`: what is off is not installed, so discovery, routes and OpenAPI
     // agree. (Built first: bootstrap and the RBAC index read their stores either way.)
-    resource_config::ResourceConfig::from_flag(&config.runtime_config)
-        .map_err(|errors| ServerError::Config(errors.join(", ")))?
-        .apply(&mut groups);
+    let resources = resource_config::ResourceConfig::from_flag(&config.runtime_config)
+        .map_err(|errors| ServerError::Config(errors.join(", ")))?;
+    for key in resources.not_served() {
+        tracing::warn!(
+            "--runtime-config={key}: kapi does not serve this group/version (kube-apiserver knows it); nothing is installed for it"
+        );
+    }
+    resources.apply(&mut groups);
 
     let schemas = Arc::new(admission::OpenApiSchemas::default());
     let admission = Arc::new(admission::build_chain(
@@ -327,7 +340,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         cluster_authentication_trust::Controller {
             configmaps,
             storage: storage.clone(),
-            required: cluster_authentication_trust::AuthenticationInfo::required(&pki.client_ca),
+            required: cluster_authentication_trust::AuthenticationInfo::required(
+                &pki.client_ca,
+                request_header
+                    .as_ref()
+                    .map(|(_, headers)| (pki.request_header_ca.as_slice(), headers.as_ref())),
+            ),
         }
         .start(shutdown_rx.clone())
         .await;
@@ -342,6 +360,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             known_resource: Some(known_resource(handler.clone())),
             request_timeout: config.request_timeout,
             authenticators: authentication.authenticators,
+            request_header: request_header.map(|(_, headers)| headers),
             anonymous_auth: config.anonymous_auth,
             authorizer: authorization.authorizer.clone(),
             max_requests_inflight: config.max_requests_inflight,

@@ -13,9 +13,11 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 use time::{Duration as TimeDuration, OffsetDateTime};
 
 const CA_CERT: &str = "ca.crt";
@@ -42,6 +44,12 @@ pub struct Pki {
     pub serving_key: PrivateKeyDer<'static>,
     /// The CAs client certificates are checked against.
     pub client_ca: Vec<CertificateDer<'static>>,
+    /// `--requestheader-client-ca-file`: the CAs front proxies' certificates are checked
+    /// against (empty without the flag).
+    pub request_header_ca: Vec<CertificateDer<'static>>,
+    /// `--proxy-client-cert-file` and `--proxy-client-key-file`, checked to match: the
+    /// identity kapi will present to aggregated API servers.
+    pub proxy_client: Option<Arc<CertifiedKey>>,
     /// The admin client certificate and key (PEM) for the kubeconfig.
     pub admin_cert_pem: String,
     pub admin_key_pem: String,
@@ -146,11 +154,21 @@ pub fn load_or_create(cfg: &ServerConfig) -> Result<Pki, ServerError> {
             ca_pem.push_str(&pem_certificate(der));
         }
     }
+    let request_header_ca = match &cfg.request_header {
+        Some(rh) => read_certs(&rh.client_ca_file)?,
+        None => Vec::new(),
+    };
+    let proxy_client = match (&cfg.proxy_client_cert_file, &cfg.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some(load_key_pair(cert, key)?),
+        _ => None,
+    };
     Ok(Pki {
         ca_pem,
         serving_chain,
         serving_key,
         client_ca,
+        request_header_ca,
+        proxy_client,
         admin_cert_pem,
         admin_key_pem,
     })
@@ -346,6 +364,25 @@ pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, ServerError> {
         .ok_or_else(|| ServerError::Certificate {
             path: path.to_path_buf(),
             reason: "no private key found".into(),
+        })
+}
+
+/// A certificate and its key, refused unless the key is the certificate's (as Go's
+/// `tls.X509KeyPair`).
+pub fn load_key_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, ServerError> {
+    let chain = read_certs(cert)?;
+    let key_der = read_key(key)?;
+    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    CertifiedKey::from_der(chain, key_der, &provider)
+        .map(Arc::new)
+        .map_err(|e| ServerError::Certificate {
+            path: cert.to_path_buf(),
+            reason: match e {
+                rustls::Error::InconsistentKeys(_) => {
+                    format!("private key {} does not match public key", key.display())
+                }
+                e => format!("with key {}: {e}", key.display()),
+            },
         })
 }
 

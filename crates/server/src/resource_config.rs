@@ -16,6 +16,7 @@ pub const SERVED: &[(&str, &str, bool)] = &[
     ("", "v1", true),
     ("admissionregistration.k8s.io", "v1", true),
     ("admissionregistration.k8s.io", "v1beta1", false),
+    ("admissionregistration.k8s.io", "v1alpha1", false),
     ("apiextensions.k8s.io", "v1", true),
     ("apps", "v1", true),
     ("authentication.k8s.io", "v1", true),
@@ -33,6 +34,55 @@ pub const SERVED: &[(&str, &str, bool)] = &[
     ("rbac.authorization.k8s.io", "v1", true),
     ("scheduling.k8s.io", "v1", true),
     ("storage.k8s.io", "v1", true),
+];
+
+/// The group/versions kube-apiserver registers (its scheme has their types) that kapi does not
+/// serve: what kube-apiserver 1.28.7 accepts in `--runtime-config` (measured, one key at a time)
+/// with 1.33's new versions. Upstream accepts them and installs only what has storage ("Skipping
+/// API ... because it has no resources"); kapi accepts them too (an envtest suite may turn one
+/// on), logs each one turned on, and installs nothing for it.
+pub const NOT_SERVED: &[(&str, &str)] = &[
+    ("admission.k8s.io", "v1"),
+    ("apiextensions.k8s.io", "v1beta1"),
+    ("apiregistration.k8s.io", "v1"),
+    ("apiregistration.k8s.io", "v1beta1"),
+    ("apps", "v1beta1"),
+    ("apps", "v1beta2"),
+    ("authentication.k8s.io", "v1alpha1"),
+    ("authentication.k8s.io", "v1beta1"),
+    ("authorization.k8s.io", "v1beta1"),
+    ("autoscaling", "v2beta1"),
+    ("autoscaling", "v2beta2"),
+    ("batch", "v1beta1"),
+    ("certificates.k8s.io", "v1alpha1"),
+    ("certificates.k8s.io", "v1beta1"),
+    ("coordination.k8s.io", "v1alpha2"),
+    ("coordination.k8s.io", "v1beta1"),
+    ("discovery.k8s.io", "v1beta1"),
+    ("events.k8s.io", "v1beta1"),
+    ("extensions", "v1beta1"),
+    ("flowcontrol.apiserver.k8s.io", "v1"),
+    ("flowcontrol.apiserver.k8s.io", "v1alpha1"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta1"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta2"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta3"),
+    ("imagepolicy.k8s.io", "v1alpha1"),
+    ("internal.apiserver.k8s.io", "v1alpha1"),
+    ("networking.k8s.io", "v1alpha1"),
+    ("networking.k8s.io", "v1beta1"),
+    ("node.k8s.io", "v1alpha1"),
+    ("node.k8s.io", "v1beta1"),
+    ("policy", "v1beta1"),
+    ("rbac.authorization.k8s.io", "v1alpha1"),
+    ("rbac.authorization.k8s.io", "v1beta1"),
+    ("resource.k8s.io", "v1alpha3"),
+    ("resource.k8s.io", "v1beta1"),
+    ("resource.k8s.io", "v1beta2"),
+    ("scheduling.k8s.io", "v1alpha1"),
+    ("scheduling.k8s.io", "v1beta1"),
+    ("storage.k8s.io", "v1alpha1"),
+    ("storage.k8s.io", "v1beta1"),
+    ("storagemigration.k8s.io", "v1alpha1"),
 ];
 
 const API_ALL: &str = "api/all";
@@ -109,6 +159,8 @@ pub struct ResourceConfig {
     versions: BTreeMap<(String, String), bool>,
     /// `group/version/resource` keys, which win over their version's setting.
     resources: BTreeMap<(String, String, String), bool>,
+    /// Keys that turn on a group/version of [`NOT_SERVED`], for the log.
+    not_served: Vec<String>,
 }
 
 impl Default for ResourceConfig {
@@ -119,6 +171,7 @@ impl Default for ResourceConfig {
                 .map(|(g, v, on)| ((g.to_string(), v.to_string()), *on))
                 .collect(),
             resources: BTreeMap::new(),
+            not_served: Vec::new(),
         }
     }
 }
@@ -168,12 +221,16 @@ impl ResourceConfig {
             let Some((group, version, resource)) = group_version_of(key) else {
                 continue;
             };
-            if !self.versions.keys().any(|(g, _)| g == group) {
+            let upstream_only = NOT_SERVED.contains(&(group, version));
+            let group_known = self.versions.keys().any(|(g, _)| g == group)
+                || NOT_SERVED.iter().any(|(g, _)| *g == group);
+            if !group_known {
                 continue;
             }
             if !self
                 .versions
                 .contains_key(&(group.to_string(), version.to_string()))
+                && !upstream_only
             {
                 return Err(format!(
                     "group version {} that has not been registered",
@@ -188,6 +245,12 @@ impl ResourceConfig {
                     )
                 })?,
             };
+            if upstream_only {
+                if on {
+                    self.not_served.push(key.clone());
+                }
+                continue;
+            }
             match resource {
                 None => version_prefs.push((group, version, on)),
                 Some(r) if r.to_lowercase() != r => {
@@ -212,6 +275,12 @@ impl ResourceConfig {
             );
         }
         Ok(())
+    }
+
+    /// The `--runtime-config` keys that asked for a group/version kube-apiserver has and kapi
+    /// does not serve.
+    pub fn not_served(&self) -> &[String] {
+        &self.not_served
     }
 
     /// Whether `resource` of `group/version` is served.
@@ -285,7 +354,9 @@ fn check(pairs: &[(String, String)]) -> Vec<String> {
         let Some((group, _, _)) = group_version_of(key) else {
             return vec![format!("runtime-config invalid key {key}")];
         };
-        if !SERVED.iter().any(|(g, _, _)| *g == group) && !unknown.contains(&group) {
+        let known = SERVED.iter().any(|(g, _, _)| *g == group)
+            || NOT_SERVED.iter().any(|(g, _)| *g == group);
+        if !known && !unknown.contains(&group) {
             unknown.push(group);
         }
     }
@@ -414,6 +485,30 @@ mod tests {
                 ("api/all".to_string(), "false".to_string()),
                 ("x".to_string(), "y=z".to_string()),
             ]
+        );
+    }
+
+    #[test]
+    fn upstream_versions_kapi_does_not_serve_are_accepted_and_reported() {
+        for (g, v) in NOT_SERVED {
+            assert!(
+                !SERVED.iter().any(|(sg, sv, _)| sg == g && sv == v),
+                "{g}/{v} is both served and not served"
+            );
+        }
+        let c = config("resource.k8s.io/v1beta1=true,storage.k8s.io/v1beta1/volumeattributesclasses=true,flowcontrol.apiserver.k8s.io/v1=false").unwrap();
+        assert_eq!(
+            c.not_served(),
+            [
+                "resource.k8s.io/v1beta1",
+                "storage.k8s.io/v1beta1/volumeattributesclasses"
+            ]
+        );
+        assert!(config("api/all=true").unwrap().not_served().is_empty());
+        // A version upstream does not have stays refused, in a group kapi serves or not.
+        assert_eq!(
+            config("resource.k8s.io/v9=true").unwrap_err(),
+            ["group version resource.k8s.io/v9 that has not been registered"]
         );
     }
 }

@@ -103,9 +103,21 @@ pub fn server_config(
     checker: &ClientCertChecker,
 ) -> Result<Arc<rustls::ServerConfig>, ServerError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = Arc::new(RequestClientCert {
-        inner: checker.verifier.clone(),
-    });
+    // The handshake names the front-proxy CAs too (upstream adds them to the serving
+    // ClientCAs), or a client that picks its certificate by the CAs named would not send it.
+    let inner = match pki.request_header_ca.is_empty() {
+        true => checker.verifier.clone(),
+        false => {
+            let all: Vec<CertificateDer<'static>> = pki
+                .client_ca
+                .iter()
+                .chain(&pki.request_header_ca)
+                .cloned()
+                .collect();
+            ClientCertChecker::new(&all)?.verifier
+        }
+    };
+    let verifier = Arc::new(RequestClientCert { inner });
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)

@@ -191,6 +191,7 @@ where
             known_resource: None,
             request_timeout,
             authenticators: Vec::new(),
+            request_header: None,
             anonymous_auth: true,
             authorizer: Arc::new(kapi_server::filters::authorization::AlwaysAllow),
             max_requests_inflight: 0,

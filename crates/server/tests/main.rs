@@ -23,3 +23,4 @@ mod lifecycle;
 mod limits;
 mod protobuf_bodies;
 mod protobuf_subresources;
+mod request_header;

@@ -48,6 +48,7 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     event_rate_limit::register(plugins)?;
     crate::webhook::register(plugins)?;
     crate::policy::register(plugins)?;
+    crate::policy::mutating::register(plugins)?;
     for name in ALL_ORDERED_PLUGINS {
         if !plugins.is_registered(name) {
             plugins.register_unsupported(name, unsupported_reason(name))?;
@@ -58,9 +59,6 @@ pub fn register_all(plugins: &mut Plugins) -> Result<(), AdmissionError> {
 
 fn unsupported_reason(name: &str) -> &'static str {
     match name {
-        "MutatingAdmissionPolicy" => {
-            "MutatingAdmissionPolicy is alpha/beta and off by default in 1.33; its API is not served"
-        }
         "ImagePolicyWebhook" => "image review webhooks are not implemented",
         "PodSecurity" => "pod security standards are not implemented yet",
         "ClusterTrustBundleAttest" => "clustertrustbundles are not served",

@@ -1,4 +1,6 @@
-//! Policies and bindings as the plugin uses them: parsed once, expressions compiled.
+//! Policies and bindings as the plugins use them: parsed once, expressions compiled. One
+//! shape serves both kinds: a validating policy has no mutations, a mutating one no
+//! validations or audit annotations.
 
 use super::cel::Expr;
 use crate::webhook::matching::{self, Rule};
@@ -78,6 +80,13 @@ pub struct Validation {
     pub reason: String,
 }
 
+/// A mutating policy's mutation: a `JSONPatch` or an `ApplyConfiguration` expression.
+pub struct Mutation {
+    pub json_patch: bool,
+    pub source: String,
+    pub expression: Result<Expr, String>,
+}
+
 pub struct Policy {
     pub name: String,
     pub fails_open: bool,
@@ -88,6 +97,9 @@ pub struct Policy {
     pub variables: Vec<(String, Result<Expr, String>)>,
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Result<Expr, String>)>,
+    pub mutations: Vec<Mutation>,
+    /// `reinvocationPolicy: IfNeeded` (mutating policies).
+    pub reinvoke_if_needed: bool,
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -143,6 +155,27 @@ impl Policy {
                 })
                 .collect(),
             audit_annotations: named(&spec, "auditAnnotations", "key", "valueExpression"),
+            mutations: list(&spec, "mutations")
+                .map(|m| {
+                    let json_patch = s(m, "patchType") == "JSONPatch";
+                    let key = if json_patch {
+                        "jsonPatch"
+                    } else {
+                        "applyConfiguration"
+                    };
+                    let source = m
+                        .get(key)
+                        .map(|c| s(c, "expression"))
+                        .unwrap_or_default()
+                        .to_string();
+                    Mutation {
+                        json_patch,
+                        expression: Expr::compile(&source),
+                        source,
+                    }
+                })
+                .collect(),
+            reinvoke_if_needed: s(&spec, "reinvocationPolicy") == "IfNeeded",
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod cel;
 mod compiled;
+pub mod mutating;
 pub mod typecheck;
 
 use crate::objects::ObjectStore;
@@ -15,7 +16,7 @@ use crate::webhook::matching;
 use crate::{Attributes, Interface, Operation, ValidationInterface};
 use async_trait::async_trait;
 use cel::authz::AdmissionAuthorizer;
-use compiled::{Binding, Policy};
+use compiled::{Binding, MatchResources, Policy};
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, Object, StatusReason};
 use kube_cel::cel::Value as CelValue;
@@ -154,72 +155,124 @@ fn reason_code(reason: &str) -> (StatusReason, u16) {
     }
 }
 
-impl Policies {
-    /// The params a binding names: `Ok(None)` when the policy has no param kind.
-    async fn params(
-        &self,
-        policy: &Policy,
-        binding: &Binding,
-        attrs: &Attributes,
-    ) -> Result<Option<Vec<Value>>, String> {
-        let Some((group, kind)) = &policy.param_kind else {
-            return Ok(None);
-        };
-        let Some(pr) = &binding.param_ref else {
-            return Err(
-                "failed to configure binding: paramRef is required when paramKind is set".into(),
-            );
-        };
-        let gr = GroupResource::new(group.clone(), guess_resource(kind));
-        let ns = pr
-            .namespace
-            .clone()
-            .unwrap_or_else(|| attrs.namespace.clone());
-        let mut found = Vec::new();
-        if let Some(name) = pr.name.as_deref().filter(|n| !n.is_empty()) {
-            let got = match self
-                .objects
-                .get(&gr, &ns, name)
+/// The params a binding names: `Ok(None)` when the policy has no param kind.
+pub(crate) async fn collect_params(
+    objects: &dyn ObjectStore,
+    policy: &Policy,
+    binding: &Binding,
+    attrs: &Attributes,
+) -> Result<Option<Vec<Value>>, String> {
+    let Some((group, kind)) = &policy.param_kind else {
+        return Ok(None);
+    };
+    let Some(pr) = &binding.param_ref else {
+        return Err(
+            "failed to configure binding: paramRef is required when paramKind is set".into(),
+        );
+    };
+    let gr = GroupResource::new(group.clone(), guess_resource(kind));
+    let ns = pr
+        .namespace
+        .clone()
+        .unwrap_or_else(|| attrs.namespace.clone());
+    let mut found = Vec::new();
+    if let Some(name) = pr.name.as_deref().filter(|n| !n.is_empty()) {
+        let got = match objects
+            .get(&gr, &ns, name)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Some(o) => Some(o),
+            None if !ns.is_empty() && pr.namespace.is_none() => objects
+                .get(&gr, "", name)
                 .await
-                .map_err(|e| e.to_string())?
-            {
-                Some(o) => Some(o),
-                None if !ns.is_empty() && pr.namespace.is_none() => self
-                    .objects
-                    .get(&gr, "", name)
-                    .await
-                    .map_err(|e| e.to_string())?,
-                None => None,
-            };
-            found.extend(got);
-        } else {
-            let sel = matching::label_selector(pr.selector.as_ref())
-                .ok_or("invalid paramRef selector")?;
-            for o in self
-                .objects
-                .list(&gr, &ns)
-                .await
-                .map_err(|e| e.to_string())?
-            {
-                if sel.matches(&o.labels()) && (ns.is_empty() || o.namespace() == ns) {
-                    found.push(o);
-                }
+                .map_err(|e| e.to_string())?,
+            None => None,
+        };
+        found.extend(got);
+    } else {
+        let sel =
+            matching::label_selector(pr.selector.as_ref()).ok_or("invalid paramRef selector")?;
+        for o in objects.list(&gr, &ns).await.map_err(|e| e.to_string())? {
+            if sel.matches(&o.labels()) && (ns.is_empty() || o.namespace() == ns) {
+                found.push(o);
             }
         }
-        if found.is_empty() {
-            if pr.parameter_not_found_action.as_deref() == Some("Deny") {
-                return Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into());
-            }
-            return Ok(Some(Vec::new()));
-        }
-        Ok(Some(
-            found
-                .into_iter()
-                .map(|o| Value::Object(o.into_map()))
-                .collect(),
-        ))
     }
+    if found.is_empty() {
+        if pr.parameter_not_found_action.as_deref() == Some("Deny") {
+            return Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into());
+        }
+        return Ok(Some(Vec::new()));
+    }
+    Ok(Some(
+        found
+            .into_iter()
+            .map(|o| Value::Object(o.into_map()))
+            .collect(),
+    ))
+}
 
+/// Whether a policy's `matchConstraints` and its binding's `matchResources` take the request:
+/// rules first, then the selectors (the namespace looked up once per request, in `ns`).
+pub(crate) async fn binding_applies(
+    constraints: &MatchResources,
+    binding: &Binding,
+    attrs: &Attributes,
+    objects: &dyn ObjectStore,
+    ns: &mut Option<Option<Object>>,
+) -> Result<bool, ApiError> {
+    if !constraints.matches(attrs)
+        || !binding
+            .match_resources
+            .as_ref()
+            .is_none_or(|m| m.matches(attrs))
+    {
+        return Ok(false);
+    }
+    if ns.is_none() {
+        *ns = Some(matching::namespace_object(attrs, objects).await?);
+    }
+    let ns_obj = ns.as_ref().and_then(Option::as_ref);
+    Ok(constraints.selectors_match(attrs, ns_obj)
+        && binding
+            .match_resources
+            .as_ref()
+            .is_none_or(|m| m.selectors_match(attrs, ns_obj)))
+}
+
+/// Whether a policy's match conditions all hold for the request.
+pub(crate) fn conditions_hold(
+    policy: &Policy,
+    vars: &[(&'static str, CelValue)],
+) -> Result<bool, String> {
+    for (name, expr) in &policy.match_conditions {
+        let e = expr.as_ref().map_err(Clone::clone)?;
+        match cel::eval_bool(e, vars) {
+            Ok(false) => return Ok(false),
+            Ok(true) => {}
+            Err(err) => return Err(format!("matchCondition '{name}' error: {err}")),
+        }
+    }
+    Ok(true)
+}
+
+/// Binds a policy's variables (in order, each seeing those before it) into `vars` as
+/// `variables`.
+pub(crate) fn bind_variables(policy: &Policy, vars: &mut Vec<(&'static str, CelValue)>) {
+    let mut values = Vec::new();
+    for (name, expr) in &policy.variables {
+        let v = match expr {
+            Ok(e) => cel::eval(e, vars).unwrap_or(CelValue::Null),
+            Err(_) => CelValue::Null,
+        };
+        values.push((name.clone(), v));
+    }
+    vars.retain(|(n, _)| *n != "variables");
+    vars.push(("variables", cel::map(&values)));
+}
+
+impl Policies {
     /// Evaluates one policy for one param set.
     /// `seen` is the request as converted to the version the policy matched (`attrs` itself
     /// when it matched as sent).
@@ -231,27 +284,10 @@ impl Policies {
         ns: Option<&Object>,
     ) -> Result<Vec<Decision>, String> {
         let mut vars = request_vars_as(seen, attrs, params, ns, self.authorizer.as_ref());
-        for (name, expr) in &policy.match_conditions {
-            let e = expr.as_ref().map_err(Clone::clone)?;
-            match cel::eval_bool(e, &vars) {
-                Ok(false) => return Ok(Vec::new()),
-                Ok(true) => {}
-                Err(err) => return Err(format!("matchCondition '{name}' error: {err}")),
-            }
+        if !conditions_hold(policy, &vars)? {
+            return Ok(Vec::new());
         }
-        let mut values = Vec::new();
-        for (name, expr) in &policy.variables {
-            let v = match expr {
-                Ok(e) => cel::eval(e, &vars).unwrap_or(CelValue::Null),
-                Err(_) => CelValue::Null,
-            };
-            values.push((name.clone(), v));
-            vars.retain(|(n, _)| *n != "variables");
-            vars.push(("variables", cel::map(&values)));
-        }
-        if policy.variables.is_empty() {
-            vars.push(("variables", cel::map(&[])));
-        }
+        bind_variables(policy, &mut vars);
         let mut out = Vec::new();
         for (index, v) in policy.validations.iter().enumerate() {
             let result = v
@@ -329,26 +365,18 @@ impl ValidationInterface for Policies {
             let Some(policy) = policies.get(&binding.policy_name) else {
                 continue;
             };
-            if !policy.constraints.matches(attrs)
-                || !binding
-                    .match_resources
-                    .as_ref()
-                    .is_none_or(|m| m.matches(attrs))
+            if !binding_applies(
+                &policy.constraints,
+                binding,
+                attrs,
+                self.objects.as_ref(),
+                &mut ns,
+            )
+            .await?
             {
                 continue;
-            }
-            if ns.is_none() {
-                ns = Some(matching::namespace_object(attrs, self.objects.as_ref()).await?);
             }
             let ns_obj = ns.as_ref().and_then(Option::as_ref);
-            if !policy.constraints.selectors_match(attrs, ns_obj)
-                || !binding
-                    .match_resources
-                    .as_ref()
-                    .is_none_or(|m| m.selectors_match(attrs, ns_obj))
-            {
-                continue;
-            }
             let converted = match policy.constraints.equivalent_version(attrs) {
                 Some(gv) => {
                     crate::webhook::convert::as_matched(attrs, &gv, self.objects.as_ref()).await
@@ -356,14 +384,15 @@ impl ValidationInterface for Policies {
                 None => None,
             };
             let seen = converted.as_ref().unwrap_or(attrs);
-            let decisions = match self.params(policy, binding, attrs).await {
-                Ok(None) => self.evaluate(policy, (attrs, seen), None, ns_obj),
-                Ok(Some(list)) => list.iter().try_fold(Vec::new(), |mut acc, p| {
-                    acc.extend(self.evaluate(policy, (attrs, seen), Some(p), ns_obj)?);
-                    Ok(acc)
-                }),
-                Err(e) => Err(e),
-            };
+            let decisions =
+                match collect_params(self.objects.as_ref(), policy, binding, attrs).await {
+                    Ok(None) => self.evaluate(policy, (attrs, seen), None, ns_obj),
+                    Ok(Some(list)) => list.iter().try_fold(Vec::new(), |mut acc, p| {
+                        acc.extend(self.evaluate(policy, (attrs, seen), Some(p), ns_obj)?);
+                        Ok(acc)
+                    }),
+                    Err(e) => Err(e),
+                };
             let decisions = match decisions {
                 Ok(d) => d,
                 Err(_) if policy.fails_open => continue,

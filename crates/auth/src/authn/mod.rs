@@ -9,6 +9,8 @@
 //! `system:authenticated`.
 
 pub mod bearer;
+pub mod bootstrap;
+pub mod request_header;
 pub mod serviceaccount;
 pub mod token_file;
 pub mod x509;

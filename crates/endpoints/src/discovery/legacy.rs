@@ -165,7 +165,10 @@ pub(crate) fn api_resources<'a>(group: &str, version: &'a ApiVersionInfo) -> Vec
                 verbs: verbs_of(storage.as_ref()),
                 short_names: if is_sub { &[] } else { &info.short_names },
                 categories: if is_sub { &[] } else { &info.categories },
+                // Only what is stored has a storage version: not create-only resources,
+                // nor componentstatuses (read-only, probed, never watched).
                 storage_version_hash: (!is_sub
+                    && storage.as_watcher().is_some()
                     && verbs_of(storage.as_ref()).iter().any(|v| *v != "create"))
                 .then(|| stored_hash(&info.group, &info.version, &kind)),
                 kind,

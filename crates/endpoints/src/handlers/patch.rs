@@ -7,7 +7,6 @@
 
 use super::{capability, run_update};
 use crate::body::read_limited;
-use crate::negotiation::InputFormat;
 use crate::negotiation::{negotiate_patch, PatchType};
 use crate::params::write_options;
 use crate::patch::apply::{manager_from_user_agent, FieldManager};
@@ -47,10 +46,7 @@ pub fn parse_patch(
     const MAP: &str = "map[string]interface {}";
     let decoding = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
     match kind {
-        PatchType::Apply => Ok(PatchDoc::Apply(crate::body::decode_value(
-            bytes,
-            InputFormat::Yaml,
-        )?)),
+        PatchType::Apply => Ok(PatchDoc::Apply(crate::body::decode_apply(bytes)?)),
         PatchType::Strategic => {
             let schema = schema.ok_or_else(|| ApiError::internal("no strategic merge metadata"))?;
             match parse_json_as(bytes, MAP, Value::is_object).map_err(ApiError::bad_request)? {
@@ -219,6 +215,129 @@ fn check_apply_config(scope: &RequestScope, config: &mut Value) -> Result<(), Ap
     Ok(())
 }
 
+/// How upstream's field manager names an applied configuration in its errors, from the
+/// configuration as sent: `<namespace>/<name>; <group>/<version>, Kind=<Kind>`.
+fn typed_patch_object(config: &Value) -> String {
+    let field = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let meta = config.get("metadata");
+    let api_version = field(config.get("apiVersion"));
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    format!(
+        "{}/{}; {group}/{version}, Kind={}",
+        field(meta.and_then(|m| m.get("namespace"))),
+        field(meta.and_then(|m| m.get("name"))),
+        field(config.get("kind"))
+    )
+}
+
+/// Upstream turns an applied configuration into a typed value of the kind's schema before
+/// merging it, whatever `fieldValidation` says: a field the schema does not declare fails the
+/// request with a 500 naming each such field (`.spec.foo: field not declared in schema`). The
+/// kind's decoder finds them, as it finds unknown fields in a body; a configuration it cannot
+/// read at all is left to the merge and the decode after it.
+fn undeclared_fields(scope: &RequestScope, config: &Value, sent: &str) -> Result<(), ApiError> {
+    let Ok(obj) = Object::from_value(config.clone()) else {
+        return Ok(());
+    };
+    let Ok((_, warnings)) = scope.storage.decode(obj, FieldValidation::Warn) else {
+        return Ok(());
+    };
+    let unknown: Vec<String> = warnings
+        .iter()
+        .filter_map(|w| w.strip_prefix("unknown field "))
+        .filter_map(|quoted| serde_json::from_str::<String>(quoted).ok())
+        .collect();
+    let paths: Vec<String> = reported_as_structured_merge_does(&unknown)
+        .iter()
+        .map(|p| format!(".{p}: field not declared in schema"))
+        .collect();
+    let errors = match paths.as_slice() {
+        [] => return Ok(()),
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    Err(ApiError::new(
+        500,
+        StatusReason::Unknown,
+        format!("failed to create typed patch object ({sent}): {errors}"),
+    ))
+}
+
+/// A field path's steps: map keys, and list indices.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Key(String),
+    Index(u64),
+}
+
+fn steps(path: &str) -> Vec<Step> {
+    let mut out = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        if !key.is_empty() {
+            out.push(Step::Key(key.to_string()));
+        }
+        while let Some((index, after)) = rest.split_once(']') {
+            out.push(Step::Index(index.parse().unwrap_or(0)));
+            rest = after.strip_prefix('[').unwrap_or(after);
+        }
+    }
+    out
+}
+
+/// Which of the undeclared fields at `unknown` structured-merge-diff's validation names: it
+/// walks each map's keys in sorted order and stops at the map's first undeclared key, so each
+/// map reports at most its smallest undeclared key, and keys sorted after it are not entered.
+/// In walk order.
+fn reported_as_structured_merge_does(unknown: &[String]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let parsed: Vec<Vec<Step>> = unknown.iter().map(|p| steps(p)).collect();
+    // The smallest undeclared key of each map.
+    let mut first: BTreeMap<&[Step], &Step> = BTreeMap::new();
+    for path in &parsed {
+        if let Some((last, map)) = path.split_last() {
+            let entry = first.entry(map).or_insert(last);
+            if last < *entry {
+                *entry = last;
+            }
+        }
+    }
+    let mut reported: Vec<&Vec<Step>> = parsed
+        .iter()
+        .filter(|path| {
+            let Some((last, map)) = path.split_last() else {
+                return false;
+            };
+            let smallest = first.get(map).is_some_and(|f| *f == last);
+            // Every map on the way was entered before its walk stopped.
+            let reached = map.iter().enumerate().all(|(i, step)| {
+                let outer = path.get(..i).unwrap_or_default();
+                first.get(outer).is_none_or(|stop| step < *stop)
+            });
+            smallest && reached
+        })
+        .collect();
+    reported.sort();
+    reported.dedup();
+    reported
+        .into_iter()
+        .map(|path| {
+            let mut text = String::new();
+            for step in path {
+                match step {
+                    Step::Key(k) if text.is_empty() => text.push_str(k),
+                    Step::Key(k) => {
+                        text.push('.');
+                        text.push_str(k);
+                    }
+                    Step::Index(i) => text.push_str(&format!("[{i}]")),
+                }
+            }
+            text
+        })
+        .collect()
+}
+
 pub async fn patch(
     scope: &RequestScope,
     body: RequestBody,
@@ -233,8 +352,15 @@ pub async fn patch(
     let is_apply = kind == PatchType::Apply;
     let force = patch_options(scope, is_apply, opts.field_manager.as_deref())?;
     let mut doc = parse_patch(kind, schema, &bytes)?;
+    let repeated_keys = if is_apply {
+        crate::body::repeated_keys(&bytes)
+    } else {
+        Vec::new()
+    };
     if let PatchDoc::Apply(config) = &mut doc {
+        let sent = typed_patch_object(config);
         check_apply_config(scope, config)?;
+        undeclared_fields(scope, config, &sent)?;
     }
     let fields = field_manager(scope, opts.field_manager.as_deref());
 
@@ -257,11 +383,23 @@ pub async fn patch(
         let name = name.clone();
         let sink = sink.clone();
         let fields = fields.clone();
+        let repeated_keys = repeated_keys.clone();
         Box::pin(async move {
             let (obj, found) = match &doc {
                 PatchDoc::Apply(config) => {
                     let applied = fields.apply(current.as_ref(), config, force)?;
-                    storage.decode(applied, validation)?
+                    // Upstream checks the body's repeated keys only once the apply succeeded.
+                    if validation == FieldValidation::Strict && !repeated_keys.is_empty() {
+                        return Err(ApiError::bad_request(format!(
+                            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+                            repeated_keys.join("\n  ")
+                        )));
+                    }
+                    let (obj, mut found) = storage.decode(applied, validation)?;
+                    if validation == FieldValidation::Warn {
+                        found.splice(0..0, repeated_keys.iter().cloned());
+                    }
+                    (obj, found)
                 }
                 _ => {
                     let Some(old) = current.as_ref() else {
@@ -290,4 +428,37 @@ pub async fn patch(
     let mut all = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     all.extend(result.warnings);
     Ok(scope.respond(status, Payload::Object(result.object), &all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undeclared_fields_are_named_as_structured_merge_diff_walks() {
+        let names = |paths: &[&str]| {
+            reported_as_structured_merge_does(
+                &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        // Each map stops at its smallest undeclared key; keys after it are not entered.
+        assert_eq!(
+            names(&[
+                "metadata.bogus",
+                "spec.bogus2",
+                "spec.template.metadata.bogus3",
+                "spec.template.spec.containers[0].bogus4",
+            ]),
+            ["metadata.bogus", "spec.bogus2"]
+        );
+        assert_eq!(names(&["metadata.bogus", "foo"]), ["foo"]);
+        assert_eq!(
+            names(&["spec.template.metadata.x", "metadata.unknownMeta"]),
+            ["metadata.unknownMeta", "spec.template.metadata.x"]
+        );
+        assert_eq!(
+            names(&["spec.ports[1].b", "spec.ports[0].a", "spec.ports[0].c"]),
+            ["spec.ports[0].a", "spec.ports[1].b"]
+        );
+    }
 }

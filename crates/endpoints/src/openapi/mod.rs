@@ -687,7 +687,7 @@ fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
 /// The one Swagger 2.0 document.
 fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Value {
     let gvs = group_versions(groups);
-    let mut defs = Definitions::new();
+    let mut defs = Definitions::v2();
     let mut routes = Vec::new();
     for (_, group, version) in &gvs {
         routes.extend(group_version_routes(&group.group, version, &mut defs));

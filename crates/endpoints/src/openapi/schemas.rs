@@ -40,6 +40,8 @@ pub struct Definitions {
     extra: BTreeMap<String, Value>,
     /// `x-kubernetes-group-version-kind` entries by definition name.
     gvks: BTreeMap<String, Vec<Value>>,
+    /// Kinds take their `/openapi/v2` schemas (`Storage::openapi_v2_schema`).
+    v2: bool,
 }
 
 impl Default for Definitions {
@@ -61,6 +63,15 @@ impl Definitions {
             generator,
             extra: BTreeMap::new(),
             gvks: BTreeMap::new(),
+            v2: false,
+        }
+    }
+
+    /// Definitions for the Swagger 2.0 document.
+    pub fn v2() -> Self {
+        Self {
+            v2: true,
+            ..Self::new()
         }
     }
 
@@ -73,7 +84,11 @@ impl Definitions {
     /// Registers a storage's kind (from `Storage::openapi_schema`) with its GVK; returns the
     /// definition name, `None` when the storage has no schema.
     pub fn add_kind(&mut self, storage: &dyn Storage, gvk: (&str, &str, &str)) -> Option<String> {
-        let schema = storage.openapi_schema(&mut self.generator)?;
+        let schema = if self.v2 {
+            storage.openapi_v2_schema(&mut self.generator)?
+        } else {
+            storage.openapi_schema(&mut self.generator)?
+        };
         let name = match ref_name(schema.as_value()) {
             Some(name) => name,
             None => {
@@ -117,11 +132,12 @@ impl Definitions {
                 .lookup(kind_name)
                 .and_then(|s| s.get("properties").cloned())
                 .unwrap_or(Value::Null);
+            // A kind published without properties (a custom kind's bare v2 object) still
+            // has TypeMeta's fields in its list, as upstream's list schema adds them.
             let type_field = |field: &str| {
-                kind_props
-                    .get(field)
-                    .cloned()
-                    .unwrap_or_else(|| json!({ "type": "string" }))
+                kind_props.get(field).cloned().unwrap_or_else(
+                    || json!({ "description": type_meta_doc(field), "type": "string" }),
+                )
             };
             let schema = json!({
                 "description": format!("{list_kind} is a list of {kind} objects."),
@@ -175,6 +191,15 @@ impl Definitions {
             }
         }
         out
+    }
+}
+
+/// TypeMeta's field descriptions, as upstream's generated definitions carry them.
+fn type_meta_doc(field: &str) -> &'static str {
+    use kapi_registry::customresource::openapi::{API_VERSION_DOC, KIND_DOC};
+    match field {
+        "apiVersion" => API_VERSION_DOC,
+        _ => KIND_DOC,
     }
 }
 

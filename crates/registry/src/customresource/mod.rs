@@ -4,6 +4,7 @@
 
 pub mod crd;
 pub mod jsonpath;
+pub mod openapi;
 pub mod scale;
 pub mod schema;
 pub mod storage;

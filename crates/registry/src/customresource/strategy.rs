@@ -101,6 +101,22 @@ pub struct CustomResourceStrategy {
 }
 
 impl CustomResourceStrategy {
+    /// Registers the kind's definition (v2's or v3's) and refers to it.
+    fn kind_definition(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+        v2: bool,
+    ) -> Option<schemars::Schema> {
+        let name = definition_name(&self.info.group, &self.info.version, &self.info.kind);
+        let meta = generator
+            .subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>()
+            .to_value();
+        let mut schema = super::openapi::kind_schema(self.raw_schema.as_ref(), &meta, v2);
+        integral_numbers(&mut schema);
+        generator.definitions_mut().insert(name.clone(), schema);
+        schemars::Schema::try_from(json!({"$ref": format!("#/definitions/{name}")})).ok()
+    }
+
     /// The strategy of `version` of `crd`; `terminating` is shared by all versions of the CRD
     /// and set while it is being deleted.
     pub fn new(
@@ -230,29 +246,14 @@ impl Strategy for CustomResourceStrategy {
         &self,
         generator: &mut schemars::SchemaGenerator,
     ) -> Option<schemars::Schema> {
-        let name = definition_name(&self.info.group, &self.info.version, &self.info.kind);
-        let meta = generator
-            .subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>()
-            .to_value();
-        let mut schema = self.raw_schema.clone().unwrap_or_else(
-            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-        );
-        if let Some(obj) = schema.as_object_mut() {
-            obj.entry("type").or_insert_with(|| json!("object"));
-            let props = obj.entry("properties").or_insert_with(|| json!({}));
-            if let Some(props) = props.as_object_mut() {
-                props.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}));
-                props.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}));
-                let mut metadata = meta;
-                if let Some(m) = metadata.as_object_mut() {
-                    m.insert("description".into(), json!("Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"));
-                }
-                props.insert("metadata".into(), metadata);
-            }
-        }
-        integral_numbers(&mut schema);
-        generator.definitions_mut().insert(name.clone(), schema);
-        schemars::Schema::try_from(json!({"$ref": format!("#/definitions/{name}")})).ok()
+        self.kind_definition(generator, false)
+    }
+
+    fn openapi_v2_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.kind_definition(generator, true)
     }
 
     /// Keys in order at every level, as Go encodes the maps of an unstructured object.

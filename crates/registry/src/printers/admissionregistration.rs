@@ -1,5 +1,5 @@
 //! Printers of `admissionregistration.k8s.io/v1`: webhook configurations show how many
-//! webhooks they hold; policies their validation count and param kind; bindings their policy
+//! webhooks they hold; policies their validation (or mutation) count and param kind; bindings their policy
 //! and param reference.
 
 use super::column::count;
@@ -13,7 +13,8 @@ pub(super) fn printer(resource: &str) -> Option<Printer> {
     Some(Printer::new(match resource {
         "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => WEBHOOK_COLUMNS,
         "validatingadmissionpolicies" => POLICY_COLUMNS,
-        "validatingadmissionpolicybindings" => BINDING_COLUMNS,
+        "validatingadmissionpolicybindings" | "mutatingadmissionpolicybindings" => BINDING_COLUMNS,
+        "mutatingadmissionpolicies" => MUTATING_POLICY_COLUMNS,
         _ => return None,
     }))
 }
@@ -37,6 +38,23 @@ const POLICY_COLUMNS: &[Column] = &[
         "Validations indicates the number of validation rules defined in this configuration",
     )
     .values(jsonpath!(".spec.validations[*]"), count),
+    Column::new(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+    )
+    .values(jsonpath!(".spec.paramKind"), param_kind),
+    AGE,
+];
+
+const MUTATING_POLICY_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new(
+        "Mutations",
+        "integer",
+        "Mutation indicates the number of mutations rules defined in this configuration",
+    )
+    .values(jsonpath!(".spec.mutations[*]"), count),
     Column::new(
         "ParamKind",
         "string",

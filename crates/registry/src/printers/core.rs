@@ -24,6 +24,7 @@ pub(super) fn printer(resource: &str) -> Option<Printer> {
         "persistentvolumeclaims" => Printer::new(PVC_COLUMNS),
         "persistentvolumes" => Printer::new(PV_COLUMNS),
         "nodes" => Printer::new(NODE_COLUMNS),
+        "componentstatuses" => Printer::new(COMPONENT_STATUS_COLUMNS),
         _ => return None,
     })
 }
@@ -59,6 +60,29 @@ const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
         .values(jsonpath!(".secrets[*]"), count),
     AGE,
 ];
+
+/// Upstream's `printComponentStatus`: the `Healthy` condition's status, message and error
+/// (no AGE: the objects have no creation time).
+const COMPONENT_STATUS_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new("Status", "string", "Status of the component conditions").computed(|r| {
+        json!(match healthy_condition(r.v) {
+            Some(c) if str_at(c, &["status"]) == "True" => "Healthy",
+            Some(_) => "Unhealthy",
+            None => "Unknown",
+        })
+    }),
+    Column::new("Message", "string", "Message of the component conditions")
+        .computed(|r| json!(healthy_condition(r.v).map_or("", |c| str_at(c, &["message"])))),
+    Column::new("Error", "string", "Error of the component conditions")
+        .computed(|r| json!(healthy_condition(r.v).map_or("", |c| str_at(c, &["error"])))),
+];
+
+fn healthy_condition(v: &Value) -> Option<&Value> {
+    arr_at(v, &["conditions"])
+        .iter()
+        .find(|c| str_at(c, &["type"]) == "Healthy")
+}
 
 const RESOURCE_QUOTA_COLUMNS: &[Column] = &[
     NAME,

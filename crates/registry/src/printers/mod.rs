@@ -238,6 +238,11 @@ mod tests {
             "admissionregistration.k8s.io",
             "validatingadmissionpolicybindings",
         ),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        (
+            "admissionregistration.k8s.io",
+            "mutatingadmissionpolicybindings",
+        ),
     ];
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::resources::strategy_group;
 use crate::resources::{at, info, str_at, typed};
 use crate::rest::{ApiGroupInfo, ResourceInfo};
-use crate::strategy::Strategy;
+use crate::strategy::{FieldLabelConversion, Strategy};
 use crate::BuildContext;
 use kapi_machinery::{FieldError, Object};
 use serde_json::Value;
@@ -88,6 +88,39 @@ impl Strategy for EventsV1Strategy {
     }
     fn ttl(&self) -> Option<Duration> {
         Some(crate::resources::core::simple::EVENT_TTL)
+    }
+    /// Upstream's `AddFieldLabelConversionsForEvent` (events/v1): this version's names only.
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "metadata.namespace",
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ]))
+    }
+    /// Selectors are matched against the stored core/v1 form.
+    fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("regarding.kind", "involvedObject.kind"),
+            ("regarding.namespace", "involvedObject.namespace"),
+            ("regarding.name", "involvedObject.name"),
+            ("regarding.uid", "involvedObject.uid"),
+            ("regarding.apiVersion", "involvedObject.apiVersion"),
+            (
+                "regarding.resourceVersion",
+                "involvedObject.resourceVersion",
+            ),
+            ("regarding.fieldPath", "involvedObject.fieldPath"),
+            ("reportingController", "reportingComponent"),
+        ]
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

@@ -223,6 +223,12 @@ impl rest::Storage for Store {
     ) -> Option<schemars::Schema> {
         self.strategy.openapi_schema(generator)
     }
+    fn openapi_v2_schema(
+        &self,
+        generator: &mut schemars::SchemaGenerator,
+    ) -> Option<schemars::Schema> {
+        self.strategy.openapi_v2_schema(generator)
+    }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }

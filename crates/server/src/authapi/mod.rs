@@ -2,7 +2,8 @@
 //!
 //! [`setup`] builds the request authenticators from the configuration (x509 client
 //! certificates, `--token-auth-file`, service-account JWTs checked against the live objects
-//! through [`lookup::RegistryLookup`]) and installs, before the API handler is built, the
+//! through [`lookup::RegistryLookup`], and with `--enable-bootstrap-token-auth` bootstrap
+//! token Secrets read through it too) and installs, before the API handler is built, the
 //! `serviceaccounts/token` subresource (TokenRequest, [`token_request`]) and the
 //! `authentication.k8s.io/v1` group: TokenReview and SelfSubjectReview ([`reviews`]).
 
@@ -14,6 +15,7 @@ use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::tls::ClientCertChecker;
 use kapi_auth::authn::bearer::BearerToken;
+use kapi_auth::authn::bootstrap::BootstrapTokenAuthenticator;
 use kapi_auth::authn::serviceaccount::ServiceAccountAuthenticator;
 use kapi_auth::authn::token_file::StaticTokens;
 use kapi_auth::authn::x509::X509Authenticator;
@@ -75,6 +77,13 @@ pub async fn setup(
         audiences.clone(),
         lookup.clone(),
     )));
+    // After the service-account tokens, as kube-apiserver orders them.
+    if config.bootstrap_token_auth {
+        tokens.push(Arc::new(BootstrapTokenAuthenticator::new(
+            lookup.clone(),
+            audiences.clone(),
+        )));
+    }
     let tokens = Arc::new(TokenUnion(tokens));
 
     let first_issuer = issuers

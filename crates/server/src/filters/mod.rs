@@ -39,6 +39,8 @@ pub struct ChainConfig {
     pub known_resource: Option<metrics::KnownResource>,
     pub request_timeout: Duration,
     pub authenticators: Vec<Arc<dyn Authenticator>>,
+    /// The front-proxy headers (`--requestheader-*`), removed once a request authenticated.
+    pub request_header: Option<Arc<authentication::RequestHeaderConfig>>,
     pub anonymous_auth: bool,
     pub authorizer: Arc<dyn Authorizer>,
     pub max_requests_inflight: usize,
@@ -73,7 +75,11 @@ where
         .layer(request_info::RequestInfoFilter.layer()) // the path is parsed once, here
         .layer(watch_termination::WatchTermination::new(c.shutdown).layer()) // watches end at shutdown
         .layer(timeout::Timeout::new(c.request_timeout).layer()) // 504; skips long-running requests
-        .layer(Authentication::new(c.authenticators, c.anonymous_auth).layer()) // 401
+        .layer(
+            Authentication::new(c.authenticators, c.anonymous_auth)
+                .clearing(c.request_header)
+                .layer(),
+        ) // 401
         .layer(audit::Audit::new(c.auditor).layer())
         .layer(impersonation::Impersonation::new(c.authorizer.clone()).layer())
         .layer(

@@ -23,6 +23,12 @@ pub struct Checked {
 /// print (parse errors as the parser words them). Sizes by field path are those of `self`'s
 /// type (CRD rules), unknown without it.
 pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Checked, String> {
+    check_with(source, vars, false)
+}
+
+/// [`check`], with `patch_types` declaring the literals mutations build (`Object{...}`,
+/// `Object.spec{...}`, `JSONPatch{...}`), as upstream's `HasPatchTypes`.
+pub fn check_with(source: &str, vars: &[(&str, Ty)], patch_types: bool) -> Result<Checked, String> {
     let parsed = super::parse(source)?;
     let expr = &parsed;
     let root = vars
@@ -34,6 +40,7 @@ pub fn check(source: &str, vars: &[(&str, Ty)]) -> Result<Checked, String> {
         scopes: Vec::new(),
         errors: Vec::new(),
         est: Estimator::new(root),
+        patch_types,
     };
     let (ty, cost) = c.expr(expr);
     if c.errors.is_empty() {
@@ -61,6 +68,7 @@ struct Checker<'a> {
     scopes: Vec<(String, Ty)>,
     errors: Vec<Issue>,
     est: Estimator,
+    patch_types: bool,
 }
 
 impl Checker<'_> {
@@ -205,6 +213,7 @@ impl Checker<'_> {
                     cost.saturating_add(cost::MAP_CREATE),
                 )
             }
+            Expr::Struct(s) if self.patch_types => self.patch_literal(e.id, s),
             Expr::Struct(s) => self.error(
                 e.id,
                 Anchor::None,
@@ -216,6 +225,51 @@ impl Checker<'_> {
             Expr::Comprehension(c) => self.comprehension(e, c),
             Expr::Unspecified => (Ty::Dyn, 0),
         }
+    }
+
+    /// A `JSONPatch{op, path, from, value}` or `Object{...}` / `Object.<field>...{...}`
+    /// literal: upstream declares `JSONPatch` with those fields and resolves `Object` types
+    /// dynamically, every field of them `dyn`.
+    fn patch_literal(&mut self, id: u64, s: &kube_cel::cel::common::ast::StructExpr) -> (Ty, u64) {
+        let json_patch = s.type_name == "JSONPatch";
+        if !json_patch && s.type_name != "Object" && !s.type_name.starts_with("Object.") {
+            return self.error(
+                id,
+                Anchor::None,
+                format!(
+                    "undeclared reference to '{}' (in container '')",
+                    s.type_name
+                ),
+            );
+        }
+        let mut cost = cost::STRUCT_CREATE;
+        for en in &s.entries {
+            if let EntryExpr::StructField(f) = &en.expr {
+                let (_, c) = self.expr(&f.value);
+                cost = cost.saturating_add(c);
+                if json_patch && !["op", "path", "from", "value"].contains(&f.field.as_str()) {
+                    self.error(
+                        en.id,
+                        Anchor::None,
+                        format!("undefined field '{}'", f.field),
+                    );
+                }
+            }
+        }
+        let fields = if json_patch {
+            [
+                ("op", Ty::string()),
+                ("path", Ty::string()),
+                ("from", Ty::string()),
+                ("value", Ty::Dyn),
+            ]
+            .into_iter()
+            .map(|(k, t)| (k.to_string(), t))
+            .collect()
+        } else {
+            Default::default()
+        };
+        (Ty::object(&s.type_name, fields), cost)
     }
 
     fn comprehension(

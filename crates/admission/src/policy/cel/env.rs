@@ -3,7 +3,7 @@
 //! kind's and the param kind's schemas), `request` as the hand-built `AdmissionRequest` type,
 //! `namespaceObject`, `authorizer` and, for policies, `variables`.
 
-use super::check::{check, Checked};
+use super::check::{check_with, Checked};
 use super::types::Ty;
 use std::collections::BTreeMap;
 
@@ -60,6 +60,9 @@ pub struct AdmissionEnv {
     pub params: Option<Ty>,
     /// Policy variables by name, with their types (`None`: webhooks have no `variables`).
     pub variables: Option<Vec<(String, Ty)>>,
+    /// Whether `Object{...}` and `JSONPatch{...}` literals are declared (mutating policies'
+    /// mutations, upstream's `HasPatchTypes`).
+    pub patch_types: bool,
 }
 
 impl AdmissionEnv {
@@ -69,6 +72,7 @@ impl AdmissionEnv {
             object: Ty::Dyn,
             params: None,
             variables: None,
+            patch_types: false,
         }
     }
 
@@ -78,6 +82,17 @@ impl AdmissionEnv {
             object: Ty::Dyn,
             params: has_params.then_some(Ty::Dyn),
             variables: Some(Vec::new()),
+            patch_types: false,
+        }
+    }
+
+    /// [`AdmissionEnv::policy`] with the patch types declared: a mutation's expression.
+    pub fn with_patch_types(&self) -> Self {
+        Self {
+            object: self.object.clone(),
+            params: self.params.clone(),
+            variables: self.variables.clone(),
+            patch_types: true,
         }
     }
 
@@ -104,7 +119,7 @@ impl AdmissionEnv {
 
     /// Checks `expr`; the error is cel-go's issues text.
     pub fn check(&self, expr: &str) -> Result<Checked, String> {
-        check(expr, &self.vars())
+        check_with(expr, &self.vars(), self.patch_types)
     }
 
     /// Upstream's `CompileCELExpression` with the result types the field allows (none: any):

@@ -9,6 +9,7 @@ pub mod check;
 pub mod cost;
 pub mod env;
 pub mod funcs;
+mod literals;
 mod locate;
 pub mod runtime;
 pub mod types;
@@ -60,9 +61,11 @@ impl std::fmt::Debug for Expr {
 
 impl Expr {
     pub fn compile(source: &str) -> Result<Self, String> {
+        let mut program = parse(source)?;
+        literals::structs_as_maps(&mut program);
         Ok(Self {
             source: source.to_string(),
-            program: parse(source)?,
+            program,
         })
     }
 }
@@ -115,6 +118,42 @@ pub fn eval_string(expr: &Expr, vars: &[(&str, Value)]) -> Result<Option<String>
             type_name(&other)
         )),
     }
+}
+
+/// A CEL value as JSON (what a mutation's result is applied as); functions and opaque
+/// values have no JSON form.
+pub fn to_json(v: &Value) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    Ok(match v {
+        Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::UInt(u) => J::from(*u),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .ok_or_else(|| format!("{f} has no JSON form"))?,
+        Value::String(s) => J::String(s.to_string()),
+        Value::List(l) => J::Array(l.iter().map(to_json).collect::<Result<_, _>>()?),
+        Value::Map(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in m.map.iter() {
+                let key = match k {
+                    Key::String(s) => s.to_string(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                out.insert(key, to_json(v)?);
+            }
+            J::Object(out)
+        }
+        other => {
+            return Err(format!(
+                "a {} has no JSON form",
+                runtime::value_type_name(other)
+            ))
+        }
+    })
 }
 
 fn type_name(v: &Value) -> &'static str {

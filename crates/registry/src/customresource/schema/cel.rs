@@ -150,15 +150,17 @@ impl RuleTree {
         if !node.validations.is_empty() {
             let rules: Vec<Rule> = node.validations.iter().map(Rule::parse).collect();
             // What kube-cel evaluates: optionalOldSelf rules see `oldSelf` as an optional, as
-            // upstream binds it, where kube-cel binds a plain value or null.
+            // upstream binds it, where kube-cel binds a plain value or null; optional field
+            // selection, which kube-cel does not parse, spelled out.
             let evaluated: Vec<String> = rules
                 .iter()
                 .map(|r| {
-                    if r.optional_old_self == Some(true) {
+                    let rule = if r.optional_old_self == Some(true) {
                         optional_old_self(&r.rule)
                     } else {
                         r.rule.clone()
-                    }
+                    };
+                    super::optional_syntax::desugar(&rule)
                 })
                 .collect();
             let mut subtree = raw.clone();
@@ -239,7 +241,7 @@ pub fn validate(tree: &RuleTree, obj: &Value, old: Option<&Value>) -> Vec<FieldE
 /// `optionalOldSelf` rules. Occurrences inside string literals are left alone.
 fn optional_old_self(rule: &str) -> String {
     const NAME: &str = "oldSelf";
-    const OPTIONAL: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
+    const OPTIONAL: &str = super::optional_syntax::OPTIONAL_OLD_SELF;
     let mut out = String::with_capacity(rule.len().saturating_add(OPTIONAL.len()));
     let mut quote: Option<char> = None;
     let mut prev: Option<char> = None;

@@ -23,6 +23,7 @@ mod formats;
 mod goval;
 mod listtype;
 mod node;
+mod optional_syntax;
 mod prune;
 mod published;
 mod rules;

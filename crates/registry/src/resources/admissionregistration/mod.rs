@@ -2,8 +2,10 @@
 //! validating admission policies (with `/status`) and their bindings, with upstream's
 //! defaults (`pkg/apis/admissionregistration/v1/defaults.go`) and validation
 //! (`pkg/apis/admissionregistration/validation`). v1 is served by default; v1beta1 (the
-//! policies and bindings, stored as v1) only when `--runtime-config` turns it on, as upstream.
+//! policies and bindings, stored as v1) only when `--runtime-config` turns it on, as upstream;
+//! v1alpha1 (mutating admission policies and bindings) likewise.
 
+mod mutating_policy;
 mod policy_validation;
 mod validation;
 
@@ -30,10 +32,17 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
         Arc::new(ValidatingAdmissionPolicyV1beta1Strategy) as Arc<dyn Strategy>,
         Arc::new(ValidatingAdmissionPolicyBindingV1beta1Strategy),
     ];
+    let v1alpha1 = [
+        Arc::new(mutating_policy::MutatingAdmissionPolicyStrategy) as Arc<dyn Strategy>,
+        Arc::new(mutating_policy::MutatingAdmissionPolicyBindingStrategy),
+    ];
     let mut group = strategy_group(ctx, GROUP, "v1", table);
     group
         .versions
         .extend(strategy_group(ctx, GROUP, "v1beta1", v1beta1).versions);
+    group
+        .versions
+        .extend(strategy_group(ctx, GROUP, "v1alpha1", v1alpha1).versions);
     vec![group]
 }
 

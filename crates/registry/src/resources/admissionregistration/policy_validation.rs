@@ -16,7 +16,7 @@ const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge"];
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 
 /// `validateMatchResources`.
-fn match_resources(errs: &mut Vec<FieldError>, m: &Value, p: &str) {
+pub(super) fn match_resources(errs: &mut Vec<FieldError>, m: &Value, p: &str) {
     match s(m, "matchPolicy") {
         None => errs.push(FieldError::required(format!("{p}.matchPolicy"), "")),
         Some(x) if !MATCH_POLICIES.contains(&x) => errs.push(FieldError::not_supported(
@@ -93,48 +93,14 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
     // Upstream compiles the variables first: every other expression may read them.
     let has_params = spec.get("paramKind").is_some_and(|v| !v.is_null());
     let mut env = AdmissionEnv::policy(has_params);
-    let checked: Vec<Result<(), String>> = items(spec.get("variables"))
-        .map(|(_, v)| {
-            let name = s(v, "name").unwrap_or_default();
-            let expr = s(v, "expression").unwrap_or_default();
-            env.declare(name, expr).map(|_| ())
-        })
-        .collect();
+    let variable_errs = variables(&spec, &mut env);
     match_conditions(
         &mut errs,
         spec.get("matchConditions"),
         "spec.matchConditions",
         &env,
     );
-    for (i, v) in items(spec.get("variables")) {
-        let p = format!("spec.variables[{i}]");
-        let name = s(v, "name").unwrap_or_default();
-        if name.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(name) {
-            errs.push(FieldError::invalid(
-                format!("{p}.name"),
-                name,
-                "name is not a valid CEL identifier",
-            ));
-        }
-        let expr = s(v, "expression").unwrap_or_default();
-        if expr.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.expression"),
-                "expression is not specified",
-            ));
-        } else if let Some(Err(e)) = checked.get(i) {
-            errs.push(FieldError::invalid(
-                format!("{p}.expression"),
-                expr,
-                format!("compilation failed: {e}"),
-            ));
-        }
-    }
+    errs.extend(variable_errs);
     let validations: Vec<(usize, &Value)> = items(spec.get("validations")).collect();
     let annotations: Vec<(usize, &Value)> = items(spec.get("auditAnnotations")).collect();
     if validations.is_empty() && annotations.is_empty() {
@@ -196,6 +162,49 @@ pub fn policy(obj: &Object) -> Vec<FieldError> {
     errs
 }
 
+/// `validateVariable` for each of `spec.variables`, declaring each in `env` for the
+/// expressions after it; the errors are returned to be reported where upstream reports them.
+pub(super) fn variables(spec: &Value, env: &mut AdmissionEnv) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let checked: Vec<Result<(), String>> = items(spec.get("variables"))
+        .map(|(_, v)| {
+            let name = s(v, "name").unwrap_or_default();
+            let expr = s(v, "expression").unwrap_or_default();
+            env.declare(name, expr).map(|_| ())
+        })
+        .collect();
+    for (i, v) in items(spec.get("variables")) {
+        let p = format!("spec.variables[{i}]");
+        let name = s(v, "name").unwrap_or_default();
+        if name.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(name) {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                name,
+                "name is not a valid CEL identifier",
+            ));
+        }
+        let expr = s(v, "expression").unwrap_or_default();
+        if expr.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.expression"),
+                "expression is not specified",
+            ));
+        } else if let Some(Err(e)) = checked.get(i) {
+            errs.push(FieldError::invalid(
+                format!("{p}.expression"),
+                expr,
+                format!("compilation failed: {e}"),
+            ));
+        }
+    }
+    errs
+}
+
 fn validation(errs: &mut Vec<FieldError>, env: &AdmissionEnv, v: &Value, p: &str) {
     let expr = s(v, "expression").unwrap_or_default();
     if expr.trim().is_empty() {
@@ -241,7 +250,7 @@ fn validation(errs: &mut Vec<FieldError>, env: &AdmissionEnv, v: &Value, p: &str
     one_of(errs, v, "reason", REASONS, p);
 }
 
-fn param_kind(errs: &mut Vec<FieldError>, pk: &Value) {
+pub(super) fn param_kind(errs: &mut Vec<FieldError>, pk: &Value) {
     let av = s(pk, "apiVersion").unwrap_or_default();
     if av.is_empty() {
         errs.push(FieldError::required("spec.paramKind.apiVersion", ""));
@@ -330,48 +339,7 @@ pub fn binding(obj: &Object) -> Vec<FieldError> {
             errs.push(FieldError::invalid("spec.policyName", policy, e));
         }
     }
-    if let Some(pr) = spec.get("paramRef").filter(|v| !v.is_null()) {
-        let name = s(pr, "name").unwrap_or_default();
-        let selector = pr.get("selector").filter(|v| !v.is_null());
-        if !name.is_empty() {
-            for e in is_valid_path_segment_name(name) {
-                errs.push(FieldError::invalid("spec.paramRef.name", name, e));
-            }
-            if selector.is_some() {
-                errs.push(FieldError::forbidden(
-                    "spec.paramRef.name",
-                    "name and selector are mutually exclusive",
-                ));
-            }
-        }
-        if selector.is_some() {
-            validate_label_selector(&mut errs, selector, "spec.paramRef.selector");
-            if !name.is_empty() {
-                errs.push(FieldError::forbidden(
-                    "spec.paramRef.selector",
-                    "name and selector are mutually exclusive",
-                ));
-            }
-        }
-        if name.is_empty() && selector.is_none() {
-            errs.push(FieldError::required(
-                "spec.paramRef",
-                "one of name or selector must be specified",
-            ));
-        }
-        match s(pr, "parameterNotFoundAction") {
-            None | Some("") => errs.push(FieldError::required(
-                "spec.paramRef.parameterNotFoundAction",
-                "",
-            )),
-            Some(a) if a != "Deny" && a != "Allow" => errs.push(FieldError::not_supported(
-                "spec.paramRef.parameterNotFoundAction",
-                a,
-                &["Deny", "Allow"],
-            )),
-            _ => {}
-        }
-    }
+    param_ref(&mut errs, &spec);
     if let Some(m) = spec.get("matchResources").filter(|v| !v.is_null()) {
         // upstream's field path has this spelling
         match_resources(&mut errs, m, "spec.matchResouces");
@@ -407,4 +375,50 @@ pub fn binding(obj: &Object) -> Vec<FieldError> {
         ));
     }
     errs
+}
+
+/// `validateParamRef` of a binding's `spec.paramRef`.
+pub(super) fn param_ref(errs: &mut Vec<FieldError>, spec: &Value) {
+    if let Some(pr) = spec.get("paramRef").filter(|v| !v.is_null()) {
+        let name = s(pr, "name").unwrap_or_default();
+        let selector = pr.get("selector").filter(|v| !v.is_null());
+        if !name.is_empty() {
+            for e in is_valid_path_segment_name(name) {
+                errs.push(FieldError::invalid("spec.paramRef.name", name, e));
+            }
+            if selector.is_some() {
+                errs.push(FieldError::forbidden(
+                    "spec.paramRef.name",
+                    "name and selector are mutually exclusive",
+                ));
+            }
+        }
+        if selector.is_some() {
+            validate_label_selector(errs, selector, "spec.paramRef.selector");
+            if !name.is_empty() {
+                errs.push(FieldError::forbidden(
+                    "spec.paramRef.selector",
+                    "name and selector are mutually exclusive",
+                ));
+            }
+        }
+        if name.is_empty() && selector.is_none() {
+            errs.push(FieldError::required(
+                "spec.paramRef",
+                "one of name or selector must be specified",
+            ));
+        }
+        match s(pr, "parameterNotFoundAction") {
+            None | Some("") => errs.push(FieldError::required(
+                "spec.paramRef.parameterNotFoundAction",
+                "",
+            )),
+            Some(a) if a != "Deny" && a != "Allow" => errs.push(FieldError::not_supported(
+                "spec.paramRef.parameterNotFoundAction",
+                a,
+                &["Deny", "Allow"],
+            )),
+            _ => {}
+        }
+    }
 }

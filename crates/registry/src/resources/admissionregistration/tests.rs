@@ -143,3 +143,61 @@ fn policy_and_binding_validation() {
         vec!["spec.validationActions: Required value: at least one validation action is required"]
     );
 }
+
+fn mutating(spec: Value) -> Vec<String> {
+    let s = mutating_policy::MutatingAdmissionPolicyStrategy;
+    let o = decode(&s, json!({"metadata": {"name": "p"}, "spec": spec}));
+    errors(s.validate(&o))
+}
+
+#[test]
+fn mutating_policy_defaults_and_validation_are_upstreams() {
+    let rules = json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]});
+    let ok = json!({"matchConstraints": rules, "reinvocationPolicy": "Never",
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/x', value: 1}]"}},
+            {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{spec: Object.spec{x: 1}}"}}]});
+    assert_eq!(mutating(ok.clone()), Vec::<String>::new());
+    let s = mutating_policy::MutatingAdmissionPolicyStrategy;
+    let o = decode(&s, json!({"metadata": {"name": "p"}, "spec": ok}));
+    assert_eq!(o.get("spec").unwrap()["failurePolicy"], "Fail");
+    assert_eq!(
+        o.get("spec").unwrap()["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+    assert_eq!(
+        mutating(json!({"matchConstraints": {"resourceRules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["x"]}]}})),
+        [
+            "spec.matchConstraints.resourceRules.operations: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"",
+            "spec.mutations: Required value: mutations must contain at least one item",
+            "spec.reinvocationPolicy: Required value",
+        ]
+    );
+    let e = mutating(
+        json!({"matchConstraints": rules, "reinvocationPolicy": "Sometimes",
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "[JSONPatch{op: 'add'}]"}},
+            {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{nope: 1}]"}}]}),
+    );
+    assert!(
+        e[0].contains("must evaluate to Object but got list(JSONPatch)"),
+        "{e:?}"
+    );
+    assert!(e[1].contains("undefined field 'nope'"), "{e:?}");
+    assert!(
+        e[2].starts_with("spec.reinvocationPolicy: Unsupported value: \"Sometimes\""),
+        "{e:?}"
+    );
+    let b = mutating_policy::MutatingAdmissionPolicyBindingStrategy;
+    let o = decode(
+        &b,
+        json!({"metadata": {"name": "b"}, "spec": {"paramRef": {"name": "x"},
+        "matchResources": {"resourceRules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["x"]}]}}}),
+    );
+    assert_eq!(
+        errors(b.validate(&o)),
+        [
+            "spec.policyName: Required value",
+            "spec.paramRef.parameterNotFoundAction: Required value",
+            "spec.matchResources.resourceRules.operations: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"",
+        ]
+    );
+}

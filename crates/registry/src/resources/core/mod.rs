@@ -1,5 +1,6 @@
 //! The legacy core group (`/api/v1`).
 
+pub mod componentstatus;
 pub mod configmap;
 pub mod connect;
 pub mod connect_options;
@@ -68,6 +69,12 @@ pub async fn group(ctx: &BuildContext) -> Result<ApiGroupInfo, ApiError> {
         stores,
     ));
     s.push(Arc::new(pod_subresources::binding_storage(pods.clone())));
+    s.push(Arc::new(pod_subresources::legacy_binding_storage(
+        pods.clone(),
+    )));
+    s.push(Arc::new(componentstatus::ComponentStatusStorage::new(
+        ctx.config.storage.clone(),
+    )));
     s.push(Arc::new(ephemeral::EphemeralContainersStorage::new(
         pods.clone(),
     )));

@@ -48,6 +48,32 @@ fn default_container(c: &mut Map<String, Value>) {
     }
 }
 
+/// A request left unset takes the container's limit (`SetDefaults_Pod`: pods only, so that
+/// admission such as LimitRanger sees it; templates keep what they were given).
+fn default_requests_to_limits(c: &mut Map<String, Value>) {
+    let Some(Value::Object(resources)) = c.get_mut("resources") else {
+        return;
+    };
+    let Some(Value::Object(limits)) = resources.get("limits") else {
+        return;
+    };
+    let limits = limits.clone();
+    if limits.is_empty() {
+        return;
+    }
+    let requests = resources
+        .entry("requests")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if requests.is_null() {
+        *requests = Value::Object(Map::new());
+    }
+    if let Value::Object(requests) = requests {
+        for (name, limit) in limits {
+            requests.entry(name).or_insert(limit);
+        }
+    }
+}
+
 /// Upstream's pod spec defaults (also used for templates of workloads).
 pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     default_in(spec, "restartPolicy", json!("Always"));
@@ -254,6 +280,13 @@ impl Strategy for PodStrategy {
             default_pod_spec(spec);
             // SetDefaults_Pod, not the pod spec defaults: templates do not get it
             default_in(spec, "enableServiceLinks", json!(true));
+            for key in ["containers", "initContainers"] {
+                if let Some(Value::Array(cs)) = spec.get_mut(key) {
+                    for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                        default_requests_to_limits(c);
+                    }
+                }
+            }
         }
     }
     fn prepare_for_create(&self, obj: &mut Object) {
@@ -306,5 +339,43 @@ mod tests {
         assert_eq!(pull_policy("nginx:1.25"), "IfNotPresent");
         assert_eq!(pull_policy("localhost:5000/nginx"), "Always");
         assert_eq!(pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+
+    /// kube-apiserver 1.28.7 copies an unset request from the limit before admission, so
+    /// LimitRanger's default request (e2e `limit_range.go`'s partial pod) does not replace it.
+    #[test]
+    fn requests_default_to_limits() {
+        let mut pod = Object::from_value(json!({"metadata": {"name": "p"}, "spec": {
+            "containers": [
+                {"name": "a", "image": "i", "resources": {
+                    "limits": {"cpu": "300m"},
+                    "requests": {"memory": "150Mi", "ephemeral-storage": "150Gi"}}},
+                {"name": "b", "image": "i", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "c", "image": "i", "resources": {"limits": {}}},
+                {"name": "d", "image": "i", "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}},
+            ],
+            "initContainers": [{"name": "i", "image": "i", "resources": {"limits": {"memory": "1Gi"}}}],
+            "ephemeralContainers": [{"name": "e", "image": "i", "resources": {"limits": {"cpu": "1"}}}],
+        }}))
+        .unwrap();
+        PodStrategy.defaults(&mut pod);
+        let spec = &pod.as_map()["spec"];
+        let requests = |key: &str, i: usize| spec[key][i]["resources"].get("requests").cloned();
+        assert_eq!(
+            requests("containers", 0),
+            Some(json!({"cpu": "300m", "memory": "150Mi", "ephemeral-storage": "150Gi"}))
+        );
+        assert_eq!(
+            requests("containers", 1),
+            Some(json!({"cpu": "1", "memory": "1Gi"}))
+        );
+        // Go omits the empty map it makes
+        assert_eq!(requests("containers", 2), None);
+        assert_eq!(requests("containers", 3), Some(json!({"cpu": "1"})));
+        assert_eq!(
+            requests("initContainers", 0),
+            Some(json!({"memory": "1Gi"}))
+        );
+        assert_eq!(requests("ephemeralContainers", 0), None);
     }
 }

@@ -35,8 +35,10 @@ const DISRUPTION_BUDGET_CAUSE: &str = "DisruptionBudget";
 
 /// What a named create of these subresources answers (the handler's 201 becomes its code).
 fn success() -> Object {
+    // Upstream's field order: kind first.
     let mut status = Object::new();
-    status.set_api_version_kind("v1", "Status");
+    status.insert("kind", json!("Status"));
+    status.insert("apiVersion", json!("v1"));
     status.insert("metadata", json!({}));
     status.insert("status", json!("Success"));
     status.insert("code", json!(201));
@@ -83,6 +85,18 @@ pub fn binding_storage(pods: Store) -> BindingStorage {
     )
 }
 
+/// `POST /api/v1/namespaces/{ns}/bindings`, the legacy binding endpoint (upstream's
+/// `LegacyBindingREST`): the same bind as `pods/binding`, the pod named by the body.
+pub fn legacy_binding_storage(pods: Store) -> BindingStorage {
+    CreateOnly::new(
+        ResourceInfo {
+            singular: "binding".into(),
+            ..ResourceInfo::new("", "v1", "bindings", "Binding", true)
+        },
+        Binder { pods },
+    )
+}
+
 /// Upstream's `ValidatePodBinding`; its errors are an aggregate, not a Status error, so
 /// upstream answers them as a 500 with no reason.
 fn validate_binding(binding: &Object) -> Result<(), ApiError> {
@@ -124,6 +138,10 @@ impl Creater for Binder {
         validate_binding(&binding)?;
         validate(binding.clone()).await?;
         let name = binding.name().to_string();
+        // Only the legacy `bindings` can get here unnamed; upstream's key function refuses it.
+        if name.is_empty() {
+            return Err(ApiError::bad_request("Name parameter required."));
+        }
         let node = str_at(&binding, &["target", "name"]).to_string();
         let annotations = binding.annotations();
         let preconditions = Preconditions {

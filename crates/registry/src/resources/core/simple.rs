@@ -114,8 +114,10 @@ impl Strategy for EventStrategy {
             "type",
         ]))
     }
+    // upstream's field set falls back to `reportingComponent` for events without a source
+    // (those written through events.k8s.io/v1)
     fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
-        &[("source", "source.component")]
+        &[("source", "source.component|reportingComponent")]
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

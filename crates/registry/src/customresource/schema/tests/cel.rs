@@ -246,3 +246,36 @@ fn validate_object_runs_rules_only_without_blocking_errors() {
         .validate_object(&json!({"n": 5}), Some(&json!({"n": 5})))
         .is_empty());
 }
+
+#[test]
+fn optional_field_selection_is_evaluated() {
+    let s = compiled(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"},
+            "inner": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        "x-kubernetes-validations": [
+            {"rule": "self.?min.orValue(0) <= self.?max.orValue(10)", "message": "min above max"},
+            {"rule": "self.?inner.?n.orValue(1) > 0", "message": "n not positive"},
+            {"rule": "!self.?inner.hasValue() || self.inner.?n.hasValue()", "message": "inner without n"}
+        ]}}}),
+    );
+    assert!(s.validate_rules(&json!({"spec": {}}), None).is_empty());
+    assert!(s
+        .validate_rules(&json!({"spec": {"min": 3, "inner": {"n": 2}}}), None)
+        .is_empty());
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"min": 11}}), None)),
+        vec![r#"spec: Invalid value: "object": min above max"#]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"max": 1, "min": 2, "inner": {}}}), None)),
+        vec![
+            r#"spec: Invalid value: "object": min above max"#,
+            r#"spec: Invalid value: "object": inner without n"#
+        ]
+    );
+    assert_eq!(
+        messages(&s.validate_rules(&json!({"spec": {"inner": {"n": -1}}}), None)),
+        vec![r#"spec: Invalid value: "object": n not positive"#]
+    );
+}
