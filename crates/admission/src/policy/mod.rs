@@ -112,6 +112,41 @@ fn request_vars_as(
 /// Compiled policies by (uid, generation).
 type PolicyCache = HashMap<(String, i64), Arc<Policy>>;
 
+/// The policies by name, compiled once per (uid, generation): what the cache held for the
+/// others, the cache left with only the current ones.
+fn compiled_policies(
+    cache: &Mutex<PolicyCache>,
+    objs: &BTreeMap<String, Object>,
+) -> BTreeMap<String, Arc<Policy>> {
+    let Ok(mut cache) = cache.lock() else {
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    let mut keep = HashMap::new();
+    for o in objs.values() {
+        let key = (o.uid().to_string(), o.generation());
+        let p = cache
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Policy::compile(o)));
+        keep.insert(key, p.clone());
+        out.insert(o.name().to_string(), p);
+    }
+    *cache = keep;
+    out
+}
+
+/// The bindings that parse, by name.
+fn sorted_bindings(objs: &BTreeMap<String, Object>) -> Vec<Arc<Binding>> {
+    let mut v: Vec<Arc<Binding>> = objs
+        .values()
+        .filter_map(Binding::parse)
+        .map(Arc::new)
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
 /// What one binding decided.
 enum Decision {
     Pass,
@@ -542,36 +577,13 @@ fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
         watcher.clone(),
         Arc::new(move |objs: &BTreeMap<String, Object>| {
             write_status(&status_writer, &status_schemas, objs);
-            let Ok(mut cache) = cache.lock() else {
-                return BTreeMap::new();
-            };
-            let mut out = BTreeMap::new();
-            let mut keep = HashMap::new();
-            for o in objs.values() {
-                let key = (o.uid().to_string(), o.generation());
-                let p = cache
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::new(Policy::compile(o)));
-                keep.insert(key, p.clone());
-                out.insert(o.name().to_string(), p);
-            }
-            *cache = keep;
-            out
+            compiled_policies(&cache, objs)
         }),
     );
     let bindings = Informer::new(
         GroupResource::new(GROUP, "validatingadmissionpolicybindings"),
         watcher,
-        Arc::new(|objs: &BTreeMap<String, Object>| {
-            let mut v: Vec<Arc<Binding>> = objs
-                .values()
-                .filter_map(Binding::parse)
-                .map(Arc::new)
-                .collect();
-            v.sort_by(|a, b| a.name.cmp(&b.name));
-            v
-        }),
+        Arc::new(sorted_bindings),
     );
     // Upstream's controller re-checks a policy only when it changes; kapi also re-checks when
     // a custom resource definition does, so a policy written before its CRD gets its warnings.

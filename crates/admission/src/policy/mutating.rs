@@ -8,7 +8,8 @@
 
 use super::compiled::{Binding, Mutation, Policy};
 use super::{
-    bind_variables, binding_applies, cel, collect_params, conditions_hold, is_exempt, request_vars,
+    bind_variables, binding_applies, cel, collect_params, compiled_policies, conditions_hold,
+    is_exempt, request_vars, sorted_bindings, PolicyCache,
 };
 use crate::objects::ObjectStore;
 use crate::registry::{AdmissionError, PluginContext, Plugins};
@@ -18,7 +19,7 @@ use async_trait::async_trait;
 use kapi_machinery::error::StatusCause;
 use kapi_machinery::{ApiError, GroupResource, GroupVersionResource, Object, StatusReason};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 pub const PLUGIN_NAME: &str = "MutatingAdmissionPolicy";
@@ -251,9 +252,6 @@ impl MutationInterface for MutatingPolicies {
     }
 }
 
-/// Compiled policies by (uid, generation).
-type PolicyCache = HashMap<(String, i64), Arc<Policy>>;
-
 fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
     let watcher = ctx.watcher(PLUGIN_NAME)?;
     let objects = ctx.objects(PLUGIN_NAME)?;
@@ -261,37 +259,12 @@ fn build(ctx: &PluginContext) -> Result<Arc<dyn Interface>, AdmissionError> {
     let policies = Informer::new(
         GroupResource::new(GROUP, "mutatingadmissionpolicies"),
         watcher.clone(),
-        Arc::new(move |objs: &BTreeMap<String, Object>| {
-            let Ok(mut cache) = cache.lock() else {
-                return BTreeMap::new();
-            };
-            let mut out = BTreeMap::new();
-            let mut keep = HashMap::new();
-            for o in objs.values() {
-                let key = (o.uid().to_string(), o.generation());
-                let p = cache
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::new(Policy::compile(o)));
-                keep.insert(key, p.clone());
-                out.insert(o.name().to_string(), p);
-            }
-            *cache = keep;
-            out
-        }),
+        Arc::new(move |objs: &BTreeMap<String, Object>| compiled_policies(&cache, objs)),
     );
     let bindings = Informer::new(
         GroupResource::new(GROUP, "mutatingadmissionpolicybindings"),
         watcher,
-        Arc::new(|objs: &BTreeMap<String, Object>| {
-            let mut v: Vec<Arc<Binding>> = objs
-                .values()
-                .filter_map(Binding::parse)
-                .map(Arc::new)
-                .collect();
-            v.sort_by(|a, b| a.name.cmp(&b.name));
-            v
-        }),
+        Arc::new(sorted_bindings),
     );
     Ok(Arc::new(MutatingPolicies {
         enabled: ctx.feature_enabled(FEATURE_GATE, true),

@@ -118,6 +118,16 @@ fn default_webhooks(obj: &mut Object, mutating: bool) {
     }
 }
 
+/// A policy binding's defaults: those of its `spec.matchResources`.
+fn default_binding(obj: &mut Object) {
+    if let Some(Value::Object(m)) = obj
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("matchResources"))
+    {
+        default_match_resources(m);
+    }
+}
+
 /// `SetDefaults_MatchResources`.
 fn default_match_resources(m: &mut Map<String, Value>) {
     default_in(m, "matchPolicy", json!("Equivalent"));
@@ -249,12 +259,7 @@ macro_rules! policy_strategies {
                 true
             }
             fn defaults(&self, obj: &mut Object) {
-                if let Some(Value::Object(m)) = obj
-                    .get_mut("spec")
-                    .and_then(|s| s.get_mut("matchResources"))
-                {
-                    default_match_resources(m);
-                }
+                default_binding(obj);
             }
             fn validate(&self, obj: &Object) -> Vec<FieldError> {
                 policy_validation::binding(obj)

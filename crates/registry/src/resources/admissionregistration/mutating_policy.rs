@@ -68,12 +68,7 @@ impl Strategy for MutatingAdmissionPolicyBindingStrategy {
         true
     }
     fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(m)) = obj
-            .get_mut("spec")
-            .and_then(|s| s.get_mut("matchResources"))
-        {
-            default_match_resources(m);
-        }
+        super::default_binding(obj);
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         binding(obj)
