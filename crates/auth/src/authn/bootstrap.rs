@@ -12,7 +12,7 @@
 //! tokens are good for the server's own audiences only.
 
 use super::serviceaccount::ServiceAccountLookup;
-use super::{intersect, TokenAuthenticated, TokenAuthenticator, TokenUser};
+use super::{audiences_for, TokenAuthenticated, TokenAuthenticator, TokenUser};
 use async_trait::async_trait;
 use base64::Engine;
 use kapi_machinery::{Object, UserInfo};
@@ -202,16 +202,8 @@ impl TokenAuthenticator for BootstrapTokenAuthenticator {
         token: &str,
         audiences: Option<&[String]>,
     ) -> TokenAuthenticated {
-        // Upstream's audience-agnostic wrapper: good for the server's audiences only.
-        let auds = match audiences {
-            Some(wanted) => {
-                let both = intersect(&self.api_audiences, wanted);
-                if both.is_empty() {
-                    return TokenAuthenticated::NotMine;
-                }
-                both
-            }
-            None => self.api_audiences.clone(),
+        let Some(auds) = audiences_for(&self.api_audiences, audiences) else {
+            return TokenAuthenticated::NotMine;
         };
         match self.authenticate_at(token, chrono::Utc::now()).await {
             Ok(Some(user)) => TokenAuthenticated::User(TokenUser {

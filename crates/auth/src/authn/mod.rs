@@ -203,6 +203,16 @@ pub(crate) fn go_quote_list(items: &[String]) -> String {
     format!("[{}]", quoted.join(" "))
 }
 
+/// Upstream's audience-agnostic token authenticator wrapper: a token good for the server's
+/// audiences only. The audiences a request asked for that the server has (`None` when it asked
+/// for others only), or the server's when it asked for none.
+pub fn audiences_for(api_audiences: &[String], wanted: Option<&[String]>) -> Option<Vec<String>> {
+    match wanted {
+        Some(wanted) => Some(intersect(api_audiences, wanted)).filter(|both| !both.is_empty()),
+        None => Some(api_audiences.to_vec()),
+    }
+}
+
 /// The audiences in both lists, in `a`'s order.
 pub fn intersect(a: &[String], b: &[String]) -> Vec<String> {
     a.iter().filter(|x| b.contains(x)).cloned().collect()

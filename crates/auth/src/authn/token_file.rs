@@ -4,7 +4,7 @@
 //! commas. Tokens carry no audience of their own: they are good for the server's audiences
 //! only (upstream's audience-agnostic wrapper).
 
-use super::{intersect, TokenAuthenticated, TokenAuthenticator, TokenUser};
+use super::{audiences_for, TokenAuthenticated, TokenAuthenticator, TokenUser};
 use async_trait::async_trait;
 use kapi_machinery::UserInfo;
 use std::collections::HashMap;
@@ -96,15 +96,8 @@ impl TokenAuthenticator for StaticTokens {
         token: &str,
         audiences: Option<&[String]>,
     ) -> TokenAuthenticated {
-        let auds = match audiences {
-            Some(wanted) => {
-                let both = intersect(&self.api_audiences, wanted);
-                if both.is_empty() {
-                    return TokenAuthenticated::NotMine;
-                }
-                both
-            }
-            None => self.api_audiences.clone(),
+        let Some(auds) = audiences_for(&self.api_audiences, audiences) else {
+            return TokenAuthenticated::NotMine;
         };
         match self.tokens.get(token) {
             Some(user) => TokenAuthenticated::User(TokenUser {
