@@ -3,7 +3,8 @@
 # (the storage conformance suite against a real etcd and the embedded store, the in-process
 # server tests with the kube crate, the check that the generated protobuf table is current),
 # then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
-# admission, rbac, node authorization, auth, audit, validate, envtest) and the official Python and JavaScript clients (e2e/clients.sh, both backends),
+# admission, mutating admission policy, rbac, node authorization, auth, audit, validate, envtest)
+# and the official Python and JavaScript clients (e2e/clients.sh, both backends),
 # the kubelet-facing subresources through a kubelet stand-in (e2e/kubelet-proxy.sh, both backends),
 # a cluster of upstream's scheduler, controller manager and hollow kubelets on kapi (e2e/cluster.sh,
 # both backends; skipped with one line when the upstream binaries are absent),
