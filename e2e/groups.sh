@@ -58,6 +58,9 @@ Y
     k get pc "pc-$NS" -o 'jsonpath={.preemptionPolicy}'
   expect_eq "system-node-critical bootstrapped" '2000001000' \
     k get pc system-node-critical -o 'jsonpath={.value}'
+  expect_fail "a system priority class cannot be deleted" \
+    'Error from server (Forbidden): priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted' \
+    k delete pc system-node-critical
   expect_fail "priorityclass value immutable" 'value: Forbidden: may not be changed in an update.' \
     k patch pc "pc-$NS" --type=merge -p '{"value":11}'
   expect_fail "system- prefix reserved" "priority class names with 'system-' prefix are reserved for system use only" \

@@ -323,6 +323,13 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// A kind's refusal of a delete by name, before the object is read (upstream's
+    /// `REST.Delete` overrides, e.g. the system priority classes). A collection delete goes
+    /// around it, as upstream's `DeleteCollection` calls the generic delete.
+    fn refuse_delete(&self, _name: &str) -> Option<ApiError> {
+        None
+    }
+
     /// Runs in place of the generic delete's first step; `Some` replaces the object to store
     /// with a deleting form of it (namespaces turn Terminating), `Err` refuses the delete. A
     /// replacement that sets `deletionTimestamp` itself is stored as it is, without the

@@ -7,7 +7,7 @@ use crate::rest::{ApiGroupInfo, ResourceInfo};
 use crate::strategy::Strategy;
 use crate::BuildContext;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kapi_machinery::{FieldError, Object};
+use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -72,6 +72,18 @@ impl Strategy for PriorityClassStrategy {
     }
     fn defaults(&self, obj: &mut Object) {
         default_at(obj, &[], "preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+    fn refuse_delete(&self, name: &str) -> Option<ApiError> {
+        SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .any(|(n, ..)| *n == name)
+            .then(|| {
+                ApiError::forbidden(
+                    &GroupResource::new(GROUP, "priorityclasses"),
+                    name,
+                    "this is a system priority class and cannot be deleted",
+                )
+            })
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
@@ -139,6 +151,19 @@ mod tests {
             .decode(Object::from_value(v).unwrap(), FieldValidation::Strict)
             .unwrap()
             .0
+    }
+
+    #[test]
+    fn system_classes_refuse_a_delete_by_name() {
+        let refused = PriorityClassStrategy
+            .refuse_delete("system-node-critical")
+            .unwrap();
+        assert_eq!(refused.code, 403);
+        assert_eq!(
+            refused.message,
+            r#"priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted"#
+        );
+        assert!(PriorityClassStrategy.refuse_delete("high").is_none());
     }
 
     #[test]

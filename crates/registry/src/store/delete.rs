@@ -243,6 +243,9 @@ impl GracefulDeleter for Store {
         validate: ValidateObjectFn,
         opts: &DeleteOptions,
     ) -> Result<DeleteResult, ApiError> {
+        if let Some(refused) = self.strategy.refuse_delete(name) {
+            return Err(refused);
+        }
         self.delete_impl(ctx, name, &validate, opts).await
     }
 }
