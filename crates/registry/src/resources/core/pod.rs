@@ -160,6 +160,47 @@ pub fn validate_pod_spec(errs: &mut Vec<FieldError>, spec: Option<&Value>, prefi
             DNS_POLICIES,
         ));
     }
+    validate_sysctls(
+        errs,
+        spec.and_then(|s| s.get("securityContext"))
+            .and_then(|c| c.get("sysctls")),
+        &format!("{prefix}.securityContext.sysctls"),
+    );
+}
+
+/// Upstream's `SysctlContainSlashFmt`, anchored, as its error prints it.
+const SYSCTL_NAME: &str = r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+/// Upstream's `SysctlMaxLength`.
+const SYSCTL_MAX_LENGTH: usize = 253;
+
+/// Upstream's `validateSysctls`: each name present, a sysctl name, and not repeated.
+fn validate_sysctls(errs: &mut Vec<FieldError>, sysctls: Option<&Value>, path: &str) {
+    static NAME: std::sync::LazyLock<Option<regex::Regex>> =
+        std::sync::LazyLock::new(|| regex::Regex::new(SYSCTL_NAME).ok());
+    let Some(items) = sysctls.and_then(Value::as_array) else {
+        return;
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, s) in items.iter().enumerate() {
+        let name = s.get("name").and_then(Value::as_str).unwrap_or_default();
+        let field = format!("{path}[{i}].name");
+        let valid =
+            name.len() <= SYSCTL_MAX_LENGTH && NAME.as_ref().is_some_and(|re| re.is_match(name));
+        if name.is_empty() {
+            errs.push(FieldError::required(field, ""));
+        } else if !valid {
+            errs.push(FieldError::invalid(
+                field,
+                name,
+                format!(
+                    "must have at most {SYSCTL_MAX_LENGTH} characters and match regex {SYSCTL_NAME}"
+                ),
+            ));
+        } else if seen.contains(name) {
+            errs.push(FieldError::duplicate(field, name));
+        }
+        seen.insert(name.to_string());
+    }
 }
 
 /// Upstream's `GetPodQOS` over JSON.
@@ -339,6 +380,27 @@ mod tests {
         assert_eq!(pull_policy("nginx:1.25"), "IfNotPresent");
         assert_eq!(pull_policy("localhost:5000/nginx"), "Always");
         assert_eq!(pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+
+    /// As kube-apiserver 1.28.7 answers e2e `sysctl.go`'s pod.
+    #[test]
+    fn sysctl_names_are_checked() {
+        let mut errs = Vec::new();
+        let sysctls = json!([{"name": "foo-"}, {"name": "kernel.shmmax"},
+            {"name": "safe-and-unsafe"}, {"name": "bar.."}, {"name": "kernel.shmmax"}, {"name": ""}]);
+        validate_sysctls(&mut errs, Some(&sysctls), "spec.securityContext.sysctls");
+        let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let rule = r"must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+        assert_eq!(
+            shown,
+            [
+                format!(r#"spec.securityContext.sysctls[0].name: Invalid value: "foo-": {rule}"#),
+                format!(r#"spec.securityContext.sysctls[3].name: Invalid value: "bar..": {rule}"#),
+                r#"spec.securityContext.sysctls[4].name: Duplicate value: "kernel.shmmax""#
+                    .to_string(),
+                "spec.securityContext.sysctls[5].name: Required value".to_string(),
+            ]
+        );
     }
 
     /// kube-apiserver 1.28.7 copies an unset request from the limit before admission, so
