@@ -4,14 +4,13 @@
 //! (`ValidateMutatingAdmissionPolicy*` in `pkg/apis/admissionregistration/validation`).
 //! Stored as v1alpha1, the only version 1.33 has; no `/status`.
 
-use super::policy_validation::{match_resources, param_kind, param_ref, variables};
+use super::policy_validation::{match_resources, param_kind, policy_name_and_param, variables};
 use super::validation::{items, match_conditions, s, AdmissionEnv, Ty, FAILURE_POLICIES};
 use super::{api_extensions_info, default_match_resources, fill_list};
 use crate::resources::typed;
 use crate::rest::ResourceInfo;
 use crate::strategy::Strategy;
 use k8s_openapi::api::admissionregistration::v1alpha1 as api;
-use kapi_machinery::validation::is_dns1123_subdomain;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
 
@@ -228,15 +227,7 @@ fn json_patch_list() -> Ty {
 pub fn binding(obj: &Object) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let policy = s(&spec, "policyName").unwrap_or_default();
-    if policy.is_empty() {
-        errs.push(FieldError::required("spec.policyName", ""));
-    } else {
-        for e in is_dns1123_subdomain(policy) {
-            errs.push(FieldError::invalid("spec.policyName", policy, e));
-        }
-    }
-    param_ref(&mut errs, &spec);
+    policy_name_and_param(&mut errs, &spec);
     if let Some(m) = spec.get("matchResources").filter(|v| !v.is_null()) {
         match_resources(&mut errs, m, "spec.matchResources");
         mutating_operations(&mut errs, m, "spec.matchResources");

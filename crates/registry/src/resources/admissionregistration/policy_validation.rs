@@ -327,11 +327,9 @@ pub fn policy_status(obj: &Object) -> Vec<FieldError> {
     errs
 }
 
-/// `ValidateValidatingAdmissionPolicyBinding`.
-pub fn binding(obj: &Object) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let policy = s(&spec, "policyName").unwrap_or_default();
+/// What every policy binding's spec checks first: `policyName` and `paramRef`.
+pub fn policy_name_and_param(errs: &mut Vec<FieldError>, spec: &Value) {
+    let policy = s(spec, "policyName").unwrap_or_default();
     if policy.is_empty() {
         errs.push(FieldError::required("spec.policyName", ""));
     } else {
@@ -339,7 +337,14 @@ pub fn binding(obj: &Object) -> Vec<FieldError> {
             errs.push(FieldError::invalid("spec.policyName", policy, e));
         }
     }
-    param_ref(&mut errs, &spec);
+    param_ref(errs, spec);
+}
+
+/// `ValidateValidatingAdmissionPolicyBinding`.
+pub fn binding(obj: &Object) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    policy_name_and_param(&mut errs, &spec);
     if let Some(m) = spec.get("matchResources").filter(|v| !v.is_null()) {
         // upstream's field path has this spelling
         match_resources(&mut errs, m, "spec.matchResouces");
