@@ -25,7 +25,23 @@ fi
 
 hack/install-etcd.sh
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's duration, printed as it ends and as a table at the end, so a slow step shows up.
+step_name="" step_began=$SECONDS suite_began=$SECONDS timings=""
+end_step() {
+  if [ -n "$step_name" ]; then
+    timings+="$(printf '%6d s  %s' "$((SECONDS - step_began))" "${step_name%% (*}")"$'\n'
+    printf '=== %d s: %s (disk free: %s)\n' "$((SECONDS - step_began))" "${step_name%% (*}" \
+      "$(df -h --output=avail "$CARGO_TARGET_DIR" 2>/dev/null | tail -n 1 | tr -d ' ')"
+  fi
+}
+step() { end_step; step_name="$*" step_began=$SECONDS; printf '\n=== %s\n' "$*"; }
+summary() {
+  local rc=$?
+  end_step
+  step_name=""
+  printf '\n=== hack/test.sh step durations (exit %d, %d s in all)\n%s' "$rc" "$((SECONDS - suite_began))" "$timings"
+}
+trap summary EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
