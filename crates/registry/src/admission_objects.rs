@@ -64,7 +64,7 @@ impl ObjectStore for StorageObjects {
         self.storage
             .get(&key(gr, namespace, name), &crate::store::LATEST_IF_EXISTS)
             .await
-            .map_err(|e| e.into_api_error(gr, name, "get"))
+            .map_err(|e| e.into_api_error(gr, name))
     }
 
     async fn get_cached(
@@ -102,7 +102,7 @@ impl ObjectStore for StorageObjects {
             .storage
             .list(&prefix, &ListOptions::default())
             .await
-            .map_err(|e| e.into_api_error(gr, "", "list"))?
+            .map_err(|e| e.into_api_error(gr, ""))?
             .items
             .into_iter()
             .map(Arc::unwrap_or_clone)
@@ -115,7 +115,7 @@ impl ObjectStore for StorageObjects {
         self.storage
             .create(&k, obj, None)
             .await
-            .map_err(|e| e.into_api_error(gr, &name, "create"))
+            .map_err(|e| e.into_api_error(gr, &name))
     }
 
     async fn update(&self, gr: &GroupResource, obj: Object) -> Result<Object, ApiError> {
@@ -140,7 +140,7 @@ impl ObjectStore for StorageObjects {
         self.storage
             .guaranteed_update(&k, None, false, &mut try_update)
             .await
-            .map_err(|e| e.into_api_error(gr, &name, "update"))
+            .map_err(|e| e.into_api_error(gr, &name))
     }
 }
 
@@ -153,7 +153,7 @@ impl ObjectWatcher for StorageObjects {
             .storage
             .list(&format!("/{}/", prefix(gr)), &ListOptions::default())
             .await
-            .map_err(|e| e.into_api_error(gr, "", "list"))?;
+            .map_err(|e| e.into_api_error(gr, ""))?;
         let items = res.items.into_iter().map(Arc::unwrap_or_clone).collect();
         Ok((items, res.revision))
     }
@@ -172,7 +172,7 @@ impl ObjectWatcher for StorageObjects {
             .storage
             .watch(&format!("/{}/", prefix(gr)), opts)
             .await
-            .map_err(|e| e.into_api_error(gr, "", "watch"))?;
+            .map_err(|e| e.into_api_error(gr, ""))?;
         let gr = gr.clone();
         Ok(stream
             .map(move |ev| {
@@ -181,7 +181,7 @@ impl ObjectWatcher for StorageObjects {
                     object: (*e.object).clone(),
                     revision: e.revision,
                 })
-                .map_err(|e| e.into_api_error(&gr, "", "watch"))
+                .map_err(|e| e.into_api_error(&gr, ""))
             })
             .boxed())
     }

@@ -86,7 +86,7 @@ impl WatchCaches {
         cache
             .get_shared(&format!("/namespaces/{namespace}"), &ANY_CACHED)
             .await
-            .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace, "get"))
+            .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace))
     }
 
     /// The resource quotas of `namespace` as the cache holds them; `None` when no cache is
@@ -102,7 +102,7 @@ impl WatchCaches {
         let listed = cache
             .list(&format!("/resourcequotas/{namespace}/"), &opts)
             .await
-            .map_err(|e| e.into_api_error(&GroupResource::new("", "resourcequotas"), "", "list"))?;
+            .map_err(|e| e.into_api_error(&GroupResource::new("", "resourcequotas"), ""))?;
         Ok(Some(
             listed.items.into_iter().map(Arc::unwrap_or_clone).collect(),
         ))
@@ -155,7 +155,7 @@ impl NamespaceLifecycle for CachedNamespaceLifecycle {
             .storage
             .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
-            .map_err(|e| e.into_api_error(&ns_gr, namespace, "get"))?;
+            .map_err(|e| e.into_api_error(&ns_gr, namespace))?;
         let Some(ns) = got else {
             return Err(ApiError::not_found(&ns_gr, namespace));
         };

@@ -105,11 +105,11 @@ pub fn too_old_message(requested: i64, compacted: i64) -> String {
 }
 
 impl Error {
-    /// Translates a storage error into what the client sees, for `operation` on `gr`/`name`
-    /// (the `interpret_*_error` step of upstream's registry). No answer depends on the operation
-    /// since an unreachable etcd is the request timeout's 504, not upstream's unused
-    /// `ServerTimeout` ("The <operation> operation against ..."); callers still name it.
-    pub fn into_api_error(self, gr: &GroupResource, name: &str, _operation: &str) -> ApiError {
+    /// Translates a storage error into what the client sees for `gr`/`name` (the
+    /// `interpret_*_error` step of upstream's registry). No answer depends on the operation:
+    /// an unreachable etcd is the request timeout's 504, not upstream's unused `ServerTimeout`
+    /// ("The <operation> operation against ...").
+    pub fn into_api_error(self, gr: &GroupResource, name: &str) -> ApiError {
         match self {
             Error::NotFound { .. } => ApiError::not_found(gr, name),
             Error::KeyExists { .. } => ApiError::already_exists(gr, name),

@@ -57,7 +57,7 @@ impl Store {
                 .storage
                 .get(&key, &crate::store::LATEST_IF_EXISTS)
                 .await
-                .map_err(|e| e.into_api_error(&gr, &name, "create"))?;
+                .map_err(|e| e.into_api_error(&gr, &name))?;
             if existing.is_some() {
                 return Err(ApiError::already_exists(&gr, &name));
             }
@@ -74,7 +74,7 @@ impl Store {
             Ok(stored) => Ok(self.read_stored(stored)),
             Err(e) => {
                 self.strategy.release(&obj, None).await;
-                Err(e.into_api_error(&gr, &name, "create"))
+                Err(e.into_api_error(&gr, &name))
             }
         }
     }

@@ -136,7 +136,7 @@ impl Store {
             .storage
             .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
-            .map_err(|e| e.into_api_error(&gr, name, "delete"))?
+            .map_err(|e| e.into_api_error(&gr, name))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;
         let current = self.read_stored(current);
         match self.strategy.check_delete_preconditions(&current, opts) {
@@ -196,7 +196,7 @@ impl Store {
                 .storage
                 .guaranteed_update(&key, preconditions, false, &mut try_update)
                 .await
-                .map_err(|e| e.into_api_error(&gr, name, "delete"))?;
+                .map_err(|e| e.into_api_error(&gr, name))?;
             return Ok(DeleteResult {
                 object: self.read_stored(stored),
                 deleted: false,
@@ -224,7 +224,7 @@ impl Store {
                 // Changed in between: retry once against the new state (it may have gained finalizers).
                 return Box::pin(self.delete_impl(ctx, name, validate, opts)).await;
             }
-            Err(e) => return Err(e.into_api_error(&gr, name, "delete")),
+            Err(e) => return Err(e.into_api_error(&gr, name)),
         };
         self.strategy.release(&deleted, None).await;
         Ok(DeleteResult {

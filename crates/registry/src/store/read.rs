@@ -86,7 +86,7 @@ impl Store {
         let mut storage_opts = opts.clone();
         storage_opts.predicate = self.storage_predicate(&opts.predicate);
         let prefix = self.list_prefix(&self.namespace_of(ctx));
-        let failed = |e: kapi_storage::Error| e.into_api_error(&self.gr(), "", "list");
+        let failed = |e: kapi_storage::Error| e.into_api_error(&self.gr(), "");
         // A conversion needs the objects, and then the bytes are not the served form.
         let res = if encoded && !self.strategy.converts_from_storage() {
             self.storage.list_encoded(&prefix, &storage_opts).await
@@ -150,7 +150,7 @@ impl Getter for Store {
             .storage
             .get(&key, &crate::store::LATEST_IF_EXISTS)
             .await
-            .map_err(|e| e.into_api_error(&self.gr(), name, "get"))?;
+            .map_err(|e| e.into_api_error(&self.gr(), name))?;
         got.map(|o| self.read_stored(o))
             .ok_or_else(|| ApiError::not_found(&self.gr(), name))
     }
@@ -216,7 +216,7 @@ impl Watcher for Store {
                     .storage
                     .current_revision()
                     .await
-                    .map_err(|e| e.into_api_error(&gr, "", "watch"))?,
+                    .map_err(|e| e.into_api_error(&gr, ""))?,
             }
         };
         let wopts = WatchOptions {
@@ -233,7 +233,7 @@ impl Watcher for Store {
             .storage
             .watch(&prefix, wopts)
             .await
-            .map_err(|e| e.into_api_error(&gr, "", "watch"))?;
+            .map_err(|e| e.into_api_error(&gr, ""))?;
         let this = self.clone();
         let mapped = events.map(move |ev| match ev {
             Ok(ev) if ev.event_type == EventType::Bookmark => Ok(WatchEvent {
@@ -244,7 +244,7 @@ impl Watcher for Store {
                 event_type: ev.event_type,
                 object: this.event_object(ev.object),
             }),
-            Err(e) => Err(e.into_api_error(&this.gr(), "", "watch")),
+            Err(e) => Err(e.into_api_error(&this.gr(), "")),
         });
         let events = stream::iter(initial).chain(mapped);
         match self.watch_stop.clone() {

@@ -206,10 +206,10 @@ impl Store {
                 .storage
                 .get(&key, &crate::store::LATEST_IF_EXISTS)
                 .await
-                .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
+                .map_err(|e| e.into_api_error(&gr, call.name))?;
             if let Some(cur) = &current {
                 kapi_storage::check_preconditions(preconditions, &key, cur)
-                    .map_err(|e| e.into_api_error(&gr, call.name, "update"))?;
+                    .map_err(|e| e.into_api_error(&gr, call.name))?;
             }
             let current = current.map(|o| self.read_stored(o));
             let old = current.clone();
@@ -266,7 +266,7 @@ impl Store {
                 if let Some((new, old)) = &attempt {
                     self.strategy.release(new, old.as_ref()).await;
                 }
-                return Err(e.into_api_error(&gr, call.name, "update"));
+                return Err(e.into_api_error(&gr, call.name));
             }
         };
         let stored = self.read_stored(stored);
@@ -291,7 +291,7 @@ impl Store {
                 Err(
                     kapi_storage::Error::NotFound { .. } | kapi_storage::Error::Conflict { .. },
                 ) => {}
-                Err(e) => return Err(e.into_api_error(&gr, call.name, "delete")),
+                Err(e) => return Err(e.into_api_error(&gr, call.name)),
             }
         }
         Ok(UpdateResult {

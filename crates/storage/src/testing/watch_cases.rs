@@ -334,7 +334,7 @@ pub async fn compaction_gone(s: DynStorage) {
                 requested,
                 compacted,
             }
-            .into_api_error(&Default::default(), "", "watch");
+            .into_api_error(&Default::default(), "");
             assert_eq!(api.code, 410);
             assert_eq!(api.reason, StatusReason::Expired);
             assert_eq!(

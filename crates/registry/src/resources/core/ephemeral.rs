@@ -263,7 +263,7 @@ impl Updater for EphemeralContainersStorage {
             .storage()
             .guaranteed_update(&key, None, false, &mut step)
             .await
-            .map_err(|e| e.into_api_error(&gr, name, "update"))?;
+            .map_err(|e| e.into_api_error(&gr, name))?;
         object.set_api_version_kind("v1", "Pod");
         Ok(UpdateResult {
             object,

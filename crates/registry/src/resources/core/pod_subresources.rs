@@ -209,7 +209,7 @@ impl Creater for Binder {
             }
             bind(Some(current))
                 .await
-                .map_err(|e| e.into_api_error(&pods_gr(), &name, "update"))?;
+                .map_err(|e| e.into_api_error(&pods_gr(), &name))?;
             return Ok(WriteResult {
                 object: success(),
                 warnings: Vec::new(),
@@ -221,7 +221,7 @@ impl Creater for Binder {
             .storage()
             .guaranteed_update(&key, pre, false, &mut bind)
             .await
-            .map_err(|e| e.into_api_error(&pods_gr(), &name, "update"))?;
+            .map_err(|e| e.into_api_error(&pods_gr(), &name))?;
         Ok(WriteResult {
             object: success(),
             warnings: Vec::new(),
@@ -335,7 +335,7 @@ impl EvictionStorage {
             .storage()
             .guaranteed_update(&key, None, false, &mut decrement)
             .await
-            .map_err(|e| e.into_api_error(&pdb_gr, &pdb_name, "update"))?;
+            .map_err(|e| e.into_api_error(&pdb_gr, &pdb_name))?;
         Ok(())
     }
 }
