@@ -1,119 +1,57 @@
 //! The installer: asks each storage which REST capabilities it implements and turns the
 //! answers into a verb table, as upstream's `registerResourceHandlers` type-asserts Go
-//! interfaces. Routes and discovery read the same probes, so they cannot disagree.
+//! interfaces. Routes and discovery read the same probes ([`VerbTable`]), so they cannot
+//! disagree. The router keeps snapshots of what this module installs.
 
-use crate::router::{ResourceRoutes, RouteKey, RouteTable};
+use crate::patch::meta::PatchSchema;
+use crate::verbs::VerbTable;
 use kapi_registry::rest::{self, ApiGroupInfo};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// A Kubernetes verb a route can serve.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verb {
-    Create,
-    Get,
-    List,
-    Watch,
-    Update,
-    Patch,
-    Delete,
-    DeleteCollection,
+/// Where a resource request goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RouteKey {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
 }
 
-impl Verb {
-    /// Discovery's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Create => "create",
-            Verb::Get => "get",
-            Verb::List => "list",
-            Verb::Watch => "watch",
-            Verb::Update => "update",
-            Verb::Patch => "patch",
-            Verb::Delete => "delete",
-            Verb::DeleteCollection => "deletecollection",
+impl RouteKey {
+    pub fn new(group: &str, version: &str, resource: &str, subresource: &str) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
         }
-    }
-
-    /// Parses `RequestInfo.verb`.
-    pub fn parse(s: &str) -> Option<Verb> {
-        Some(match s {
-            "create" => Verb::Create,
-            "get" => Verb::Get,
-            "list" => Verb::List,
-            "watch" => Verb::Watch,
-            "update" => Verb::Update,
-            "patch" => Verb::Patch,
-            "delete" => Verb::Delete,
-            "deletecollection" => Verb::DeleteCollection,
-            _ => return None,
-        })
     }
 }
 
-/// The verbs a storage supports, probed from its capabilities.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VerbTable {
-    pub create: bool,
-    pub get: bool,
-    pub list: bool,
-    pub watch: bool,
-    pub update: bool,
-    pub patch: bool,
-    pub delete: bool,
-    pub delete_collection: bool,
+/// One installed resource (or subresource): its storage and the verbs it serves.
+pub struct ResourceRoutes {
+    pub storage: Arc<dyn rest::Storage>,
+    pub verbs: VerbTable,
+    /// The storage's patch schema, built on first use: building it generates the kind's
+    /// whole schema, too much to do on every write.
+    patch_schema: OnceLock<Option<PatchSchema>>,
 }
 
-impl VerbTable {
-    /// Probes `storage`'s `as_*` capabilities through discovery's `verbs_of`, so routes
-    /// and discovery read one list.
-    pub fn probe(storage: &dyn rest::Storage) -> Self {
-        let mut t = Self::default();
-        for v in crate::discovery::verbs_of(storage) {
-            match Verb::parse(v) {
-                Some(Verb::Create) => t.create = true,
-                Some(Verb::Get) => t.get = true,
-                Some(Verb::List) => t.list = true,
-                Some(Verb::Watch) => t.watch = true,
-                Some(Verb::Update) => t.update = true,
-                Some(Verb::Patch) => t.patch = true,
-                Some(Verb::Delete) => t.delete = true,
-                Some(Verb::DeleteCollection) => t.delete_collection = true,
-                None => {}
-            }
-        }
-        t
-    }
-
-    pub fn allows(&self, verb: Verb) -> bool {
-        match verb {
-            Verb::Create => self.create,
-            Verb::Get => self.get,
-            Verb::List => self.list,
-            Verb::Watch => self.watch,
-            Verb::Update => self.update,
-            Verb::Patch => self.patch,
-            Verb::Delete => self.delete,
-            Verb::DeleteCollection => self.delete_collection,
+impl ResourceRoutes {
+    pub fn new(storage: Arc<dyn rest::Storage>, verbs: VerbTable) -> Self {
+        Self {
+            storage,
+            verbs,
+            patch_schema: OnceLock::new(),
         }
     }
 
-    /// The verbs in discovery's order.
-    pub fn verbs(&self) -> Vec<&'static str> {
-        let all = [
-            Verb::Create,
-            Verb::Delete,
-            Verb::DeleteCollection,
-            Verb::Get,
-            Verb::List,
-            Verb::Patch,
-            Verb::Update,
-            Verb::Watch,
-        ];
-        all.into_iter()
-            .filter(|v| self.allows(*v))
-            .map(Verb::as_str)
-            .collect()
+    /// [`PatchSchema::for_storage`] of the storage, computed once per route snapshot.
+    pub fn patch_schema(&self) -> Option<&PatchSchema> {
+        self.patch_schema
+            .get_or_init(|| PatchSchema::for_storage(self.storage.as_ref()))
+            .as_ref()
     }
 }
 
@@ -128,20 +66,13 @@ pub fn route_key(storage: &dyn rest::Storage) -> RouteKey {
     )
 }
 
-/// Builds the routes of every storage of `groups`.
-pub fn install(groups: Vec<ApiGroupInfo>) -> RouteTable {
+/// The routes of every storage of `groups`.
+pub fn install(groups: &[ApiGroupInfo]) -> HashMap<RouteKey, Arc<ResourceRoutes>> {
     let mut routes = HashMap::new();
-    for group in &groups {
+    for group in groups {
         install_group_into(&mut routes, group);
     }
-    RouteTable {
-        routes,
-        groups: Arc::new(groups),
-        server_address: String::new(),
-        server_version: String::new(),
-        discovery: Default::default(),
-        openapi: Default::default(),
-    }
+    routes
 }
 
 /// Adds the routes of one group to `routes` (replacing any with the same keys).

@@ -23,18 +23,20 @@ pub mod responses;
 pub mod router;
 pub mod scope;
 pub mod transform;
+pub mod verbs;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::UnsyncBoxBody;
-use installer::Verb;
+use installer::RouteKey;
 use kapi_admission::Chain;
 use kapi_machinery::{RequestInfo, UserInfo};
 use kapi_registry::rest::ApiGroupInfo;
-use router::{RouteKey, RouteTable, Router};
+use router::{RouteTable, Router};
 use scope::{method_not_allowed, RequestScope};
 use std::sync::Arc;
 use std::time::Duration;
+use verbs::Verb;
 
 /// kube-apiserver's `defaultGzipThresholdBytes`: a complete response of at least this many
 /// bytes is gzipped for a client that accepts it (the server's compression filter; documents

@@ -3,60 +3,13 @@
 //! Readers clone the snapshot's `Arc` and never hold a lock across an `.await`.
 
 use crate::discovery::Discovery;
-use crate::installer::{self, VerbTable};
+use crate::installer::{self, ResourceRoutes, RouteKey};
 use crate::openapi::OpenApi;
-use crate::patch::meta::PatchSchema;
 use bytes::Bytes;
 use http::{HeaderMap, Response};
-use kapi_registry::rest::{self, ApiGroupInfo};
+use kapi_registry::rest::ApiGroupInfo;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
-
-/// Where a resource request goes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RouteKey {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
-}
-
-impl RouteKey {
-    pub fn new(group: &str, version: &str, resource: &str, subresource: &str) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-            resource: resource.into(),
-            subresource: subresource.into(),
-        }
-    }
-}
-
-/// One installed resource (or subresource): its storage and the verbs it serves.
-pub struct ResourceRoutes {
-    pub storage: Arc<dyn rest::Storage>,
-    pub verbs: VerbTable,
-    /// The storage's patch schema, built on first use: building it generates the kind's
-    /// whole schema, too much to do on every write.
-    patch_schema: OnceLock<Option<PatchSchema>>,
-}
-
-impl ResourceRoutes {
-    pub fn new(storage: Arc<dyn rest::Storage>, verbs: VerbTable) -> Self {
-        Self {
-            storage,
-            verbs,
-            patch_schema: OnceLock::new(),
-        }
-    }
-
-    /// [`PatchSchema::for_storage`] of the storage, computed once per route snapshot.
-    pub fn patch_schema(&self) -> Option<&PatchSchema> {
-        self.patch_schema
-            .get_or_init(|| PatchSchema::for_storage(self.storage.as_ref()))
-            .as_ref()
-    }
-}
 
 /// One immutable routing snapshot.
 pub struct RouteTable {
@@ -130,10 +83,14 @@ struct Identity {
 }
 
 fn build(groups: Vec<ApiGroupInfo>, id: &Identity) -> RouteTable {
-    let mut table = installer::install(groups);
-    table.server_address = id.address.clone();
-    table.server_version = id.version.clone();
-    table
+    RouteTable {
+        routes: installer::install(&groups),
+        groups: Arc::new(groups),
+        server_address: id.address.clone(),
+        server_version: id.version.clone(),
+        discovery: Default::default(),
+        openapi: Default::default(),
+    }
 }
 
 impl Router {

@@ -23,7 +23,7 @@ pub struct RequestScope {
     pub resource: ResourceInfo,
     pub storage: Arc<dyn rest::Storage>,
     /// The route the request took (per-resource state shared by requests: its patch schema).
-    pub routes: Arc<crate::router::ResourceRoutes>,
+    pub routes: Arc<crate::installer::ResourceRoutes>,
     /// The request's namespace; empty for cluster-scoped resources and all-namespace lists.
     pub namespace: String,
     pub name: String,

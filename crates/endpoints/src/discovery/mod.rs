@@ -5,7 +5,8 @@
 //!
 //! Every document is built once from the installed [`ApiGroupInfo`]s and kept as bytes; a new
 //! set of groups (a new router snapshot) builds a new [`Discovery`]. Verbs come from the same
-//! capability probes the router uses ([`verbs_of`]), so discovery cannot disagree with routes.
+//! capability probes the router uses ([`crate::verbs::VerbTable`]), so discovery cannot disagree
+//! with routes.
 
 pub mod accept;
 mod aggregated;
@@ -27,61 +28,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The discovery verbs a storage supports, sorted as kube-apiserver lists them. They are
-/// derived from the capability probes the router uses to install routes (upstream's
-/// `registerResourceHandlers` maps its actions to these verbs the same way).
-pub fn verbs_of(storage: &dyn Storage) -> Vec<&'static str> {
-    if let Some(connecter) = storage.as_connecter() {
-        return connect_verbs(connecter.connect_methods());
-    }
-    let mut verbs = Vec::with_capacity(8);
-    if storage.as_creater().is_some() {
-        verbs.push("create");
-    }
-    if storage.as_graceful_deleter().is_some() {
-        verbs.push("delete");
-    }
-    if storage.as_collection_deleter().is_some() {
-        verbs.push("deletecollection");
-    }
-    if storage.as_getter().is_some() {
-        verbs.push("get");
-    }
-    if storage.as_lister().is_some() {
-        verbs.push("list");
-    }
-    if storage.as_patcher().is_some() {
-        verbs.push("patch");
-    }
-    if storage.as_updater().is_some() {
-        verbs.push("update");
-    }
-    // Both per-object watch and watch of a list are the one `watch` verb.
-    if storage.as_watcher().is_some() {
-        verbs.push("watch");
-    }
-    verbs
-}
-
-/// A connect subresource's verbs: each HTTP method it serves as the verb a request with that
-/// method is authorized as (GET get, POST create, PUT update, PATCH patch, DELETE delete),
-/// sorted, as upstream's discovery lists `pods/exec` (`create`, `get`).
-pub fn connect_verbs(methods: &[&str]) -> Vec<&'static str> {
-    let mut verbs: Vec<&'static str> = methods
-        .iter()
-        .filter_map(|m| match *m {
-            "GET" => Some("get"),
-            "POST" => Some("create"),
-            "PUT" => Some("update"),
-            "PATCH" => Some("patch"),
-            "DELETE" => Some("delete"),
-            _ => None,
-        })
-        .collect();
-    verbs.sort_unstable();
-    verbs.dedup();
-    verbs
-}
+pub use crate::verbs::verbs_of;
 
 /// `discovery.StorageVersionHash`: base64 of the first 8 bytes of sha256("<group>/<version>/<kind>")
 /// of the version a resource is stored in.

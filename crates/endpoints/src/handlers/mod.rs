@@ -12,10 +12,10 @@ pub mod update;
 pub mod watch;
 
 use crate::body::{decode_for, read_limited};
-use crate::installer::Verb;
 use crate::negotiation::negotiate_input_for;
 use crate::params::write_options;
 use crate::scope::{method_not_allowed, RequestScope};
+use crate::verbs::Verb;
 use crate::{RequestBody, ResponseBody};
 use http::{Response, StatusCode};
 use kapi_admission::Operation;
