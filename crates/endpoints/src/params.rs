@@ -1,10 +1,16 @@
 //! Write parameters from the query string (`dryRun`, `fieldManager`, `fieldValidation`),
 //! validated as upstream's `ValidateCreateOptions` / `UpdateOptions` / `PatchOptions`.
 
-use crate::responses::form_urlencoded_pairs;
 use kapi_machinery::options::parse_dry_run;
 use kapi_machinery::{ApiError, FieldError, GroupVersionKind};
 use kapi_registry::rest::{FieldValidation, WriteOptions};
+
+/// Decoded query pairs.
+pub fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
 
 /// Upstream's `FieldManagerMaxLength`.
 pub const FIELD_MANAGER_MAX_LENGTH: usize = 128;

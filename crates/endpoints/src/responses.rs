@@ -2,6 +2,7 @@
 //! headers, `Retry-After` (upstream's `responsewriters`).
 
 use crate::negotiation::{self, Encoding};
+use crate::params::form_urlencoded_pairs;
 use crate::{BoxError, ResponseBody};
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
@@ -165,13 +166,6 @@ pub fn wants_pretty(query: &str, headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     ua.starts_with("curl") || ua.starts_with("Wget")
-}
-
-/// Decoded query pairs.
-pub fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
-    form_urlencoded::parse(query.as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
 }
 
 /// The Content-Type of a JSON watch stream (upstream adds `;stream=watch` only for non-JSON).

@@ -114,7 +114,7 @@ impl RequestScope {
     }
 
     fn encode_payload(&self, payload: Payload) -> Result<(&'static str, ResponseBody), ApiError> {
-        let protobuf = crate::protobuf::serves(self);
+        let protobuf = crate::protobuf::serves(&self.resource);
         let media = match (self.storage.as_table_convertor(), self.accept()) {
             // No table convertor: Table is not on offer (upstream's AllowsMediaTypeTransform).
             (None, Some(accept)) => match transform::accept_without_table(accept) {

@@ -2,7 +2,7 @@
 //! `as=PartialObjectMetadataList`), as upstream's `handlers/response.go` does them.
 
 use crate::negotiation::{MetaVersion, Transform};
-use crate::responses::form_urlencoded_pairs;
+use crate::params::form_urlencoded_pairs;
 use kapi_machinery::{ApiError, FieldError, Object, StatusReason};
 use kapi_registry::rest::{ResourceInfo, TableConvertor};
 use serde_json::{json, Map, Value};

@@ -103,7 +103,10 @@ pub(crate) async fn write_body(
 ) -> Result<(WriteOptions, Object, Vec<String>), ApiError> {
     let bytes = read_limited(body, scope.config.max_request_body_bytes).await?;
     let opts = write_options(&scope.query, options_kind)?;
-    let format = negotiate_input_for(scope.content_type(), crate::protobuf::serves(scope))?;
+    let format = negotiate_input_for(
+        scope.content_type(),
+        crate::protobuf::serves(&scope.resource),
+    )?;
     let (obj, warnings) = decode_for(
         scope.storage.as_ref(),
         &bytes,

@@ -120,7 +120,7 @@ fn patch_options(
     apply: bool,
     manager: Option<&str>,
 ) -> Result<bool, ApiError> {
-    let force = crate::responses::form_urlencoded_pairs(&scope.query)
+    let force = crate::params::form_urlencoded_pairs(&scope.query)
         .into_iter()
         .find(|(k, _)| k == "force")
         .map(|(_, v)| v);

@@ -155,7 +155,7 @@ pub async fn watch(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiEr
         scope.accept(),
         true,
         true,
-        crate::protobuf::serves(scope),
+        crate::protobuf::serves(&scope.resource),
     )?;
     let include = match media.transform {
         Some(Transform::Table(_)) => transform::table_options(&scope.query)?,

@@ -74,15 +74,10 @@ pub fn has_form(api_version: &str, kind: &str) -> bool {
     schema::message_for(api_version, kind).is_some()
 }
 
-/// Whether the resource of a request reads and writes protobuf (its kind has a protobuf form).
+/// Whether a routed resource reads and writes protobuf (its kind has a protobuf form).
 /// A subresource's kind may live in another group than its parent (`serviceaccounts/token`
 /// is `authentication.k8s.io/v1 TokenRequest`, `deployments/scale` is `autoscaling/v1 Scale`).
-pub fn serves(scope: &crate::scope::RequestScope) -> bool {
-    serves_resource(&scope.resource)
-}
-
-/// [`serves`] for a routed resource.
-pub fn serves_resource(info: &kapi_registry::rest::ResourceInfo) -> bool {
+pub fn serves(info: &kapi_registry::rest::ResourceInfo) -> bool {
     let (group, version, kind) = crate::discovery::response_gvk(info);
     has_form(&api_version(&group, &version), &kind)
 }

@@ -353,7 +353,7 @@ fn token_subresource_serves_protobuf_as_token_request() {
         short_names: vec![],
         categories: vec![],
     };
-    assert!(serves_resource(&info));
+    assert!(serves(&info));
     let scale = kapi_registry::rest::ResourceInfo {
         group: "apps".into(),
         resource: "deployments".into(),
@@ -361,14 +361,14 @@ fn token_subresource_serves_protobuf_as_token_request() {
         kind: "Scale".into(),
         ..info.clone()
     };
-    assert!(serves_resource(&scale));
+    assert!(serves(&scale));
     let eviction = kapi_registry::rest::ResourceInfo {
         resource: "pods".into(),
         subresource: "eviction".into(),
         kind: "Eviction".into(),
         ..info.clone()
     };
-    assert!(serves_resource(&eviction));
+    assert!(serves(&eviction));
     let custom = kapi_registry::rest::ResourceInfo {
         group: "example.com".into(),
         resource: "widgets".into(),
@@ -376,5 +376,5 @@ fn token_subresource_serves_protobuf_as_token_request() {
         kind: "Widget".into(),
         ..info
     };
-    assert!(!serves_resource(&custom));
+    assert!(!serves(&custom));
 }

@@ -88,7 +88,7 @@ async fn every_served_kind_has_a_form_and_round_trips() {
                 info.group = g.group.clone();
                 info.version = v.version.clone();
                 assert!(
-                    serves_resource(&info),
+                    serves(&info),
                     "{}/{} {} ({}) has no protobuf form",
                     info.group,
                     info.version,
