@@ -2,6 +2,7 @@
 //! a change into what a watcher with a key and a predicate receives.
 
 use crate::interface::{Event, Revision};
+use crate::list_item::TYPE_FIELDS;
 use kapi_machinery::{EventType, Object, SelectionPredicate};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -150,9 +151,6 @@ pub(crate) fn encode_for_storage(obj: &Object) -> Vec<u8> {
         obj.to_vec()
     }
 }
-
-/// The fields a list item leaves out.
-pub(crate) const TYPE_FIELDS: [&str; 2] = ["apiVersion", "kind"];
 
 /// An object's JSON as an item of a list: typed lists' items carry no `apiVersion`/`kind`,
 /// the other fields keep their order. The endpoints' list writer removes them the same way,

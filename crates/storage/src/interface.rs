@@ -63,7 +63,7 @@ pub struct EncodedItem {
     /// storage knows no protobuf schema) and reused by every later one.
     pub protobuf: Arc<std::sync::OnceLock<bytes::Bytes>>,
     /// What the list-item form left out (`apiVersion`, `kind`), to decode the object.
-    pub(crate) type_meta: Arc<crate::cacher::TypeMeta>,
+    pub(crate) type_meta: Arc<crate::list_item::TypeMeta>,
 }
 
 impl EncodedItem {

@@ -18,6 +18,7 @@ pub mod etcd;
 mod events;
 mod interface;
 mod list;
+mod list_item;
 pub mod testing;
 pub mod transformer;
 

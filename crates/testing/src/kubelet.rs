@@ -7,13 +7,15 @@
 //!   `tailLines`, `sinceSeconds`, `sinceTime`, `timestamps`, `limitBytes`; `follow=true` adds
 //!   three more lines 200 ms apart, then ends. A pod named `kubelet-error` gets a 500.
 //! - `/exec/{ns}/{pod}/{container}`, `/attach/...`: SPDY/3.1 upgrades with the v4 (and v5)
-//!   remote-command protocol; a handful of commands ([`crate::kubelet_streams`]).
+//!   remote-command protocol; a handful of commands ([`streams`]).
 //! - `/portForward/{ns}/{pod}`: SPDY/3.1 `portforward.k8s.io`; data streams are connected to
 //!   `127.0.0.1:<port>` (never elsewhere).
 //! - anything else: `200 kubelet stand-in: <METHOD> <path?query>` (for `nodes/proxy`).
 //!
 //! It makes its own CA, serving certificate (127.0.0.1, localhost) and a client certificate
 //! for kapi (`--kubelet-client-certificate`), and can require client certificates from that CA.
+
+pub mod streams;
 
 use bytes::Bytes;
 use chrono::{DateTime, Duration as ChronoDuration, SecondsFormat, Utc};
@@ -64,12 +66,16 @@ pub struct Pki {
     pub ca_pem: String,
     /// kapi's client certificate and key (PEM).
     pub client_cert_pem: String,
+    /// The private key of `client_cert_pem` (PEM).
     pub client_key_pem: String,
 }
 
 /// A running stand-in; dropping it stops it.
 pub struct Kubelet {
+    /// The address it listens on; a Node points kapi here through
+    /// `status.daemonEndpoints.kubeletEndpoint.Port` and its `status.addresses`.
     pub addr: SocketAddr,
+    /// Its CA and the client certificate it made for kapi.
     pub pki: Pki,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -247,26 +253,26 @@ async fn handle(req: Request<Incoming>) -> Response<Body> {
             if kapi_proxy::websocket::is_websocket(req.headers()) =>
         {
             let exec = parts.first() == Some(&"exec");
-            crate::kubelet_streams::websocket_command(
+            streams::websocket_command(
                 req,
                 pod.to_string(),
                 container.to_string(),
                 exec,
             )
         }
-        ["exec", _ns, pod, container] => crate::kubelet_streams::remote_command(
+        ["exec", _ns, pod, container] => streams::remote_command(
             req,
             pod.to_string(),
             container.to_string(),
             true,
         ),
-        ["attach", _ns, pod, container] => crate::kubelet_streams::remote_command(
+        ["attach", _ns, pod, container] => streams::remote_command(
             req,
             pod.to_string(),
             container.to_string(),
             false,
         ),
-        ["portForward", _ns, pod] => crate::kubelet_streams::port_forward(req, pod.to_string()),
+        ["portForward", _ns, pod] => streams::port_forward(req, pod.to_string()),
         _ => {
             let pq = req
                 .uri()

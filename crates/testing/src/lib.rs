@@ -17,6 +17,7 @@
 //! [`TestServer::builder`] chooses the storage, admission plugins, authorizers, the CRDs to
 //! install (and wait for) and whether the built-in controllers run. [`raw`] is an HTTPS client
 //! for what kube-rs does not show (status lines, headers, streamed bodies).
+#![warn(missing_docs)]
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -25,7 +26,6 @@
 )]
 
 pub mod kubelet;
-pub mod kubelet_streams;
 pub mod raw;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -39,16 +39,26 @@ pub use kapi_server::EtcdOptions;
 /// Why a test server could not start or get ready.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The temporary data directory could not be created.
     #[error("creating the data directory: {0}")]
     TempDir(#[source] std::io::Error),
+    /// The server failed to start (configuration, certificates, storage, listener).
     #[error("starting the server: {0}")]
     Server(#[from] kapi_server::ServerError),
+    /// The admin kubeconfig the server wrote could not be read or parsed.
     #[error("reading the admin kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// The kube-rs client could not be built, or a request it made (creating a CRD) failed.
     #[error("building the client: {0}")]
     Client(#[from] kube::Error),
+    /// A CRD was created but its `Established` condition did not turn true in time.
     #[error("CRD {name} was not Established within {timeout:?}")]
-    CrdNotEstablished { name: String, timeout: Duration },
+    CrdNotEstablished {
+        /// The CRD's name (`<plural>.<group>`).
+        name: String,
+        /// How long `start` or [`TestServer::install_crd`] waited.
+        timeout: Duration,
+    },
 }
 
 /// Where a test server keeps its objects.
@@ -84,6 +94,7 @@ pub struct Builder {
 type Tweak = Box<dyn FnOnce(&mut ServerConfig) + Send>;
 
 impl Builder {
+    /// Where the server keeps its objects (default [`Storage::Memory`]).
     pub fn storage(mut self, storage: Storage) -> Self {
         self.storage = storage;
         self
@@ -201,6 +212,7 @@ impl TestServer {
         Self::builder().start().await
     }
 
+    /// A [`Builder`] with the defaults, to change before [`Builder::start`].
     pub fn builder() -> Builder {
         Builder {
             storage: Storage::default(),

@@ -6,62 +6,13 @@
 //! one (a GET, a list of objects, a field selector on a field the resource does not declare, a
 //! watcher seeing an object leave its selector) decode the JSON.
 
-use crate::events::{list_item_json, with_revision, Change, ChangeKind, Prior, TYPE_FIELDS};
+use crate::events::{list_item_json, with_revision, Change, ChangeKind, Prior};
 use crate::interface::{EncodedItem, Revision};
+use crate::list_item::TypeMeta;
 use crate::Result;
 use bytes::Bytes;
 use kapi_machinery::{Object, SelectionPredicate};
-use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
-
-/// An object's `apiVersion`/`kind` and where they stood among its fields, so that decoding a
-/// list item gives back the object as it was. One is shared by every item that has the same.
-#[derive(Debug, Default, PartialEq)]
-pub struct TypeMeta {
-    fields: Vec<(usize, &'static str, Value)>,
-}
-
-impl TypeMeta {
-    fn of(obj: &Object) -> TypeMeta {
-        let fields = obj
-            .as_map()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (k, v))| {
-                TYPE_FIELDS
-                    .iter()
-                    .find(|t| **t == k.as_str())
-                    .map(|t| (i, *t, v.clone()))
-            })
-            .collect();
-        TypeMeta { fields }
-    }
-
-    /// The object whose list item is `json`.
-    pub fn decode(&self, json: &[u8]) -> Result<Object> {
-        let corrupt = |message: String| crate::Error::Corrupt {
-            key: String::new(),
-            message,
-        };
-        let map: Map<String, Value> =
-            serde_json::from_slice(json).map_err(|e| corrupt(e.to_string()))?;
-        if self.fields.is_empty() {
-            return Ok(Object::from(map));
-        }
-        let mut out = Map::new();
-        let mut missing = self.fields.iter().peekable();
-        for (k, v) in map {
-            while let Some((_, name, value)) = missing.next_if(|(i, ..)| *i <= out.len()) {
-                out.insert((*name).to_string(), value.clone());
-            }
-            out.insert(k, v);
-        }
-        for (_, name, value) in missing {
-            out.insert((*name).to_string(), value.clone());
-        }
-        Ok(Object::from(out))
-    }
-}
 
 /// Makes the items of one cache: items of one kind share one type meta, and each keeps the
 /// values of the resource's selectable fields.

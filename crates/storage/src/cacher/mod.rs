@@ -27,7 +27,6 @@ mod decoded;
 mod item;
 mod state;
 
-pub(crate) use item::TypeMeta;
 
 use crate::continuation;
 use crate::error::{Error, Result};

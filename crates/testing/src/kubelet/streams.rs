@@ -7,7 +7,7 @@
 //! missing executable does (an internal error, not an exit code). `attach` greets and then
 //! echoes stdin to stdout.
 
-use crate::kubelet::{query, text, Body};
+use super::{query, text, Body};
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -60,7 +60,7 @@ fn handshake(
             ),
         ));
     };
-    let mut resp = Response::new(crate::kubelet::full(""));
+    let mut resp = Response::new(super::full(""));
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
@@ -398,9 +398,9 @@ pub fn websocket_command(
         );
     };
     let answer = match kapi_proxy::websocket::accept(req.headers(), Some(&chosen)) {
-        Ok(a) => a.map(|_| crate::kubelet::full("")),
+        Ok(a) => a.map(|_| super::full("")),
         Err(refusal) => {
-            return refusal.map(|_| crate::kubelet::full("not a websocket handshake\n"))
+            return refusal.map(|_| super::full("not a websocket handshake\n"))
         }
     };
     let q = query(&req);
