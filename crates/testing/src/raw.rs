@@ -19,7 +19,9 @@ use tokio::sync::mpsc;
 
 /// A client identity: a certificate chain and its key.
 pub struct Identity {
+    /// The client certificate first, then any intermediates (DER).
     pub chain: Vec<CertificateDer<'static>>,
+    /// The private key of the chain's first certificate.
     pub key: PrivateKeyDer<'static>,
 }
 
@@ -118,8 +120,11 @@ pub async fn connect(server: &RunningServer, identity: Option<&Identity>) -> Con
 
 /// A response read whole.
 pub struct Reply {
+    /// The HTTP status code.
     pub status: u16,
+    /// The response headers.
     pub headers: http::HeaderMap,
+    /// The whole body, as UTF-8 (invalid bytes replaced).
     pub body: String,
 }
 
@@ -131,6 +136,8 @@ impl Reply {
 }
 
 impl Conn {
+    /// Sends `method path` with `body` (empty when `None`) as `application/json` and reads
+    /// the whole response.
     pub async fn send(&mut self, method: &str, path: &str, body: Option<&str>) -> Reply {
         self.send_with(method, path, &[], body).await
     }
