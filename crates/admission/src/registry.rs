@@ -5,6 +5,8 @@
 use crate::objects::ObjectStore;
 use crate::source::ObjectWatcher;
 use crate::Interface;
+use kapi_machinery::GroupVersionResource;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use thiserror::Error;
@@ -50,7 +52,7 @@ pub struct PluginContext {
     pub schemas: Option<Arc<dyn crate::policy::typecheck::SchemaResolver>>,
     /// Server-side apply's merge over the kinds' schemas, for mutating policies'
     /// `ApplyConfiguration` mutations.
-    pub apply_merger: Option<Arc<dyn crate::policy::mutating::ApplyMerger>>,
+    pub apply_merger: Option<Arc<dyn ApplyMerger>>,
     /// `--feature-gates`: the gates set on the command line, by name.
     pub feature_gates: std::collections::BTreeMap<String, bool>,
 }
@@ -151,4 +153,17 @@ impl Plugins {
             )),
         }
     }
+}
+
+/// Server-side apply's merge of an applied configuration into a live object of the
+/// resource's kind (upstream's `TypedValue.Merge` over the kind's schema). The merge lives
+/// with the patch handlers; the server hands it to the plugins through [`PluginContext`].
+pub trait ApplyMerger: Send + Sync {
+    /// `patch` merged into `live`; `Err` is upstream's wording after `error applying patch: `.
+    fn merge(
+        &self,
+        resource: &GroupVersionResource,
+        live: &Value,
+        patch: &Value,
+    ) -> Result<Value, String>;
 }

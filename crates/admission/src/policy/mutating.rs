@@ -26,20 +26,9 @@ pub const PLUGIN_NAME: &str = "MutatingAdmissionPolicy";
 /// The feature gate the plugin acts under (alpha in 1.33, off by default).
 pub const FEATURE_GATE: &str = "MutatingAdmissionPolicy";
 
-const GROUP: &str = "admissionregistration.k8s.io";
+pub use crate::registry::ApplyMerger;
 
-/// Server-side apply's merge of an applied configuration into a live object of the
-/// resource's kind (upstream's `TypedValue.Merge` over the kind's schema). The merge lives
-/// with the patch handlers; the server hands it to the plugin.
-pub trait ApplyMerger: Send + Sync {
-    /// `patch` merged into `live`; `Err` is upstream's wording after `error applying patch: `.
-    fn merge(
-        &self,
-        resource: &GroupVersionResource,
-        live: &Value,
-        patch: &Value,
-    ) -> Result<Value, String>;
-}
+const GROUP: &str = "admissionregistration.k8s.io";
 
 /// One failed policy invocation, worded by upstream's `PolicyError`.
 struct PolicyError {
