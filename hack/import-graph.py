@@ -71,7 +71,12 @@ def reexports_of(files):
                 alias = (parts[1] if len(parts) > 1 else src[-1]).strip()
                 if not alias or alias in ("self", "*"):
                     continue
-                out[(mod, alias)] = (head, prefix + src)
+                path = prefix + src
+                if not m.group(1) and path and (mod + (path[0],)) not in files:
+                    # `pub use other_crate::Item`: the item lives outside this crate.
+                    out[(mod, alias)] = None
+                    continue
+                out[(mod, alias)] = (head, path)
     return out
 
 
@@ -88,7 +93,10 @@ def resolve(files, here, head, segs, reexports=None, depth=0):
     for n in range(len(full), -1, -1):
         if full[:n] in files:
             if reexports and n < len(full) and depth < 8:
-                hop = reexports.get((full[:n], full[n]))
+                key = (full[:n], full[n])
+                if key in reexports and reexports[key] is None:
+                    return None
+                hop = reexports.get(key)
                 if hop:
                     h, path = hop
                     found = resolve(files, full[:n], h, path, reexports, depth + 1)

@@ -6,6 +6,10 @@ use http_body_util::{BodyExt, Full};
 use kapi_endpoints::{RequestBody, ResponseBody};
 use kapi_machinery::ApiError;
 
+/// The client's address, in every request's extensions (set where the connection is accepted).
+#[derive(Clone, Copy, Debug)]
+pub struct RemoteAddr(pub std::net::SocketAddr);
+
 /// A request as it travels through the filters.
 pub type Request = http::Request<RequestBody>;
 /// A response as it travels back.

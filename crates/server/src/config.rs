@@ -135,7 +135,7 @@ pub struct ServerConfig {
     /// `--encryption-provider-config`: an `EncryptionConfiguration` for encryption at rest.
     pub encryption_provider_config: Option<PathBuf>,
     /// Connection bounds (`--http2-max-streams-per-connection` and upstream's fixed ones).
-    pub limits: crate::serve::Limits,
+    pub limits: Limits,
     /// `--leader-elect*`: the controllers run under kube-controller-manager's Lease.
     pub leader_election: crate::leaderelection::LeaderElectionConfig,
     /// `--advertise-address`: the address other members of the cluster reach this replica
@@ -227,6 +227,30 @@ impl ServerConfig {
             IpNet::V6(n) => u128::from(n.network())
                 .checked_add(1)
                 .map(|ip| IpAddr::V6(ip.into())),
+        }
+    }
+}
+
+/// The connection bounds.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// upstream's `ReadHeaderTimeout` (32 s): the first request's headers must arrive by then.
+    pub read_header_timeout: Duration,
+    /// upstream's `IdleTimeout` (90 s): a connection without a request for this long is closed.
+    pub idle_timeout: Duration,
+    /// `--http2-max-streams-per-connection` (upstream: 100 when unset).
+    pub http2_max_streams: u32,
+    /// TLS handshakes in progress at once; more wait for a slot (within the handshake timeout).
+    pub max_concurrent_handshakes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            read_header_timeout: Duration::from_secs(32),
+            idle_timeout: Duration::from_secs(90),
+            http2_max_streams: 100,
+            max_concurrent_handshakes: 128,
         }
     }
 }

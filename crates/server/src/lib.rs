@@ -35,7 +35,7 @@ pub mod pki;
 pub mod rbac;
 pub mod resource_config;
 pub mod serve;
-pub use serve::RemoteAddr;
+pub use body::RemoteAddr;
 pub mod storage_metrics;
 pub mod tls;
 pub mod version;

@@ -9,7 +9,8 @@
 //! before the filters (headers too large, a body the handler stopped reading) still reach the
 //! client as a Status on both protocols.
 
-use crate::body::{request_body, status_response, HttpResponse, Request};
+use crate::body::{request_body, status_response, HttpResponse, RemoteAddr, Request};
+use crate::config::Limits;
 use crate::filters::authentication::X509Verdict;
 use crate::tls::PeerCertificates;
 use futures::future::BoxFuture;
@@ -44,30 +45,6 @@ const H2_STREAM_BUFFER: u32 = 256 * 1024;
 /// After a refusal, how much of an unread request body is read and discarded so the stream
 /// or connection ends cleanly (beyond it the stream is reset or the connection closed).
 const DRAIN_LIMIT: usize = 64 << 20;
-
-/// The connection bounds.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    /// upstream's `ReadHeaderTimeout` (32 s): the first request's headers must arrive by then.
-    pub read_header_timeout: Duration,
-    /// upstream's `IdleTimeout` (90 s): a connection without a request for this long is closed.
-    pub idle_timeout: Duration,
-    /// `--http2-max-streams-per-connection` (upstream: 100 when unset).
-    pub http2_max_streams: u32,
-    /// TLS handshakes in progress at once; more wait for a slot (within the handshake timeout).
-    pub max_concurrent_handshakes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            read_header_timeout: Duration::from_secs(32),
-            idle_timeout: Duration::from_secs(90),
-            http2_max_streams: 100,
-            max_concurrent_handshakes: 128,
-        }
-    }
-}
 
 /// Serves until `shutdown` completes, then drains for at most `drain`.
 pub async fn serve(
@@ -180,10 +157,6 @@ pub async fn serve(
         _ = tokio::time::sleep(drain) => tracing::warn!(?drain, "connections still open after the shutdown deadline; closing them"),
     }
 }
-
-/// The client's address, in every request's extensions.
-#[derive(Clone, Copy, Debug)]
-pub struct RemoteAddr(pub std::net::SocketAddr);
 
 /// Requests in progress on one connection and when the last one ended: what the idle and
 /// read-header timeouts measure.
