@@ -6,6 +6,7 @@ use super::{
     core_group, ordered_groups, ordered_versions, response_gvk, sorted_storages,
     storage_version_hash, verbs_of,
 };
+use crate::verbs::VerbTable;
 use bytes::Bytes;
 use kapi_registry::rest::{ApiGroupInfo, ApiVersionInfo};
 use serde::Serialize;
@@ -167,9 +168,10 @@ pub(crate) fn api_resources<'a>(group: &str, version: &'a ApiVersionInfo) -> Vec
                 categories: if is_sub { &[] } else { &info.categories },
                 // Only what is stored has a storage version: not create-only resources,
                 // nor componentstatuses (read-only, probed, never watched).
-                storage_version_hash: (!is_sub
-                    && storage.as_watcher().is_some()
-                    && verbs_of(storage.as_ref()).iter().any(|v| *v != "create"))
+                storage_version_hash: (!is_sub && {
+                    let verbs = VerbTable::probe(storage.as_ref());
+                    verbs.watch && verbs.verbs().iter().any(|v| *v != "create")
+                })
                 .then(|| stored_hash(&info.group, &info.version, &kind)),
                 kind,
             }
