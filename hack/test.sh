@@ -46,6 +46,9 @@ trap summary EXIT
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "architecture (no import circle across two ideas inside a crate: hack/import-graph.py)"
+python3 hack/import-graph.py
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -95,6 +98,9 @@ KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh
 step "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)"
 cargo build --locked -p kapi-testing --bin kubelet-standin
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" STANDIN_BIN="$CARGO_TARGET_DIR/debug/kubelet-standin" e2e/kubelet-proxy.sh
+
+step "e2e aggregation (apiregistration.k8s.io: local APIServices, CRD APIServices, validation, discovery; both backends)"
+KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/aggregation.sh
 
 step "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)"
 KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/cluster.sh

@@ -91,6 +91,11 @@ pub struct Options {
     #[arg(long)]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    /// Route requests for an extension API server to an endpoint address of its Service
+    /// rather than to the Service's cluster IP.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_aggregator_routing: bool,
+
     /// Extra names (DNS or IP) for the generated serving certificate, comma separated.
     #[arg(long, value_delimiter = ',')]
     pub tls_sans: Vec<String>,
@@ -441,6 +446,7 @@ impl Options {
             });
         config.proxy_client_cert_file = proxy(&self.proxy_client_cert_file);
         config.proxy_client_key_file = proxy(&self.proxy_client_key_file);
+        config.enable_aggregator_routing = self.enable_aggregator_routing;
     }
 
     /// The leader-election, advertise, endpoint-reconciler and etcd TLS flags.

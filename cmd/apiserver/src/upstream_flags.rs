@@ -157,7 +157,7 @@ const fn ign(name: &'static str, kind: Kind, why: &'static str) -> Flag {
     Flag::new(name, kind, Status::Ignored(why))
 }
 
-const AGGREGATOR: &str = "no API aggregation yet";
+const AGGREGATOR: &str = "a redirect from an extension API server is passed back to the client";
 const AUDIT_BATCH: &str = "the audit log batches by its queue only (--audit-log-batch-buffer-size)";
 const AUDIT_TRUNCATE: &str = "audit events are not truncated";
 const AUDIT_WEBHOOK: &str = "no audit webhook backend yet";
@@ -330,7 +330,7 @@ pub const FLAGS: &[Flag] = &[
     ign("emulated-version", Strings, EMULATION),
     ign("emulation-forward-compatible", Bool, EMULATION),
     imp("enable-admission-plugins", Strings),
-    ign("enable-aggregator-routing", Bool, AGGREGATOR),
+    imp("enable-aggregator-routing", Bool),
     imp("enable-bootstrap-token-auth", Bool),
     ign(
         "enable-garbage-collector",

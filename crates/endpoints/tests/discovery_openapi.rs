@@ -60,7 +60,9 @@ async fn discovery_lists_every_storage_with_its_verbs() {
         .map(|g| g.group.as_str())
         .collect();
     expected.sort_by_key(|g| {
+        // kube-apiserver 1.28.7's `/apis`, measured
         [
+            "apiregistration.k8s.io",
             "apps",
             "events.k8s.io",
             "authentication.k8s.io",
@@ -73,9 +75,9 @@ async fn discovery_lists_every_storage_with_its_verbs() {
             "rbac.authorization.k8s.io",
             "storage.k8s.io",
             "admissionregistration.k8s.io",
+            "apiextensions.k8s.io",
             "scheduling.k8s.io",
             "coordination.k8s.io",
-            "apiextensions.k8s.io",
             "node.k8s.io",
             "discovery.k8s.io",
         ]
@@ -84,6 +86,13 @@ async fn discovery_lists_every_storage_with_its_verbs() {
         .unwrap_or(99)
     });
     assert_eq!(names, expected, "kube-apiserver's group order");
+    // the aggregator's own group: a responseKind without group and version, as upstream's
+    let apiservices = &aggregated["items"][0]["versions"][0]["resources"][0];
+    assert_eq!(apiservices["resource"], "apiservices");
+    assert_eq!(
+        apiservices["responseKind"],
+        serde_json::json!({"group": "", "version": "", "kind": "APIService"})
+    );
 
     for group in &groups {
         for version in &group.versions {

@@ -157,13 +157,30 @@ pub async fn probe(
     config: &ProxyConfig,
     limit: usize,
 ) -> Result<(u16, Vec<u8>), String> {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static("kube-probe/1.33"),
+    );
+    headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("*/*"));
+    get(location, config, headers, limit).await
+}
+
+/// One `GET` of `location` with the proxy transport of `config` and `headers` (`Host` is
+/// added): the status code and at most `limit` bytes of the body, or Go's text of the
+/// failure.
+pub async fn get(
+    location: &Location,
+    config: &ProxyConfig,
+    headers: http::HeaderMap,
+    limit: usize,
+) -> Result<(u16, Vec<u8>), String> {
     use http_body_util::BodyExt;
-    let req = http::Request::get(location.path_and_query())
+    let mut req = http::Request::get(location.path_and_query())
         .header(http::header::HOST, location.authority())
-        .header(http::header::USER_AGENT, "kube-probe/1.33")
-        .header(http::header::ACCEPT, "*/*")
         .body(crate::empty_body())
         .map_err(|e| e.to_string())?;
+    req.headers_mut().extend(headers);
     let resp = send(location, TransportKind::Proxy, config, req).await?;
     let code = resp.status().as_u16();
     let mut body = resp.into_body();

@@ -33,7 +33,7 @@ use kapi_machinery::GroupResource;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use dial::probe;
+pub use dial::{get, probe};
 pub use forward::serve;
 pub use kubelet::KubeletClientConfig;
 pub use tls::Transports;

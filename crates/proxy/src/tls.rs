@@ -166,3 +166,122 @@ impl Transports {
         }
     }
 }
+
+/// Verifies a server's certificate as issued for one fixed name, whatever address was dialed:
+/// upstream dials an APIService's endpoint address and checks its certificate against
+/// `<service>.<namespace>.svc` (`tls.Config.ServerName`).
+#[derive(Debug)]
+struct FixedName {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    name: ServerName<'static>,
+}
+
+impl ServerCertVerifier for FixedName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner
+            .verify_server_cert(end_entity, intermediates, &self.name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Presents one loaded certificate to every server that asks.
+#[derive(Debug)]
+struct FixedClientCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for FixedClientCert {
+    fn resolve(
+        &self,
+        _: &[&[u8]],
+        _: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// The TLS client configuration of an extension API server (upstream's
+/// `remote.BuildTransportConfig`): the server verified against `ca_bundle` (PEM) as
+/// `server_name`, or not verified when `insecure`; `client` presented when given (the
+/// `--proxy-client-cert-file` pair). The error is the text upstream reports for a bundle that
+/// holds no certificate.
+pub fn service_config(
+    ca_bundle: &[u8],
+    insecure: bool,
+    server_name: &str,
+    client: Option<Arc<rustls::sign::CertifiedKey>>,
+) -> Result<Arc<ClientConfig>, String> {
+    let provider = provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(SkipVerify(provider)))
+    } else {
+        let mut roots = RootCertStore::empty();
+        for cert in rustls_pemfile::certs(&mut &ca_bundle[..]).flatten() {
+            let _ = roots.add(cert);
+        }
+        // client-go's `rootCertPool` refuses a bundle without a certificate (kapi has no
+        // system roots to fall back on for an empty one).
+        if roots.is_empty() {
+            return Err(
+                "unable to load root certificates: unable to parse bytes as PEM block".into(),
+            );
+        }
+        let name = ServerName::try_from(server_name.to_string())
+            .map_err(|e| format!("invalid server name {server_name:?}: {e}"))?;
+        let inner =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("x509: {e}"))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(FixedName { inner, name }))
+    };
+    let mut config = match client {
+        Some(key) => builder.with_client_cert_resolver(Arc::new(FixedClientCert(key))),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+impl Transports {
+    /// Every transport kind dialing with `config` (an extension API server's).
+    pub fn all(config: Arc<ClientConfig>) -> Self {
+        Self {
+            kubelet: config.clone(),
+            kubelet_insecure: config.clone(),
+            proxy: config,
+        }
+    }
+}

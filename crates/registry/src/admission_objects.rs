@@ -62,7 +62,7 @@ impl ObjectStore for StorageObjects {
         name: &str,
     ) -> Result<Option<Object>, ApiError> {
         self.storage
-            .get(&key(gr, namespace, name), &crate::store::LATEST_IF_EXISTS)
+            .get(&key(gr, namespace, name), &crate::reads::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(gr, name))
     }

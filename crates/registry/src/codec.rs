@@ -2,7 +2,6 @@
 //! `k8s-openapi` type (dropping unknown fields, reporting them per `fieldValidation`) and
 //! encoded back, so what is stored only carries fields the type knows.
 
-use crate::rest::{Decoded, FieldValidation};
 use kapi_machinery::{ApiError, Object};
 use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Serialize;
@@ -10,6 +9,21 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 mod go_json;
+
+/// `fieldValidation`: what to do with unknown or duplicate fields in a body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// `Ignore`: drop unknown fields and accept duplicate ones, without warnings.
+    Ignore,
+    /// `Warn`: drop unknown fields and report each, and each duplicate, as a warning.
+    Warn,
+    /// `Strict` (the default): fail the request with a 400 on an unknown or duplicate field.
+    #[default]
+    Strict,
+}
+
+/// A decoded request body and the warnings decoding gave (unknown fields under `Warn`).
+pub type Decoded = Result<(Object, Vec<String>), ApiError>;
 
 /// Prefix of every strict decoding error, as upstream words it.
 pub const STRICT_PREFIX: &str = "strict decoding error: ";
@@ -25,10 +39,24 @@ where
     let mut unknown: Vec<String> = Vec::new();
     let typed: T =
         serde_ignored::deserialize(body.into_value(), |path| unknown.push(format_path(&path)))
-            .map_err(|e| cannot_handle(T::KIND, T::VERSION, &e.to_string()))?;
+            .map_err(|e| cannot_handle(T::KIND, T::VERSION, &go_decode_message(&e.to_string())))?;
     let warnings = unknown_fields(T::KIND, T::VERSION, &unknown, validation)?;
     let value = serde_json::to_value(&typed).map_err(ApiError::internal)?;
     Ok((Object::from_value(value)?, warnings))
+}
+
+/// A typed decoding error as Go's decoder words it where the two differ: a `[]byte` field that
+/// is not base64 (`base64::CorruptInputError`).
+fn go_decode_message(serde: &str) -> String {
+    let offset = serde
+        .strip_prefix("Invalid symbol ")
+        .or_else(|| serde.strip_prefix("Invalid last symbol "))
+        .and_then(|rest| rest.split_once(", offset "))
+        .and_then(|(_, offset)| offset.trim_end_matches('.').parse::<usize>().ok());
+    match offset {
+        Some(offset) => format!("illegal base64 data at input byte {offset}"),
+        None => serde.to_string(),
+    }
 }
 
 /// What the unknown fields at `paths` come to under `validation`: Strict -> 400 (when there

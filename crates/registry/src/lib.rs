@@ -14,6 +14,7 @@ pub mod customresource;
 pub mod meta;
 pub mod namespace_lifecycle;
 pub mod printers;
+mod reads;
 pub mod resources;
 pub mod rest;
 pub mod store;
@@ -135,6 +136,8 @@ pub async fn build_with(ctx: &BuildContext) -> Result<Vec<rest::ApiGroupInfo>, A
     groups.extend(resources::certificates::groups(ctx));
     groups.extend(resources::apiextensions::groups(ctx));
     groups.extend(resources::admissionregistration::groups(ctx));
-    ctx.caches.fill_from(&groups);
+    groups.extend(resources::apiregistration::groups(ctx));
+    ctx.caches
+        .fill_from(|resource| store::storage_of(&groups, "", resource));
     Ok(groups)
 }

@@ -57,22 +57,13 @@ pub struct WatchCaches {
 }
 
 impl WatchCaches {
-    /// Takes the storages of the namespaces and resourcequotas Stores among `groups`.
-    pub fn fill_from(&self, groups: &[crate::rest::ApiGroupInfo]) {
-        let find = |resource: &str| {
-            groups
-                .iter()
-                .filter(|g| g.group.is_empty())
-                .flat_map(|g| g.versions.iter())
-                .flat_map(|v| v.storages.iter())
-                .filter(|s| s.info().resource == resource && s.info().subresource.is_empty())
-                .find_map(|s| s.as_any()?.downcast_ref::<crate::store::Store>())
-                .map(|store| store.storage().clone())
-        };
-        if let Some(storage) = find("namespaces") {
+    /// Takes the storages of the namespaces and resourcequotas Stores, which `storage_of` finds
+    /// by core resource name.
+    pub fn fill_from(&self, storage_of: impl Fn(&str) -> Option<DynStorage>) {
+        if let Some(storage) = storage_of("namespaces") {
             let _ = self.namespaces.set(storage);
         }
-        if let Some(storage) = find("resourcequotas") {
+        if let Some(storage) = storage_of("resourcequotas") {
             let _ = self.quotas.set(storage);
         }
     }
@@ -153,7 +144,7 @@ impl NamespaceLifecycle for CachedNamespaceLifecycle {
         let key = format!("/namespaces/{namespace}");
         let got = self
             .storage
-            .get(&key, &crate::store::LATEST_IF_EXISTS)
+            .get(&key, &crate::reads::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&ns_gr, namespace))?;
         let Some(ns) = got else {

@@ -1,6 +1,7 @@
 //! The REST capability traits a resource's storage implements, one per verb, as upstream's
 //! `k8s.io/apiserver/pkg/registry/rest`. The installer in `kapi-endpoints` asks each storage
 //! which of them it implements (`as_creater()`, ...) and generates a route per capability.
+#![warn(missing_docs)]
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -11,28 +12,28 @@ use kapi_machinery::{
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Decoding's vocabulary, which the capability traits speak.
+pub use crate::codec::{Decoded, FieldValidation};
+
 /// What a handler knows about the request that the storage needs.
 #[derive(Clone, Debug, Default)]
 pub struct Context {
     /// The namespace from the path; empty for cluster-scoped requests and all-namespace lists.
     pub namespace: String,
+    /// The authenticated user making the request (recorded by some resources, e.g. a
+    /// CertificateSigningRequest's `spec.username`).
     pub user: UserInfo,
-}
-
-/// `fieldValidation`: what to do with unknown or duplicate fields in a body.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    Ignore,
-    Warn,
-    #[default]
-    Strict,
 }
 
 /// `metav1.CreateOptions` / `UpdateOptions` / `PatchOptions` (the parts storage cares about).
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
+    /// `dryRun=All`: validate and admit the write, but persist nothing.
     pub dry_run: bool,
+    /// `fieldManager`: the manager recorded in `metadata.managedFields` for this write;
+    /// `None` lets the handler derive one from the user agent.
     pub field_manager: Option<String>,
+    /// `fieldValidation`: how unknown or duplicate fields in the body are treated.
     pub field_validation: FieldValidation,
     /// Preconditions the storage enforces on an update (upstream's
     /// `UpdatedObjectInfo.Preconditions`: the `metadata.uid` of a PUT's body).
@@ -42,7 +43,9 @@ pub struct WriteOptions {
 /// The result of a write: the object and any warnings to send as `Warning: 299` headers.
 #[derive(Clone, Debug, Default)]
 pub struct WriteResult {
+    /// The object as stored (or as it would be, under dry run).
     pub object: Object,
+    /// Warnings for the client, each sent as a `Warning: 299` header.
     pub warnings: Vec<String>,
 }
 
@@ -53,17 +56,19 @@ pub use kapi_storage::EncodedItem;
 /// cache's own objects, shared, so that serving a list copies none of them.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectList<T = Object> {
+    /// The listed objects (empty when they are carried in `encoded` instead).
     pub items: Vec<T>,
+    /// The list's `metadata.resourceVersion`: the storage revision the list was read at.
     pub resource_version: String,
+    /// The list's `metadata.continue`: the token that fetches the next page, if any.
     pub continue_token: Option<String>,
+    /// The list's `metadata.remainingItemCount`: how many items the following pages hold,
+    /// when known.
     pub remaining_item_count: Option<i64>,
     /// The items' JSON as list items, in order, when storage kept them encoded and the
     /// stored form is the served one: the list response is written from these bytes.
     pub encoded: Option<Vec<EncodedItem>>,
 }
-
-/// A decoded request body and the warnings decoding gave (unknown fields under `Warn`).
-pub type Decoded = Result<(Object, Vec<String>), ApiError>;
 
 /// Validating admission for a create, run by the Store after the strategy's validation and
 /// just before the write (upstream's `rest.ValidateObjectFunc`).
@@ -92,17 +97,25 @@ pub type UpdatedObjectFn =
 /// Describes a resource for discovery, routing and OpenAPI.
 #[derive(Clone, Debug)]
 pub struct ResourceInfo {
+    /// API group, e.g. `apps`; empty for the legacy core group.
     pub group: String,
+    /// API version within the group, e.g. `v1`.
     pub version: String,
     /// Plural, e.g. `deployments`; for subresources the parent's plural.
     pub resource: String,
     /// e.g. `status`, `scale`; empty for the main resource.
     pub subresource: String,
+    /// The kind served, e.g. `Deployment`; for a subresource the kind of its body (`Scale`).
     pub kind: String,
+    /// The kind of a list of the resource, e.g. `DeploymentList`; empty where not listable.
     pub list_kind: String,
+    /// Lower-case singular name shown by discovery, e.g. `deployment`.
     pub singular: String,
+    /// Whether objects live in a namespace (`/namespaces/{ns}/...` routes).
     pub namespaced: bool,
+    /// Discovery's `shortNames`, e.g. `deploy`, which kubectl accepts as aliases.
     pub short_names: Vec<String>,
+    /// Discovery's `categories`, e.g. `all`, which `kubectl get <category>` expands.
     pub categories: Vec<String>,
 }
 
@@ -144,9 +157,11 @@ impl ResourceInfo {
             )
         }
     }
+    /// The group, version and kind served.
     pub fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::new(self.group.clone(), self.version.clone(), self.kind.clone())
     }
+    /// The group and plural resource name, as quota, RBAC and error messages name it.
     pub fn group_resource(&self) -> kapi_machinery::GroupResource {
         kapi_machinery::GroupResource::new(self.group.clone(), self.resource.clone())
     }
@@ -162,6 +177,7 @@ impl ResourceInfo {
 
 /// Every REST storage. Capabilities are discovered through the `as_*` methods.
 pub trait Storage: Send + Sync + 'static {
+    /// The resource this storage serves.
     fn info(&self) -> &ResourceInfo;
 
     /// Decodes a request body for this resource: checks apiVersion/kind, drops or reports
@@ -169,15 +185,19 @@ pub trait Storage: Send + Sync + 'static {
     /// unknown field "spec.foo"`; Warn: returned as warnings), and applies defaults.
     fn decode(&self, body: Object, validation: FieldValidation) -> Decoded;
 
+    /// The storage as a [`Creater`] (`POST`), if it serves creates.
     fn as_creater(&self) -> Option<&dyn Creater> {
         None
     }
+    /// The storage as a [`Getter`] (`GET` of one object), if it serves gets.
     fn as_getter(&self) -> Option<&dyn Getter> {
         None
     }
+    /// The storage as a [`Lister`] (`GET` of the collection), if it serves lists.
     fn as_lister(&self) -> Option<&dyn Lister> {
         None
     }
+    /// The storage as an [`Updater`] (`PUT`), if it serves updates.
     fn as_updater(&self) -> Option<&dyn Updater> {
         None
     }
@@ -185,15 +205,21 @@ pub trait Storage: Send + Sync + 'static {
     fn as_patcher(&self) -> Option<&dyn Updater> {
         None
     }
+    /// The storage as a [`GracefulDeleter`] (`DELETE` of one object), if it serves deletes.
     fn as_graceful_deleter(&self) -> Option<&dyn GracefulDeleter> {
         None
     }
+    /// The storage as a [`CollectionDeleter`] (`DELETE` of the collection), if it serves
+    /// `deletecollection`.
     fn as_collection_deleter(&self) -> Option<&dyn CollectionDeleter> {
         None
     }
+    /// The storage as a [`Watcher`] (`?watch=true`), if it serves watches.
     fn as_watcher(&self) -> Option<&dyn Watcher> {
         None
     }
+    /// The storage's own [`TableConvertor`] for `as=Table` responses; `None` uses the
+    /// endpoint's default table, as upstream's `DefaultTableConvertor`.
     fn as_table_convertor(&self) -> Option<&dyn TableConvertor> {
         None
     }
@@ -250,15 +276,20 @@ pub trait Storage: Send + Sync + 'static {
 /// which it is through `info().subresource`).
 #[derive(Clone)]
 pub struct ApiVersionInfo {
+    /// The version, e.g. `v1`.
     pub version: String,
+    /// The storages served at this version, subresources included.
     pub storages: Vec<Arc<dyn Storage>>,
 }
 
 /// One API group as installed: `""` is the legacy core group served under `/api`.
 #[derive(Clone)]
 pub struct ApiGroupInfo {
+    /// The group name; `""` for the legacy core group.
     pub group: String,
+    /// The version discovery reports as `preferredVersion`.
     pub preferred_version: String,
+    /// The versions served, in the order discovery lists them.
     pub versions: Vec<ApiVersionInfo>,
 }
 
@@ -286,17 +317,32 @@ pub fn find_storage(
     group: &str,
     resource: &str,
 ) -> Option<Arc<dyn Storage>> {
+    find_subresource(groups, group, resource, "")
+}
+
+/// The storage of `resource/subresource` of `group` (any version; `""` is the main
+/// resource), if installed.
+pub fn find_subresource(
+    groups: &[ApiGroupInfo],
+    group: &str,
+    resource: &str,
+    subresource: &str,
+) -> Option<Arc<dyn Storage>> {
     groups
         .iter()
         .filter(|g| g.group == group)
         .flat_map(|g| g.versions.iter())
         .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == resource && s.info().subresource.is_empty())
+        .find(|s| s.info().resource == resource && s.info().subresource == subresource)
         .cloned()
 }
 
+/// Creates objects: `POST` on a collection or a named subresource (upstream's
+/// `rest.Creater`).
 #[async_trait]
 pub trait Creater: Send + Sync {
+    /// Stores a new object, running `validate` (validating admission) just before the write;
+    /// under `opts.dry_run` returns what would be stored.
     async fn create(
         &self,
         ctx: &Context,
@@ -325,7 +371,9 @@ pub trait Creater: Send + Sync {
 /// proxies, the path after the subresource (`""` for `.../proxy`, `"/"` for `.../proxy/`).
 #[derive(Clone, Debug, Default)]
 pub struct ConnectRequest {
+    /// The request's raw query string, which carries the connect options.
     pub query: String,
+    /// The path after the subresource's name, for the proxy subresources.
     pub subpath: String,
 }
 
@@ -352,13 +400,18 @@ pub trait Connecter: Send + Sync {
     ) -> Result<Option<kapi_proxy::Target>, ApiError>;
 }
 
+/// Reads one object by name: `GET .../{name}` (upstream's `rest.Getter`).
 #[async_trait]
 pub trait Getter: Send + Sync {
+    /// The named object in `ctx`'s namespace, read as `opts` asks; a 404 if absent.
     async fn get(&self, ctx: &Context, name: &str, opts: &GetOptions) -> Result<Object, ApiError>;
 }
 
+/// Lists a collection: `GET` on a resource (upstream's `rest.Lister`).
 #[async_trait]
 pub trait Lister: Send + Sync {
+    /// The objects in `ctx`'s namespace (all namespaces when empty) matching the options'
+    /// selectors, paginated by `limit`/`continue`.
     async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ObjectList, ApiError>;
 
     /// [`Lister::list`] with shared items, for a response that only reads them. A store
@@ -389,13 +442,21 @@ impl<T> ObjectList<T> {
 /// The outcome of an update: the object, and whether it was created by it.
 #[derive(Clone, Debug, Default)]
 pub struct UpdateResult {
+    /// The object as stored (or as it would be, under dry run).
     pub object: Object,
+    /// Whether the update created the object (answered with 201 rather than 200).
     pub created: bool,
+    /// Warnings for the client, each sent as a `Warning: 299` header.
     pub warnings: Vec<String>,
 }
 
+/// Updates objects: `PUT`, and `PATCH` through [`Storage::as_patcher`] (upstream's
+/// `rest.Updater`).
 #[async_trait]
 pub trait Updater: Send + Sync {
+    /// Replaces the named object with `new_object`'s result, retried on conflict; creates it
+    /// (checked by `create_validation`) when absent and the resource allows create-on-update
+    /// or `force_allow_create` is set (server-side apply), else checks `update_validation`.
     #[allow(clippy::too_many_arguments)]
     async fn update(
         &self,
@@ -413,12 +474,18 @@ pub trait Updater: Send + Sync {
 /// when finalizers or a grace period keep it).
 #[derive(Clone, Debug, Default)]
 pub struct DeleteResult {
+    /// The object as last stored: with `deletionTimestamp` set when it is not yet gone.
     pub object: Object,
+    /// Whether the object was removed from storage.
     pub deleted: bool,
 }
 
+/// Deletes one object, honouring grace periods and finalizers: `DELETE .../{name}`
+/// (upstream's `rest.GracefulDeleter`).
 #[async_trait]
 pub trait GracefulDeleter: Send + Sync {
+    /// Deletes the named object per `opts` (preconditions, grace period, propagation
+    /// policy), running `validate` (validating admission) on it first.
     async fn delete(
         &self,
         ctx: &Context,
@@ -428,8 +495,12 @@ pub trait GracefulDeleter: Send + Sync {
     ) -> Result<DeleteResult, ApiError>;
 }
 
+/// Deletes every object a list selects: `DELETE` on a collection (upstream's
+/// `rest.CollectionDeleter`).
 #[async_trait]
 pub trait CollectionDeleter: Send + Sync {
+    /// Deletes each object `list_opts` selects as [`GracefulDeleter::delete`] would with
+    /// `opts`, and returns the objects as they were when deleted.
     async fn delete_collection(
         &self,
         ctx: &Context,
@@ -443,15 +514,22 @@ pub trait CollectionDeleter: Send + Sync {
 /// watchers encode one copy.
 #[derive(Clone, Debug)]
 pub struct WatchEvent {
+    /// `ADDED`, `MODIFIED`, `DELETED` or `BOOKMARK`.
     pub event_type: kapi_machinery::EventType,
+    /// The object after the change; for `DELETED`, its last state; for `BOOKMARK`, an
+    /// object of the kind carrying only `metadata.resourceVersion`.
     pub object: Arc<Object>,
 }
 
 /// A stream of watch events; an `Err` is sent to the client as an ERROR event and ends it.
 pub type WatchEventStream = BoxStream<'static, Result<WatchEvent, ApiError>>;
 
+/// Streams changes to a collection: `GET ...?watch=true` (upstream's `rest.Watcher`).
 #[async_trait]
 pub trait Watcher: Send + Sync {
+    /// Events for the objects `opts` selects: the changes after `opts.resourceVersion`, led
+    /// by the current state as `ADDED` events when it is unset or `0` (or per
+    /// `sendInitialEvents`).
     async fn watch(&self, ctx: &Context, opts: &ListOptions) -> Result<WatchEventStream, ApiError>;
 }
 

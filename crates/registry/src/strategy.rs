@@ -2,8 +2,9 @@
 //! runs (upstream's `RESTCreateStrategy`, `RESTUpdateStrategy`, `RESTDeleteStrategy` and
 //! printers, folded into one trait with defaults).
 
-use crate::rest::{Decoded, FieldValidation, ResourceInfo};
+use crate::rest::{Decoded, FieldValidation, ResourceInfo, TableConvertor};
 use kapi_machinery::{ApiError, DeleteOptions, FieldError, Object};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which rule `metadata.name` must follow.
@@ -43,6 +44,14 @@ impl FieldLabelConversion {
             unsupported: |label| format!("field label not supported: {label}"),
         }
     }
+}
+
+/// The Table convertor of `strategy`'s kind: the printer it names, else upstream's default table
+/// (NAME, CREATED AT). Resolved here so that the generic Store names no printer.
+pub fn table_of(strategy: &dyn Strategy) -> Arc<dyn TableConvertor> {
+    strategy
+        .table_convertor()
+        .unwrap_or_else(crate::printers::default_convertor)
 }
 
 /// The scheme's `DefaultMetaV1FieldSelectorConversion`, for kinds without a conversion func.
@@ -173,9 +182,10 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
-    /// The Table columns of the kind when they are not a built-in printer's (custom resources'
-    /// `additionalPrinterColumns`).
-    fn table_convertor(&self) -> Option<std::sync::Arc<dyn crate::rest::TableConvertor>> {
+    /// The kind's Table columns (`kubectl get`): a built-in kind names its printer
+    /// (`printers::apps::DEPLOYMENTS.table_convertor()`), a custom resource gives its
+    /// `additionalPrinterColumns`; `None` prints upstream's default table (NAME, CREATED AT).
+    fn table_convertor(&self) -> Option<Arc<dyn TableConvertor>> {
         None
     }
 

@@ -11,6 +11,7 @@
 )]
 
 mod allocation;
+mod apiregistration;
 mod cel_cost;
 mod common;
 mod core_legacy;
@@ -20,3 +21,4 @@ mod groups;
 mod lifecycle;
 mod reads;
 mod resources;
+mod table_columns;

@@ -1,6 +1,8 @@
 //! The innermost service: the server's own non-resource endpoints (`/healthz`, `/livez`,
-//! `/readyz`, `/version`, `/metrics`), and everything else to the API handler.
+//! `/readyz`, `/version`, `/metrics`), the aggregator's (group/versions of APIServices served
+//! by other API servers, and their groups in `/apis`), and everything else to the API handler.
 
+use crate::aggregator::remote::Remotes;
 use crate::body::{full, text_ok, HttpResponse, Request};
 use crate::health::Health;
 use crate::metrics::Metrics;
@@ -15,6 +17,8 @@ use tower::Service;
 
 struct Inner {
     handler: ApiServerHandler,
+    /// The APIServices served elsewhere (the aggregator's proxy and discovery).
+    remotes: Option<Remotes>,
     health: Health,
     metrics: Arc<Metrics>,
     version: Bytes,
@@ -27,15 +31,65 @@ pub struct ApiService {
 }
 
 impl ApiService {
-    pub fn new(handler: ApiServerHandler, health: Health, metrics: Arc<Metrics>) -> Self {
+    /// `remotes`: the APIServices served by other API servers (`None` when `apiservices` are
+    /// not served).
+    pub fn new(
+        handler: ApiServerHandler,
+        health: Health,
+        metrics: Arc<Metrics>,
+        remotes: Option<Remotes>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 handler,
+                remotes,
                 health,
                 metrics,
                 version: Bytes::from(crate::version::body()),
             }),
         }
+    }
+}
+
+/// The aggregator's part of the request path: a remote group/version proxied, `/apis/<group>`
+/// of a remote group answered, `/apis` with the remote groups added. `Err` gives the request
+/// back for the API handler.
+async fn aggregate(
+    inner: &Inner,
+    remotes: &Remotes,
+    mut req: Request,
+) -> Result<HttpResponse, Request> {
+    if remotes.is_empty() {
+        return Err(req);
+    }
+    let path = req.uri().path().to_string();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let readable = req.method() == Method::GET || req.method() == Method::HEAD;
+    match segments.as_slice() {
+        ["apis", group, version, ..] => match remotes.lookup(group, version) {
+            Some(remote) => Ok(crate::aggregator::proxy::serve(remotes, remote, req).await),
+            None => Err(req),
+        },
+        ["apis", group] if readable => {
+            let local = inner.handler.groups().iter().any(|g| g.group == *group);
+            match (
+                local,
+                crate::aggregator::discovery::group_document(remotes, group),
+            ) {
+                (false, Some(resp)) => Ok(resp),
+                _ => Err(req),
+            }
+        }
+        ["apis"] if readable => {
+            // kapi's own ETag would revalidate a copy without the remote groups.
+            let if_none_match = req
+                .headers_mut()
+                .remove(header::IF_NONE_MATCH)
+                .and_then(|v| v.to_str().ok().map(str::to_string));
+            let resp = inner.handler.handle(req).await;
+            Ok(crate::aggregator::discovery::merge_apis(remotes, if_none_match, resp).await)
+        }
+        _ => Err(req),
     }
 }
 
@@ -78,6 +132,13 @@ impl Service<Request> for ApiService {
                     return Ok(resp);
                 }
             }
+            let req = match &inner.remotes {
+                Some(remotes) => match aggregate(&inner, remotes, req).await {
+                    Ok(resp) => return Ok(resp),
+                    Err(req) => req,
+                },
+                None => req,
+            };
             Ok(inner.handler.handle(req).await)
         })
     }

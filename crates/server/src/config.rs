@@ -92,6 +92,10 @@ pub struct ServerConfig {
     /// start; used only when both are given, as upstream).
     pub proxy_client_cert_file: Option<PathBuf>,
     pub proxy_client_key_file: Option<PathBuf>,
+    /// `--enable-aggregator-routing`: an extension API server is reached at an endpoint
+    /// address of its Service (upstream's `ResolveEndpoint`) instead of the Service's
+    /// ClusterIP (`ResolveCluster`), for control planes that cannot reach ClusterIPs.
+    pub enable_aggregator_routing: bool,
     /// Extra subject alternative names for the generated serving certificate.
     pub tls_sans: Vec<String>,
     /// 0 = unlimited.
@@ -171,6 +175,7 @@ impl ServerConfig {
             request_header: None,
             proxy_client_cert_file: None,
             proxy_client_key_file: None,
+            enable_aggregator_routing: false,
             tls_sans: Vec::new(),
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,

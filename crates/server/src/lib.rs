@@ -11,6 +11,7 @@
 //! `kapi-endpoints`).
 
 mod admission;
+pub mod aggregator;
 mod api;
 pub mod apiextensions;
 pub mod apiserver_identity;
@@ -321,6 +322,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         None => None,
     };
+    // The APIServices served by other API servers, which the proxy reads and the
+    // autoregister controller keeps.
+    let remotes = aggregator::remote::Remotes::new(aggregator::remote::Settings {
+        routing: config.enable_aggregator_routing,
+        client: pki.proxy_client.clone(),
+        dial_timeout: config.kubelet.timeout,
+        services: rbac::find_storage(&handler.groups(), "", "services"),
+        endpoints: rbac::find_storage(&handler.groups(), "", "endpoints"),
+    });
+    // The local APIServices, written before the first request as upstream's
+    // `autoregister-completion` readiness check waits for them.
+    let autoregister =
+        aggregator::autoregister::start(&handler.groups(), Some(remotes.clone())).await;
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     // What kube-controller-manager would do for an API server alone, per `--controllers`;
@@ -351,7 +365,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .await;
     }
     let health = health::Health::new(storage.clone(), shutting_down.clone());
-    let api = api::ApiService::new(handler.clone(), health, metrics.clone());
+    let api = api::ApiService::new(
+        handler.clone(),
+        health,
+        metrics.clone(),
+        autoregister.as_ref().map(|_| remotes),
+    );
 
     let chain = filters::build_handler_chain(
         api,
@@ -399,6 +418,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let task = tokio::spawn(async move {
         // The controllers live (and stop) with the server.
         let _crd_controllers = crd_controllers;
+        let _autoregister = autoregister;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
             let _ = stop_rx.await;

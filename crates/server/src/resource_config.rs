@@ -18,6 +18,7 @@ pub const SERVED: &[(&str, &str, bool)] = &[
     ("admissionregistration.k8s.io", "v1beta1", false),
     ("admissionregistration.k8s.io", "v1alpha1", false),
     ("apiextensions.k8s.io", "v1", true),
+    ("apiregistration.k8s.io", "v1", true),
     ("apps", "v1", true),
     ("authentication.k8s.io", "v1", true),
     ("authorization.k8s.io", "v1", true),
@@ -44,7 +45,6 @@ pub const SERVED: &[(&str, &str, bool)] = &[
 pub const NOT_SERVED: &[(&str, &str)] = &[
     ("admission.k8s.io", "v1"),
     ("apiextensions.k8s.io", "v1beta1"),
-    ("apiregistration.k8s.io", "v1"),
     ("apiregistration.k8s.io", "v1beta1"),
     ("apps", "v1beta1"),
     ("apps", "v1beta2"),

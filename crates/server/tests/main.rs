@@ -10,6 +10,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
+mod aggregator;
 mod api;
 mod apply;
 mod authn;

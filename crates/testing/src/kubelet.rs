@@ -253,25 +253,14 @@ async fn handle(req: Request<Incoming>) -> Response<Body> {
             if kapi_proxy::websocket::is_websocket(req.headers()) =>
         {
             let exec = parts.first() == Some(&"exec");
-            streams::websocket_command(
-                req,
-                pod.to_string(),
-                container.to_string(),
-                exec,
-            )
+            streams::websocket_command(req, pod.to_string(), container.to_string(), exec)
         }
-        ["exec", _ns, pod, container] => streams::remote_command(
-            req,
-            pod.to_string(),
-            container.to_string(),
-            true,
-        ),
-        ["attach", _ns, pod, container] => streams::remote_command(
-            req,
-            pod.to_string(),
-            container.to_string(),
-            false,
-        ),
+        ["exec", _ns, pod, container] => {
+            streams::remote_command(req, pod.to_string(), container.to_string(), true)
+        }
+        ["attach", _ns, pod, container] => {
+            streams::remote_command(req, pod.to_string(), container.to_string(), false)
+        }
         ["portForward", _ns, pod] => streams::port_forward(req, pod.to_string()),
         _ => {
             let pq = req

@@ -10,6 +10,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
+mod aggregation_proxy;
 mod architecture;
 mod example_controller;
 mod kubelet_proxy;

@@ -85,7 +85,12 @@ pub(crate) fn resources(version: &ApiVersionInfo) -> Vec<ResourceDiscovery> {
     let mut out: Vec<ResourceDiscovery> = Vec::new();
     for storage in sorted_storages(version) {
         let info = storage.info();
-        let (group, ver, kind) = response_gvk(info);
+        let (mut group, mut ver, kind) = response_gvk(info);
+        // kube-apiserver's aggregator answers for its own group with a `responseKind` without
+        // group and version (measured on 1.28.7); clients read only the kind.
+        if info.group == kapi_registry::resources::apiregistration::GROUP {
+            (group, ver) = (String::new(), String::new());
+        }
         let gvk = Gvk {
             group,
             version: ver,

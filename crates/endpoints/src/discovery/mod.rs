@@ -51,35 +51,19 @@ pub fn response_gvk(info: &ResourceInfo) -> (String, String, String) {
     (group.to_string(), version.to_string(), info.kind.clone())
 }
 
-/// kube-apiserver's group priorities (`apiVersionPriorities`): `/apis` lists groups by this
-/// priority, highest first, then by name. Groups not listed (custom resources) get 1000.
-fn group_priority(group: &str) -> i32 {
-    match group {
-        "" => 18000,
-        "apiregistration.k8s.io" => 18000,
-        "apps" => 17800,
-        "events.k8s.io" => 17750,
-        "authentication.k8s.io" => 17700,
-        "authorization.k8s.io" => 17600,
-        "autoscaling" => 17500,
-        "batch" => 17400,
-        "certificates.k8s.io" => 17300,
-        "networking.k8s.io" => 17200,
-        "policy" => 17100,
-        "rbac.authorization.k8s.io" => 17000,
-        "storage.k8s.io" => 16800,
-        "admissionregistration.k8s.io" => 16700,
-        "scheduling.k8s.io" => 16600,
-        "coordination.k8s.io" => 16500,
-        "apiextensions.k8s.io" => 16400,
-        "node.k8s.io" => 16300,
-        "discovery.k8s.io" => 16200,
-        "flowcontrol.apiserver.k8s.io" => 16100,
-        "internal.apiserver.k8s.io" => 16000,
-        "resource.k8s.io" => 15900,
-        "storagemigration.k8s.io" => 15800,
-        _ => 1000,
+/// kube-apiserver's group priorities: `/apis` lists groups by their APIServices'
+/// `groupPriorityMinimum` (upstream's `apiVersionPriorities` for built-in groups), highest
+/// first, then by name. The aggregator's own group comes first; groups without a built-in
+/// priority (custom resources) get the crdregistration controller's 1000.
+fn group_priority(group: &str) -> i64 {
+    use kapi_registry::resources::apiregistration as agg;
+    if group == agg::GROUP {
+        return i64::MAX;
     }
+    agg::API_VERSION_PRIORITIES
+        .iter()
+        .find(|(g, ..)| *g == group)
+        .map_or(agg::CRD_GROUP_PRIORITY_MINIMUM, |(_, _, p, _)| *p)
 }
 
 /// The non-core groups in `/apis` order.

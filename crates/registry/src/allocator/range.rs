@@ -176,7 +176,7 @@ impl RangeStore {
     pub async fn get(&self) -> Result<Snapshot, AllocationError> {
         let got = self
             .storage
-            .get(self.key, &crate::store::LATEST_IF_EXISTS)
+            .get(self.key, &crate::reads::LATEST_IF_EXISTS)
             .await
             .map_err(|e| AllocationError::Storage(e.to_string()))?;
         Ok(match got {

@@ -1,6 +1,6 @@
 //! Where a custom resource keeps its scale (upstream's `customresource.ScaleREST`): the paths
 //! the CRD's `subresources.scale` names, read and written by the one scale storage
-//! ([`crate::resources::scale::ScaleStore`]).
+//! (`resources::scale::ScaleStore`), which builds the Scale object from what this reads.
 
 use super::jsonpath::JsonPath;
 use kapi_machinery::{ApiError, Object};
@@ -63,8 +63,9 @@ fn int_at(obj: &Object, path: &[String]) -> Result<i64, ApiError> {
     }
 }
 
-/// The Scale of a custom object.
-pub fn custom_scale_of(obj: &Object, paths: &ScalePaths) -> Result<Object, ApiError> {
+/// What the Scale of a custom object shows: its `spec.replicas` and its `status` (replicas,
+/// and the selector when the CRD names one and it is set).
+pub fn custom_scale_of(obj: &Object, paths: &ScalePaths) -> Result<(i64, Value), ApiError> {
     let spec = int_at(obj, &paths.spec)?;
     let status = int_at(obj, &paths.status)?;
     let mut status_json = json!({ "replicas": status });
@@ -75,11 +76,7 @@ pub fn custom_scale_of(obj: &Object, paths: &ScalePaths) -> Result<Object, ApiEr
             }
         }
     }
-    Ok(crate::resources::scale::scale_object(
-        obj,
-        spec,
-        status_json,
-    ))
+    Ok((spec, status_json))
 }
 
 impl ScalePaths {
@@ -117,12 +114,9 @@ mod tests {
     fn scale_reads_and_writes_the_crd_paths() {
         let paths = ScalePaths::new(&json!({"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size", "labelSelectorPath": ".status.selector"})).unwrap();
         let mut obj = Object::from_value(json!({"metadata": {"name": "a", "uid": "u"}, "spec": {"size": 3}, "status": {"selector": "app=a"}})).unwrap();
-        let s = custom_scale_of(&obj, &paths).unwrap();
-        assert_eq!(s.get("spec"), Some(&json!({"replicas": 3})));
-        assert_eq!(
-            s.get("status"),
-            Some(&json!({"replicas": 0, "selector": "app=a"}))
-        );
+        let (replicas, status) = custom_scale_of(&obj, &paths).unwrap();
+        assert_eq!(replicas, 3);
+        assert_eq!(status, json!({"replicas": 0, "selector": "app=a"}));
         set_at(&mut obj, &paths.spec, json!(5));
         assert_eq!(obj.get("spec"), Some(&json!({"size": 5})));
         let bad =

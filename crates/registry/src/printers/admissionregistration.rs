@@ -9,15 +9,12 @@ use super::{Column, Printer, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => WEBHOOK_COLUMNS,
-        "validatingadmissionpolicies" => POLICY_COLUMNS,
-        "validatingadmissionpolicybindings" | "mutatingadmissionpolicybindings" => BINDING_COLUMNS,
-        "mutatingadmissionpolicies" => MUTATING_POLICY_COLUMNS,
-        _ => return None,
-    }))
-}
+/// Mutating and validating webhook configurations.
+pub const WEBHOOK_CONFIGURATIONS: Printer = Printer::new(WEBHOOK_COLUMNS);
+pub const VALIDATING_ADMISSION_POLICIES: Printer = Printer::new(POLICY_COLUMNS);
+/// Validating and mutating admission policy bindings.
+pub const POLICY_BINDINGS: Printer = Printer::new(BINDING_COLUMNS);
+pub const MUTATING_ADMISSION_POLICIES: Printer = Printer::new(MUTATING_POLICY_COLUMNS);
 
 const WEBHOOK_COLUMNS: &[Column] = &[
     NAME,
@@ -115,19 +112,19 @@ mod tests {
 
     #[test]
     fn cells_as_upstream_prints_them() {
-        let p = printer("validatingwebhookconfigurations").unwrap();
+        let p = WEBHOOK_CONFIGURATIONS;
         let c = cells_of(
             &p,
             json!({"metadata": {"name": "w", "creationTimestamp": "2024-05-01T11:00:00Z"}, "webhooks": [{}, {}]}),
         );
         assert_eq!(c, vec![json!("w"), json!(2), json!("60m")]);
-        let p = printer("validatingadmissionpolicies").unwrap();
+        let p = VALIDATING_ADMISSION_POLICIES;
         let c = cells_of(
             &p,
             json!({"metadata": {"name": "p"}, "spec": {"validations": [{}], "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}}),
         );
         assert_eq!(&c[1..3], &[json!(1), json!("v1/ConfigMap")]);
-        let p = printer("validatingadmissionpolicybindings").unwrap();
+        let p = POLICY_BINDINGS;
         let c = cells_of(
             &p,
             json!({"metadata": {"name": "b"}, "spec": {"policyName": "p", "paramRef": {"name": "x"}}}),

@@ -8,16 +8,11 @@ use super::{containers, images, Column, Printer, Row, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "deployments" => DEPLOYMENT_COLUMNS,
-        "replicasets" => REPLICA_SET_COLUMNS,
-        "statefulsets" => STATEFUL_SET_COLUMNS,
-        "daemonsets" => DAEMON_SET_COLUMNS,
-        "controllerrevisions" => CONTROLLER_REVISION_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const DEPLOYMENTS: Printer = Printer::new(DEPLOYMENT_COLUMNS);
+pub const REPLICA_SETS: Printer = Printer::new(REPLICA_SET_COLUMNS);
+pub const STATEFUL_SETS: Printer = Printer::new(STATEFUL_SET_COLUMNS);
+pub const DAEMON_SETS: Printer = Printer::new(DAEMON_SET_COLUMNS);
+pub const CONTROLLER_REVISIONS: Printer = Printer::new(CONTROLLER_REVISION_COLUMNS);
 
 /// READY of deployments and stateful sets: `ready/desired`, where `spec.replicas` defaults
 /// to 1 when omitted.

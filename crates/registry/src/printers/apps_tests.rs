@@ -9,7 +9,7 @@ fn template() -> Value {
 
 #[test]
 fn deployment_ready_and_wide_cells() {
-    let p = printer("deployments").unwrap();
+    let p = DEPLOYMENTS;
     let cells = cells_of(
         &p,
         json!({
@@ -49,7 +49,7 @@ fn deployment_ready_and_wide_cells() {
 
 #[test]
 fn fresh_deployment_without_status() {
-    let p = printer("deployments").unwrap();
+    let p = DEPLOYMENTS;
     let cells = cells_of(
         &p,
         json!({"metadata": {"name": "new"}, "spec": {"selector": {}, "template": {"spec": {"containers": []}}}}),
@@ -61,7 +61,7 @@ fn fresh_deployment_without_status() {
 
 #[test]
 fn replica_set_cells() {
-    let p = printer("replicasets").unwrap();
+    let p = REPLICA_SETS;
     let cells = cells_of(
         &p,
         json!({
@@ -76,7 +76,7 @@ fn replica_set_cells() {
 
 #[test]
 fn stateful_set_cells() {
-    let p = printer("statefulsets").unwrap();
+    let p = STATEFUL_SETS;
     let cells = cells_of(
         &p,
         json!({"metadata": {"name": "db"}, "spec": {"replicas": 3, "template": template()}, "status": {"readyReplicas": 3}}),
@@ -95,7 +95,7 @@ fn stateful_set_cells() {
 
 #[test]
 fn daemon_set_cells() {
-    let p = printer("daemonsets").unwrap();
+    let p = DAEMON_SETS;
     let mut t = template();
     t["spec"]["nodeSelector"] = json!({"kubernetes.io/os": "linux"});
     let cells = cells_of(
@@ -128,7 +128,7 @@ fn daemon_set_cells() {
 
 #[test]
 fn controller_revision_cells() {
-    let p = printer("controllerrevisions").unwrap();
+    let p = CONTROLLER_REVISIONS;
     let cells = cells_of(
         &p,
         json!({

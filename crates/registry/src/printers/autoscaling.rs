@@ -7,12 +7,7 @@ use super::{Column, Printer, Row, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "horizontalpodautoscalers" => HPA_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const HORIZONTAL_POD_AUTOSCALERS: Printer = Printer::new(HPA_COLUMNS);
 
 // Only the metrics differ between v1 and v2 (`targetCPUUtilizationPercentage`): the other
 // columns read both alike.
@@ -48,7 +43,7 @@ fn targets(r: &Row) -> Value {
         )
     };
     json!(if r.obj.api_version() == "autoscaling/v1" {
-        let v2 = crate::resources::autoscaling::v1_to_v2(r.obj.clone());
+        let v2 = crate::resources::autoscaling::conversion::v1_to_v2(r.obj.clone());
         metrics(&v2.into_value())
     } else {
         metrics(r.v)
@@ -139,7 +134,7 @@ mod tests {
 
     #[test]
     fn hpa_rows() {
-        let p = printer("horizontalpodautoscalers").unwrap();
+        let p = HORIZONTAL_POD_AUTOSCALERS;
         let cells = cells_of(
             &p,
             json!({"apiVersion": "autoscaling/v2", "metadata": {"name": "web"},

@@ -12,13 +12,8 @@ use super::{
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "jobs" => JOB_COLUMNS,
-        "cronjobs" => CRON_JOB_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const JOBS: Printer = Printer::new(JOB_COLUMNS);
+pub const CRON_JOBS: Printer = Printer::new(CRON_JOB_COLUMNS);
 
 const SELECTOR: Column = Column::new("Selector", "string", docs::JOB_SELECTOR).wide();
 
@@ -112,7 +107,7 @@ mod tests {
     use crate::printers::testing::cells_of;
 
     fn job(spec: Value, status: Value) -> Vec<Value> {
-        let p = printer("jobs").unwrap();
+        let p = JOBS;
         let mut spec = spec;
         spec["template"] = json!({"spec": {"containers": [{"name": "pi", "image": "perl:5.34"}]}});
         spec["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "abc"}});
@@ -171,7 +166,7 @@ mod tests {
 
     #[test]
     fn cron_job_cells() {
-        let p = printer("cronjobs").unwrap();
+        let p = CRON_JOBS;
         let cells = cells_of(
             &p,
             json!({

@@ -6,13 +6,8 @@ use crate::customresource::jsonpath::jsonpath;
 #[cfg(test)]
 use serde_json::json;
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "replicationcontrollers" => RC_COLUMNS,
-        "podtemplates" => POD_TEMPLATE_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const REPLICATION_CONTROLLERS: Printer = Printer::new(RC_COLUMNS);
+pub const POD_TEMPLATES: Printer = Printer::new(POD_TEMPLATE_COLUMNS);
 
 const RC_COLUMNS: &[Column] = &[
     NAME,
@@ -45,7 +40,7 @@ mod tests {
 
     #[test]
     fn replication_controllers_and_templates() {
-        let rc = printer("replicationcontrollers").unwrap();
+        let rc = REPLICATION_CONTROLLERS;
         let cells = cells_of(
             &rc,
             json!({"metadata": {"name": "web", "creationTimestamp": "2024-05-01T11:59:00Z"},
@@ -66,7 +61,7 @@ mod tests {
                 json!("app=web")
             ]
         );
-        let pt = printer("podtemplates").unwrap();
+        let pt = POD_TEMPLATES;
         let cells = cells_of(
             &pt,
             json!({"metadata": {"name": "t"}, "template": {"metadata": {"labels": {"a": "b"}},

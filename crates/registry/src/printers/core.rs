@@ -4,30 +4,20 @@
 use super::column::count;
 use super::docs;
 use super::json::{arr_at, bool_at, obj_at, str_at};
-use super::{event, service, Column, Printer, Row, AGE, DEFAULT, NAME};
+use super::{Column, Printer, Row, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "namespaces" => Printer::new(NAMESPACE_COLUMNS),
-        "configmaps" => Printer::new(CONFIG_MAP_COLUMNS),
-        "secrets" => Printer::new(SECRET_COLUMNS),
-        "serviceaccounts" => Printer::new(SERVICE_ACCOUNT_COLUMNS),
-        "services" => service::SERVICES,
-        "endpoints" => service::ENDPOINTS,
-        "events" => event::EVENTS,
-        // Upstream has no LimitRange printer: `kubectl get limitranges` shows NAME, CREATED AT.
-        "limitranges" => DEFAULT,
-        "resourcequotas" => Printer::new(RESOURCE_QUOTA_COLUMNS),
-        "persistentvolumeclaims" => Printer::new(PVC_COLUMNS),
-        "persistentvolumes" => Printer::new(PV_COLUMNS),
-        "nodes" => Printer::new(NODE_COLUMNS),
-        "componentstatuses" => Printer::new(COMPONENT_STATUS_COLUMNS),
-        _ => return None,
-    })
-}
+pub const NAMESPACES: Printer = Printer::new(NAMESPACE_COLUMNS);
+pub const CONFIG_MAPS: Printer = Printer::new(CONFIG_MAP_COLUMNS);
+pub const SECRETS: Printer = Printer::new(SECRET_COLUMNS);
+pub const SERVICE_ACCOUNTS: Printer = Printer::new(SERVICE_ACCOUNT_COLUMNS);
+pub const RESOURCE_QUOTAS: Printer = Printer::new(RESOURCE_QUOTA_COLUMNS);
+pub const PERSISTENT_VOLUME_CLAIMS: Printer = Printer::new(PVC_COLUMNS);
+pub const PERSISTENT_VOLUMES: Printer = Printer::new(PV_COLUMNS);
+pub const NODES: Printer = Printer::new(NODE_COLUMNS);
+pub const COMPONENT_STATUSES: Printer = Printer::new(COMPONENT_STATUS_COLUMNS);
 
 const NAMESPACE_COLUMNS: &[Column] = &[
     NAME,

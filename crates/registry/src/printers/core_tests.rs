@@ -1,31 +1,27 @@
 use super::*;
 use crate::printers::testing::cells_of;
 
-fn p(resource: &str) -> Printer {
-    printer(resource).unwrap_or_else(|| panic!("{resource}"))
-}
-
 #[test]
 fn namespace_config_map_secret_service_account() {
     let ns = cells_of(
-        &p("namespaces"),
+        &NAMESPACES,
         json!({"metadata": {"name": "kube-system", "creationTimestamp": "2024-04-24T12:00:00Z"}, "status": {"phase": "Active"}}),
     );
     assert_eq!(ns, vec![json!("kube-system"), json!("Active"), json!("7d")]);
     let terminating = cells_of(
-        &p("namespaces"),
+        &NAMESPACES,
         json!({"metadata": {"name": "old"}, "status": {"phase": "Terminating"}}),
     );
     assert_eq!(terminating[1], json!("Terminating"));
 
     let cm = cells_of(
-        &p("configmaps"),
+        &CONFIG_MAPS,
         json!({"metadata": {"name": "cfg"}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}}),
     );
     assert_eq!(cm, vec![json!("cfg"), json!(3), json!("<unknown>")]);
 
     let secret = cells_of(
-        &p("secrets"),
+        &SECRETS,
         json!({"metadata": {"name": "tls", "creationTimestamp": "2024-05-01T11:59:00Z"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}),
     );
     assert_eq!(
@@ -40,22 +36,19 @@ fn namespace_config_map_secret_service_account() {
     let names: Vec<_> = SECRET_COLUMNS.iter().map(|c| c.name).collect();
     assert_eq!(names, ["Name", "Type", "Data", "Age"]);
 
-    let sa = cells_of(
-        &p("serviceaccounts"),
-        json!({"metadata": {"name": "default"}}),
-    );
+    let sa = cells_of(&SERVICE_ACCOUNTS, json!({"metadata": {"name": "default"}}));
     assert_eq!(sa[1], json!(0));
 }
 
 #[test]
 fn limit_ranges_use_the_default_table() {
-    assert_eq!(p("limitranges").columns[1].name, "Created At");
+    assert_eq!(crate::printers::DEFAULT.columns[1].name, "Created At");
 }
 
 #[test]
 fn resource_quota_splits_requests_and_limits() {
     let cells = cells_of(
-        &p("resourcequotas"),
+        &RESOURCE_QUOTAS,
         json!({"metadata": {"name": "quota"}, "status": {
             "hard": {"pods": "10", "requests.cpu": "1", "requests.memory": "1024Mi", "limits.cpu": "2", "limits.memory": "2Gi"},
             "used": {"pods": "2", "requests.cpu": "500m", "requests.memory": "256Mi", "limits.cpu": "1"}}}),
@@ -72,7 +65,7 @@ fn resource_quota_splits_requests_and_limits() {
 #[test]
 fn persistent_volume_cells() {
     let cells = cells_of(
-        &p("persistentvolumes"),
+        &PERSISTENT_VOLUMES,
         json!({"metadata": {"name": "pv-1"}, "spec": {
             "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteMany", "ReadWriteOnce", "ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "fast", "volumeMode": "Filesystem",
@@ -96,7 +89,7 @@ fn persistent_volume_cells() {
         ]
     );
     let deleting = cells_of(
-        &p("persistentvolumes"),
+        &PERSISTENT_VOLUMES,
         json!({"metadata": {"name": "pv-2", "deletionTimestamp": "2024-05-01T11:00:00Z",
                "annotations": {"volume.beta.kubernetes.io/storage-class": "legacy"}}, "status": {"phase": "Released"}}),
     );
@@ -117,7 +110,7 @@ fn persistent_volume_cells() {
 #[test]
 fn persistent_volume_claim_cells() {
     let bound = cells_of(
-        &p("persistentvolumeclaims"),
+        &PERSISTENT_VOLUME_CLAIMS,
         json!({"metadata": {"name": "data"}, "spec": {"volumeName": "pv-1", "storageClassName": "fast",
                "resources": {"requests": {"storage": "5Gi"}}},
                "status": {"phase": "Bound", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"]}}),
@@ -137,7 +130,7 @@ fn persistent_volume_claim_cells() {
         ]
     );
     let pending = cells_of(
-        &p("persistentvolumeclaims"),
+        &PERSISTENT_VOLUME_CLAIMS,
         json!({"metadata": {"name": "p"}, "spec": {"volumeAttributesClassName": "gold"}, "status": {"phase": "Pending"}}),
     );
     assert_eq!(
@@ -156,7 +149,7 @@ fn persistent_volume_claim_cells() {
 #[test]
 fn node_cells() {
     let cells = cells_of(
-        &p("nodes"),
+        &NODES,
         json!({"metadata": {"name": "node-a", "creationTimestamp": "2024-03-01T12:00:00Z",
                 "labels": {"node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/": "", "kubernetes.io/role": "master"}},
                "spec": {"unschedulable": true},
@@ -181,7 +174,7 @@ fn node_cells() {
         ]
     );
     let bare = cells_of(
-        &p("nodes"),
+        &NODES,
         json!({"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}),
     );
     assert_eq!(
@@ -198,6 +191,6 @@ fn node_cells() {
             json!("<unknown>")
         ]
     );
-    let unknown = cells_of(&p("nodes"), json!({"metadata": {"name": "n"}}));
+    let unknown = cells_of(&NODES, json!({"metadata": {"name": "n"}}));
     assert_eq!(unknown[1], json!("Unknown"));
 }

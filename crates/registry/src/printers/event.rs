@@ -10,7 +10,7 @@ use serde_json::json;
 #[cfg(test)]
 use serde_json::Value;
 
-pub(super) const EVENTS: Printer = Printer::new(COLUMNS);
+pub const EVENTS: Printer = Printer::new(COLUMNS);
 
 const COLUMNS: &[Column] = &[
     Column::new("Last Seen", "string", docs::EVENT_LAST_TIMESTAMP)

@@ -1,29 +1,55 @@
 //! Printers of the smaller groups: coordination (leases), discovery (endpoint slices),
 //! scheduling (priority classes), policy (disruption budgets), storage (storage classes),
-//! certificates (CSRs), events.k8s.io (the core event printer) and apiextensions (CRDs and CSI
-//! storage capacities use the default table upstream).
+//! certificates (CSRs), apiregistration (APIServices). events.k8s.io events print with the core
+//! event printer; CRDs and CSI storage capacities with the default table, as upstream.
 
 use super::docs;
 use super::json::{arr_at, at, str_at};
-use super::{event, human_duration, Column, Printer, Row, AGE, DEFAULT, NAME};
+use super::{human_duration, Column, Printer, Row, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
-    Some(match (group, resource) {
-        ("coordination.k8s.io", "leases") => Printer::new(LEASE_COLUMNS),
-        ("events.k8s.io", "events") => event::EVENTS,
-        ("discovery.k8s.io", "endpointslices") => Printer::new(ENDPOINT_SLICE_COLUMNS),
-        ("scheduling.k8s.io", "priorityclasses") => Printer::new(PRIORITY_CLASS_COLUMNS),
-        ("policy", "poddisruptionbudgets") => Printer::new(PDB_COLUMNS),
-        ("storage.k8s.io", "storageclasses") => Printer::new(STORAGE_CLASS_COLUMNS),
-        ("certificates.k8s.io", "certificatesigningrequests") => Printer::new(CSR_COLUMNS),
-        ("apiextensions.k8s.io", "customresourcedefinitions") => DEFAULT,
-        // upstream's storage uses `rest.NewDefaultTableConvertor`, not its printer
-        ("storage.k8s.io", "csistoragecapacities") => DEFAULT,
-        _ => return None,
-    })
-}
+pub const LEASES: Printer = Printer::new(LEASE_COLUMNS);
+pub const ENDPOINT_SLICES: Printer = Printer::new(ENDPOINT_SLICE_COLUMNS);
+pub const PRIORITY_CLASSES: Printer = Printer::new(PRIORITY_CLASS_COLUMNS);
+pub const POD_DISRUPTION_BUDGETS: Printer = Printer::new(PDB_COLUMNS);
+pub const STORAGE_CLASSES: Printer = Printer::new(STORAGE_CLASS_COLUMNS);
+pub const CERTIFICATE_SIGNING_REQUESTS: Printer = Printer::new(CSR_COLUMNS);
+pub const APISERVICES: Printer = Printer::new(APISERVICE_COLUMNS);
+
+/// kube-aggregator's `REST.ConvertToTable` of apiservices.
+const APISERVICE_COLUMNS: &[Column] = &[
+    NAME,
+    Column::new(
+        "Service",
+        "string",
+        "The reference to the service that hosts this API endpoint.",
+    )
+    .computed(
+        |r| match at(r.v, &["spec", "service"]).filter(|s| !s.is_null()) {
+            Some(s) => json!(format!(
+                "{}/{}",
+                str_at(s, &["namespace"]),
+                str_at(s, &["name"])
+            )),
+            None => json!("Local"),
+        },
+    ),
+    Column::new("Available", "string", "Whether this service is available.").computed(|r| {
+        let available = arr_at(r.v, &["status", "conditions"])
+            .iter()
+            .find(|c| str_at(c, &["type"]) == "Available");
+        json!(match available {
+            None => "Unknown".to_string(),
+            Some(c) => match (str_at(c, &["status"]), str_at(c, &["reason"])) {
+                ("True", _) => "True".to_string(),
+                (status, "") => status.to_string(),
+                (status, reason) => format!("{status} ({reason})"),
+            },
+        })
+    }),
+    AGE,
+];
 
 const LEASE_COLUMNS: &[Column] = &[
     NAME,

@@ -1,14 +1,10 @@
 use super::*;
 use crate::printers::testing::cells_of;
 
-fn p(group: &str, resource: &str) -> Printer {
-    printer(group, resource).unwrap_or_else(|| panic!("{group}/{resource}"))
-}
-
 #[test]
 fn lease_cells() {
     let cells = cells_of(
-        &p("coordination.k8s.io", "leases"),
+        &LEASES,
         json!({"metadata": {"name": "kube-scheduler", "creationTimestamp": "2024-05-01T11:00:00Z"}, "spec": {"holderIdentity": "node-a_1234"}}),
     );
     assert_eq!(
@@ -20,7 +16,7 @@ fn lease_cells() {
 #[test]
 fn endpoint_slice_cells() {
     let cells = cells_of(
-        &p("discovery.k8s.io", "endpointslices"),
+        &ENDPOINT_SLICES,
         json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4",
                "ports": [{"port": 80}, {"name": "metrics"}, {}, {"port": 9090}],
                "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2", "10.0.0.3"]}]}),
@@ -34,7 +30,7 @@ fn endpoint_slice_cells() {
         ]
     );
     let empty = cells_of(
-        &p("discovery.k8s.io", "endpointslices"),
+        &ENDPOINT_SLICES,
         json!({"metadata": {"name": "e"}, "addressType": "IPv6"}),
     );
     assert_eq!(empty[2..4], [json!("<unset>"), json!("<unset>")]);
@@ -43,7 +39,7 @@ fn endpoint_slice_cells() {
 #[test]
 fn priority_class_cells() {
     let cells = cells_of(
-        &p("scheduling.k8s.io", "priorityclasses"),
+        &PRIORITY_CLASSES,
         json!({"metadata": {"name": "system-cluster-critical"}, "value": 2000000000, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority"}),
     );
     assert_eq!(
@@ -62,7 +58,7 @@ fn priority_class_cells() {
 fn pdb_cells() {
     let pdb = |spec: Value| {
         cells_of(
-            &p("policy", "poddisruptionbudgets"),
+            &POD_DISRUPTION_BUDGETS,
             json!({"metadata": {"name": "web"}, "spec": spec, "status": {"disruptionsAllowed": 1}}),
         )
     };
@@ -79,7 +75,7 @@ fn pdb_cells() {
 #[test]
 fn storage_class_cells() {
     let cells = cells_of(
-        &p("storage.k8s.io", "storageclasses"),
+        &STORAGE_CLASSES,
         json!({"metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
                "provisioner": "rancher.io/local-path", "volumeBindingMode": "WaitForFirstConsumer"}),
     );
@@ -100,7 +96,7 @@ fn storage_class_cells() {
 fn csr_cells() {
     let csr = |spec: Value, status: Value| {
         cells_of(
-            &p("certificates.k8s.io", "certificatesigningrequests"),
+            &CERTIFICATE_SIGNING_REQUESTS,
             json!({"metadata": {"name": "csr-1"}, "spec": spec, "status": status}),
         )
     };
@@ -150,9 +146,6 @@ fn csr_cells() {
 
 #[test]
 fn crds_and_events_k8s_io() {
-    assert_eq!(
-        p("apiextensions.k8s.io", "customresourcedefinitions").columns[1].name,
-        "Created At"
-    );
-    assert_eq!(p("events.k8s.io", "events").columns[0].name, "Last Seen");
+    assert_eq!(crate::printers::DEFAULT.columns[1].name, "Created At");
+    assert_eq!(crate::printers::event::EVENTS.columns[0].name, "Last Seen");
 }

@@ -5,25 +5,25 @@
 //! upstream's printer does. Objects are read as stored JSON; a field that is absent reads as
 //! its zero value, as it would after upstream decoded the object into its Go type.
 
-mod admissionregistration;
-mod apps;
-mod autoscaling;
-mod batch;
+pub mod admissionregistration;
+pub mod apps;
+pub mod autoscaling;
+pub mod batch;
 pub mod column;
-mod controllers;
-mod core;
+pub mod controllers;
+pub mod core;
 mod docs;
 mod duration;
-mod event;
-mod groups;
+pub mod event;
+pub mod groups;
 mod json;
 pub(crate) mod labels;
-mod networking;
-mod pod;
+pub mod networking;
+pub mod pod;
 pub mod quantity;
-mod rbac;
-mod service;
-mod storage;
+pub mod rbac;
+pub mod service;
+pub mod storage;
 
 pub use duration::{
     human_duration, now, parse_time, short_human_duration, translate_timestamp_since,
@@ -86,6 +86,11 @@ impl Printer {
         Printer { columns }
     }
 
+    /// This printer as a kind's [`crate::Strategy::table_convertor`].
+    pub fn table_convertor(self) -> Option<Arc<dyn TableConvertor>> {
+        Some(Arc::new(self))
+    }
+
     /// The cells of `obj` as they read at `now`.
     pub fn cells_at(&self, obj: &Object, now: DateTime<Utc>) -> Vec<Value> {
         let v = Value::Object(obj.as_map().clone());
@@ -125,32 +130,6 @@ pub fn default_convertor() -> Arc<dyn TableConvertor> {
     Arc::new(DEFAULT)
 }
 
-/// The printer kube-apiserver uses for `group`/`resource` (plural; group `""` is core).
-/// Resources upstream prints with the default table (roles, clusterroles, limitranges,
-/// customresourcedefinitions, ...) get the default convertor; unknown resources get `None`.
-pub fn for_resource(group: &str, resource: &str) -> Option<Arc<dyn TableConvertor>> {
-    printer_for(group, resource).map(|p| Arc::new(p) as Arc<dyn TableConvertor>)
-}
-
-/// [`for_resource`] as the concrete [`Printer`] (for callers that pass their own `now`).
-pub fn printer_for(group: &str, resource: &str) -> Option<Printer> {
-    let p = match (group, resource) {
-        ("", "pods") => pod::PODS,
-        ("", "replicationcontrollers" | "podtemplates") => controllers::printer(resource)?,
-        ("", _) => core::printer(resource)?,
-        ("autoscaling", _) => autoscaling::printer(resource)?,
-        ("storage.k8s.io", "csidrivers" | "csinodes" | "volumeattachments")
-        | ("node.k8s.io", _) => storage::printer(group, resource)?,
-        ("apps", _) => apps::printer(resource)?,
-        ("batch", _) => batch::printer(resource)?,
-        ("networking.k8s.io", _) => networking::printer(resource)?,
-        ("rbac.authorization.k8s.io", _) => rbac::printer(resource)?,
-        ("admissionregistration.k8s.io", _) => admissionregistration::printer(resource)?,
-        _ => groups::printer(group, resource)?,
-    };
-    Some(p)
-}
-
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for the printers' tests: a fixed clock and JSON objects.
@@ -178,105 +157,92 @@ mod tests {
     use super::testing::cells_of;
     use super::*;
 
-    const BUILT_INS: &[(&str, &str)] = &[
-        ("", "namespaces"),
-        ("", "configmaps"),
-        ("", "secrets"),
-        ("", "serviceaccounts"),
-        ("", "services"),
-        ("", "endpoints"),
-        ("", "pods"),
-        ("", "events"),
-        ("", "limitranges"),
-        ("", "resourcequotas"),
-        ("", "persistentvolumeclaims"),
-        ("", "persistentvolumes"),
-        ("", "nodes"),
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "statefulsets"),
-        ("apps", "daemonsets"),
-        ("apps", "controllerrevisions"),
-        ("batch", "jobs"),
-        ("batch", "cronjobs"),
-        ("coordination.k8s.io", "leases"),
-        ("events.k8s.io", "events"),
-        ("discovery.k8s.io", "endpointslices"),
-        ("rbac.authorization.k8s.io", "roles"),
-        ("rbac.authorization.k8s.io", "rolebindings"),
-        ("rbac.authorization.k8s.io", "clusterroles"),
-        ("rbac.authorization.k8s.io", "clusterrolebindings"),
-        ("scheduling.k8s.io", "priorityclasses"),
-        ("policy", "poddisruptionbudgets"),
-        ("networking.k8s.io", "ingresses"),
-        ("networking.k8s.io", "networkpolicies"),
-        ("networking.k8s.io", "ingressclasses"),
-        ("storage.k8s.io", "storageclasses"),
-        ("storage.k8s.io", "csidrivers"),
-        ("storage.k8s.io", "csinodes"),
-        ("storage.k8s.io", "volumeattachments"),
-        ("storage.k8s.io", "csistoragecapacities"),
-        ("node.k8s.io", "runtimeclasses"),
-        ("autoscaling", "horizontalpodautoscalers"),
-        ("", "replicationcontrollers"),
-        ("", "podtemplates"),
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-        ("certificates.k8s.io", "certificatesigningrequests"),
+    /// Every printer a built-in kind names, with its name for messages.
+    const ALL: &[(&str, Printer)] = &[
+        ("pods", pod::PODS),
+        ("namespaces", core::NAMESPACES),
+        ("configmaps", core::CONFIG_MAPS),
+        ("secrets", core::SECRETS),
+        ("serviceaccounts", core::SERVICE_ACCOUNTS),
+        ("services", service::SERVICES),
+        ("endpoints", service::ENDPOINTS),
+        ("events", event::EVENTS),
+        ("resourcequotas", core::RESOURCE_QUOTAS),
+        ("persistentvolumeclaims", core::PERSISTENT_VOLUME_CLAIMS),
+        ("persistentvolumes", core::PERSISTENT_VOLUMES),
+        ("nodes", core::NODES),
+        ("componentstatuses", core::COMPONENT_STATUSES),
         (
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations",
+            "replicationcontrollers",
+            controllers::REPLICATION_CONTROLLERS,
+        ),
+        ("podtemplates", controllers::POD_TEMPLATES),
+        ("deployments", apps::DEPLOYMENTS),
+        ("replicasets", apps::REPLICA_SETS),
+        ("statefulsets", apps::STATEFUL_SETS),
+        ("daemonsets", apps::DAEMON_SETS),
+        ("controllerrevisions", apps::CONTROLLER_REVISIONS),
+        ("jobs", batch::JOBS),
+        ("cronjobs", batch::CRON_JOBS),
+        (
+            "horizontalpodautoscalers",
+            autoscaling::HORIZONTAL_POD_AUTOSCALERS,
+        ),
+        ("ingresses", networking::INGRESSES),
+        ("ingressclasses", networking::INGRESS_CLASSES),
+        ("networkpolicies", networking::NETWORK_POLICIES),
+        ("rolebindings", rbac::ROLE_BINDINGS),
+        ("clusterrolebindings", rbac::CLUSTER_ROLE_BINDINGS),
+        ("csidrivers", storage::CSI_DRIVERS),
+        ("csinodes", storage::CSI_NODES),
+        ("volumeattachments", storage::VOLUME_ATTACHMENTS),
+        ("runtimeclasses", storage::RUNTIME_CLASSES),
+        (
+            "webhookconfigurations",
+            admissionregistration::WEBHOOK_CONFIGURATIONS,
         ),
         (
-            "admissionregistration.k8s.io",
-            "validatingwebhookconfigurations",
-        ),
-        (
-            "admissionregistration.k8s.io",
             "validatingadmissionpolicies",
+            admissionregistration::VALIDATING_ADMISSION_POLICIES,
         ),
         (
-            "admissionregistration.k8s.io",
-            "validatingadmissionpolicybindings",
+            "mutatingadmissionpolicies",
+            admissionregistration::MUTATING_ADMISSION_POLICIES,
         ),
-        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("policybindings", admissionregistration::POLICY_BINDINGS),
+        ("leases", groups::LEASES),
+        ("endpointslices", groups::ENDPOINT_SLICES),
+        ("priorityclasses", groups::PRIORITY_CLASSES),
+        ("poddisruptionbudgets", groups::POD_DISRUPTION_BUDGETS),
+        ("storageclasses", groups::STORAGE_CLASSES),
         (
-            "admissionregistration.k8s.io",
-            "mutatingadmissionpolicybindings",
+            "certificatesigningrequests",
+            groups::CERTIFICATE_SIGNING_REQUESTS,
         ),
+        ("apiservices", groups::APISERVICES),
+        ("default", DEFAULT),
     ];
 
     #[test]
-    fn every_built_in_has_a_printer_whose_rows_fit_its_columns() {
-        for (group, resource) in BUILT_INS {
-            let p = printer_for(group, resource)
-                .unwrap_or_else(|| panic!("no printer for {group}/{resource}"));
+    fn every_printer_gives_rows_that_fit_its_columns() {
+        for (name, p) in ALL {
             // An empty object must still give one cell per column.
-            let cells = cells_of(&p, serde_json::json!({"metadata": {"name": "x"}}));
-            assert_eq!(cells.len(), p.columns.len(), "{group}/{resource}");
-            assert_eq!(
-                p.columns[0].name,
-                if *resource == "events" {
-                    "Last Seen"
-                } else {
-                    "Name"
-                }
-            );
-            assert!(for_resource(group, resource).is_some());
+            let cells = cells_of(p, serde_json::json!({"metadata": {"name": "x"}}));
+            assert_eq!(cells.len(), p.columns.len(), "{name}");
+            let first = if *name == "events" {
+                "Last Seen"
+            } else {
+                "Name"
+            };
+            assert_eq!(p.columns[0].name, first, "{name}");
         }
-        assert!(for_resource("", "widgets").is_none());
-        assert!(for_resource("example.com", "widgets").is_none());
     }
 
     #[test]
-    fn every_built_in_column_says_where_its_cell_comes_from() {
-        for (group, resource) in BUILT_INS {
-            let p = printer_for(group, resource).expect("printer");
+    fn every_column_says_where_its_cell_comes_from() {
+        for (name, p) in ALL {
             for c in p.columns {
-                assert!(
-                    !matches!(c.cell, Cell::Unset),
-                    "{group}/{resource} {}",
-                    c.name
-                );
+                assert!(!matches!(c.cell, Cell::Unset), "{name} {}", c.name);
             }
         }
     }
@@ -292,7 +258,7 @@ mod tests {
             cols[1],
             serde_json::json!({"name": "Created At", "type": "date", "format": "", "description": CREATION_TIMESTAMP_DESCRIPTION, "priority": 0})
         );
-        let pods = for_resource("", "pods").expect("pods").columns();
+        let pods = pod::PODS.columns();
         assert_eq!(pods[5]["priority"], 1);
     }
 

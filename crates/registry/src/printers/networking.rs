@@ -8,14 +8,9 @@ use super::{Column, Printer, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(Printer::new(match resource {
-        "ingresses" => INGRESS_COLUMNS,
-        "ingressclasses" => INGRESS_CLASS_COLUMNS,
-        "networkpolicies" => NETWORK_POLICY_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const INGRESSES: Printer = Printer::new(INGRESS_COLUMNS);
+pub const INGRESS_CLASSES: Printer = Printer::new(INGRESS_CLASS_COLUMNS);
+pub const NETWORK_POLICIES: Printer = Printer::new(NETWORK_POLICY_COLUMNS);
 
 const INGRESS_COLUMNS: &[Column] = &[
     NAME,
@@ -114,7 +109,7 @@ mod tests {
 
     #[test]
     fn ingress_cells_match_upstream() {
-        let p = printer("ingresses").unwrap();
+        let p = INGRESSES;
         let cells = cells_of(
             &p,
             json!({
@@ -147,7 +142,7 @@ mod tests {
 
     #[test]
     fn ingress_class_and_network_policy() {
-        let ic = printer("ingressclasses").unwrap();
+        let ic = INGRESS_CLASSES;
         let cells = cells_of(
             &ic,
             json!({"metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx",
@@ -166,7 +161,7 @@ mod tests {
         );
         assert_eq!(plain[2], json!("<none>"));
 
-        let np = printer("networkpolicies").unwrap();
+        let np = NETWORK_POLICIES;
         let all = cells_of(
             &np,
             json!({"metadata": {"name": "deny"}, "spec": {"podSelector": {}}}),

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
-pub(super) const PODS: Printer = Printer::new(COLUMNS);
+pub const PODS: Printer = Printer::new(COLUMNS);
 
 // READY, STATUS and RESTARTS are one summary of the container statuses, computed per cell.
 const COLUMNS: &[Column] = &[

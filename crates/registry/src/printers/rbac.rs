@@ -4,18 +4,12 @@
 use super::column::kind_slash_name;
 use super::docs;
 use super::json::str_at;
-use super::{Column, Printer, AGE, DEFAULT, NAME};
+use super::{Column, Printer, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(resource: &str) -> Option<Printer> {
-    Some(match resource {
-        "roles" | "clusterroles" => DEFAULT,
-        "rolebindings" => Printer::new(ROLE_BINDING_COLUMNS),
-        "clusterrolebindings" => Printer::new(CLUSTER_ROLE_BINDING_COLUMNS),
-        _ => return None,
-    })
-}
+pub const ROLE_BINDINGS: Printer = Printer::new(ROLE_BINDING_COLUMNS);
+pub const CLUSTER_ROLE_BINDINGS: Printer = Printer::new(CLUSTER_ROLE_BINDING_COLUMNS);
 
 /// The columns of a binding: ROLE, then (wide) its subjects as `rbac.SubjectsStrings` sorts
 /// them (users, groups, service accounts; other kinds are dropped). `$what` names the kind in
@@ -71,7 +65,7 @@ mod tests {
 
     #[test]
     fn bindings() {
-        let p = printer("clusterrolebindings").unwrap();
+        let p = CLUSTER_ROLE_BINDINGS;
         let cells = cells_of(
             &p,
             json!({
@@ -95,7 +89,7 @@ mod tests {
                 json!("ci/deployer")
             ]
         );
-        let rb = printer("rolebindings").unwrap();
+        let rb = ROLE_BINDINGS;
         let empty = cells_of(
             &rb,
             json!({"metadata": {"name": "r"}, "roleRef": {"kind": "Role", "name": "view"}}),
@@ -115,7 +109,7 @@ mod tests {
 
     #[test]
     fn roles_use_the_default_table() {
-        let p = printer("roles").unwrap();
+        let p = crate::printers::DEFAULT;
         let names: Vec<_> = p.columns.iter().map(|c| (c.name, c.kind)).collect();
         assert_eq!(names, [("Name", "string"), ("Created At", "date")]);
         let cells = cells_of(

@@ -9,8 +9,8 @@ use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-pub(super) const SERVICES: Printer = Printer::new(SERVICE_COLUMNS);
-pub(super) const ENDPOINTS: Printer = Printer::new(ENDPOINTS_COLUMNS);
+pub const SERVICES: Printer = Printer::new(SERVICE_COLUMNS);
+pub const ENDPOINTS: Printer = Printer::new(ENDPOINTS_COLUMNS);
 
 const SERVICE_COLUMNS: &[Column] = &[
     NAME,

@@ -7,15 +7,10 @@ use super::{Column, Printer, AGE, NAME};
 use crate::customresource::jsonpath::jsonpath;
 use serde_json::{json, Value};
 
-pub(super) fn printer(group: &str, resource: &str) -> Option<Printer> {
-    Some(Printer::new(match (group, resource) {
-        ("storage.k8s.io", "csidrivers") => CSI_DRIVER_COLUMNS,
-        ("storage.k8s.io", "csinodes") => CSI_NODE_COLUMNS,
-        ("storage.k8s.io", "volumeattachments") => VOLUME_ATTACHMENT_COLUMNS,
-        ("node.k8s.io", "runtimeclasses") => RUNTIME_CLASS_COLUMNS,
-        _ => return None,
-    }))
-}
+pub const CSI_DRIVERS: Printer = Printer::new(CSI_DRIVER_COLUMNS);
+pub const CSI_NODES: Printer = Printer::new(CSI_NODE_COLUMNS);
+pub const VOLUME_ATTACHMENTS: Printer = Printer::new(VOLUME_ATTACHMENT_COLUMNS);
+pub const RUNTIME_CLASSES: Printer = Printer::new(RUNTIME_CLASS_COLUMNS);
 
 const CSI_DRIVER_COLUMNS: &[Column] = &[
     NAME,
@@ -84,9 +79,8 @@ mod tests {
 
     #[test]
     fn storage_and_runtime_rows() {
-        let p = |g, r| printer(g, r).unwrap();
         let d = cells_of(
-            &p("storage.k8s.io", "csidrivers"),
+            &CSI_DRIVERS,
             json!({"metadata": {"name": "csi.example.com"}, "spec": {"attachRequired": true,
                 "volumeLifecycleModes": ["Persistent", "Ephemeral"]}}),
         );
@@ -102,12 +96,12 @@ mod tests {
             ]
         );
         let n = cells_of(
-            &p("storage.k8s.io", "csinodes"),
+            &CSI_NODES,
             json!({"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}}),
         );
         assert_eq!(n[1], json!(2));
         let va = cells_of(
-            &p("storage.k8s.io", "volumeattachments"),
+            &VOLUME_ATTACHMENTS,
             json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "n1",
                 "source": {"persistentVolumeName": "pv1"}}, "status": {"attached": true}}),
         );
@@ -121,7 +115,7 @@ mod tests {
             ]
         );
         let rc = cells_of(
-            &p("node.k8s.io", "runtimeclasses"),
+            &RUNTIME_CLASSES,
             json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}),
         );
         assert_eq!(rc[..2], [json!("gvisor"), json!("runsc")]);

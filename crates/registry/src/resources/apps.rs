@@ -88,6 +88,9 @@ impl Strategy for DeploymentStrategy {
             &["all"],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::apps::DEPLOYMENTS.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = spec_mut(obj) {
             default_in(spec, "replicas", json!(1));
@@ -124,6 +127,9 @@ impl Strategy for ReplicaSetStrategy {
             &["all"],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::apps::REPLICA_SETS.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = spec_mut(obj) {
             default_in(spec, "replicas", json!(1));
@@ -146,6 +152,9 @@ impl Strategy for StatefulSetStrategy {
             &["sts"],
             &["all"],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::apps::STATEFUL_SETS.table_convertor()
     }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = spec_mut(obj) {
@@ -186,6 +195,9 @@ impl Strategy for DaemonSetStrategy {
             &["all"],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::apps::DAEMON_SETS.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         if let Some(spec) = spec_mut(obj) {
             default_in(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
@@ -225,6 +237,9 @@ impl Strategy for ControllerRevisionStrategy {
             &[],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::apps::CONTROLLER_REVISIONS.table_convertor()
     }
     /// `ValidateControllerRevision`.
     fn validate(&self, obj: &Object) -> Vec<FieldError> {

@@ -2,6 +2,8 @@
 //! stored as v2, as upstream; v1 reads and writes are converted (the CPU utilization target
 //! maps to a `Resource` metric; other v2 metrics are not visible through v1).
 
+pub mod conversion;
+
 use crate::resources::core::push;
 use crate::resources::{at, default_in, info, obj_mut, set_status, str_at, typed};
 use crate::rest::{ApiGroupInfo, ApiVersionInfo, ResourceInfo, Storage};
@@ -12,6 +14,8 @@ use kapi_machinery::validation::is_valid_path_segment_name;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+
+use conversion::{cpu_metric, v1_to_v2, v2_to_v1};
 
 /// Upstream's `DefaultCPUUtilization`.
 pub const DEFAULT_CPU_UTILIZATION: i64 = 80;
@@ -135,6 +139,9 @@ impl Strategy for HpaV2Strategy {
     fn info(&self) -> ResourceInfo {
         hpa_info("v2")
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::autoscaling::HORIZONTAL_POD_AUTOSCALERS.table_convertor()
+    }
     fn has_status(&self) -> bool {
         true
     }
@@ -220,17 +227,14 @@ fn validate_hpa_status(obj: &Object) -> Vec<FieldError> {
     errs
 }
 
-/// One `Resource` metric on CPU utilization.
-fn cpu_metric(utilization: i64) -> Value {
-    json!([{"type": "Resource", "resource": {"name": "cpu",
-        "target": {"type": "Utilization", "averageUtilization": utilization}}}])
-}
-
 pub struct HpaV1Strategy;
 impl Strategy for HpaV1Strategy {
     typed!(v1::HorizontalPodAutoscaler);
     fn info(&self) -> ResourceInfo {
         hpa_info("v1")
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::autoscaling::HORIZONTAL_POD_AUTOSCALERS.table_convertor()
     }
     fn has_status(&self) -> bool {
         true
@@ -276,61 +280,6 @@ impl Strategy for HpaV1Strategy {
     fn convert_from_storage(&self, obj: Object) -> Object {
         v2_to_v1(obj)
     }
-}
-
-/// autoscaling/v1 -> autoscaling/v2.
-pub fn v1_to_v2(mut obj: Object) -> Object {
-    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-        if let Some(u) = spec.remove("targetCPUUtilizationPercentage") {
-            if let Some(u) = u.as_i64() {
-                spec.insert("metrics".into(), cpu_metric(u));
-            }
-        }
-    }
-    if let Some(Value::Object(status)) = obj.get_mut("status") {
-        if let Some(u) = status.remove("currentCPUUtilizationPercentage") {
-            if let Some(u) = u.as_i64() {
-                status.insert(
-                    "currentMetrics".into(),
-                    json!([{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": u}}}]),
-                );
-            }
-        }
-    }
-    obj.set_api_version_kind("autoscaling/v2", "HorizontalPodAutoscaler");
-    obj
-}
-
-/// autoscaling/v2 -> autoscaling/v1: the CPU utilization metric is kept, the rest dropped.
-pub fn v2_to_v1(mut obj: Object) -> Object {
-    let cpu = |metrics: Option<Value>, path: &str| -> Option<Value> {
-        metrics?
-            .as_array()?
-            .iter()
-            .find(|m| {
-                m.get("type").and_then(Value::as_str) == Some("Resource")
-                    && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
-            })?
-            .pointer(path)
-            .cloned()
-    };
-    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-        let metrics = spec.remove("metrics");
-        spec.remove("behavior");
-        if let Some(u) = cpu(metrics, "/resource/target/averageUtilization") {
-            spec.insert("targetCPUUtilizationPercentage".into(), u);
-        }
-    }
-    if let Some(Value::Object(status)) = obj.get_mut("status") {
-        let metrics = status.remove("currentMetrics");
-        status.remove("conditions");
-        if let Some(u) = cpu(metrics, "/resource/current/averageUtilization") {
-            status.insert("currentCPUUtilizationPercentage".into(), u);
-        }
-        default_in(status, "currentReplicas", json!(0));
-    }
-    obj.set_api_version_kind("autoscaling/v1", "HorizontalPodAutoscaler");
-    obj
 }
 
 #[cfg(test)]

@@ -47,6 +47,9 @@ impl Strategy for JobStrategy {
     fn info(&self) -> ResourceInfo {
         info("batch", "v1", "jobs", "Job", true, &[], &["all"])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::batch::JOBS.table_convertor()
+    }
     fn tracks_generation(&self) -> bool {
         true
     }
@@ -143,6 +146,9 @@ impl Strategy for CronJobStrategy {
             &["cj"],
             &["all"],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::batch::CRON_JOBS.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

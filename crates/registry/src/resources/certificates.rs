@@ -93,6 +93,9 @@ impl Strategy for CsrStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::CERTIFICATE_SIGNING_REQUESTS.table_convertor()
+    }
     /// `ValidateCertificateRequestName` accepts any name a path segment can carry.
     fn name_rule(&self) -> NameRule {
         NameRule::PathSegment
@@ -141,6 +144,9 @@ pub struct CsrApprovalStrategy;
 impl Strategy for CsrApprovalStrategy {
     fn info(&self) -> ResourceInfo {
         CsrStrategy.info()
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        CsrStrategy.table_convertor()
     }
     fn decode(&self, body: Object, validation: FieldValidation) -> Decoded {
         CsrStrategy.decode(body, validation)

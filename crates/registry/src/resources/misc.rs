@@ -40,6 +40,9 @@ impl Strategy for LeaseStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::LEASES.table_convertor()
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         for f in ["leaseDurationSeconds", "leaseTransitions"] {
@@ -63,6 +66,9 @@ impl Strategy for EventsV1Strategy {
     typed!(k8s_openapi::api::events::v1::Event);
     fn info(&self) -> ResourceInfo {
         info("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::event::EVENTS.table_convertor()
     }
     // one storage for both event APIs, as upstream: objects are kept as core/v1 events
     fn key_prefix(&self) -> String {
@@ -193,6 +199,9 @@ impl Strategy for EndpointSliceStrategy {
             &[],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::ENDPOINT_SLICES.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

@@ -31,6 +31,9 @@ impl Strategy for RuntimeClassStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::storage::RUNTIME_CLASSES.table_convertor()
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let handler = str_at(obj, &["handler"]);
         is_dns1123_label(handler)

@@ -119,6 +119,9 @@ impl Strategy for PodDisruptionBudgetStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::POD_DISRUPTION_BUDGETS.table_convertor()
+    }
     fn tracks_generation(&self) -> bool {
         true
     }

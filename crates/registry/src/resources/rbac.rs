@@ -320,6 +320,9 @@ impl Strategy for RoleBindingStrategy {
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "rolebindings", "RoleBinding", true, &[], &[])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::rbac::ROLE_BINDINGS.table_convertor()
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         validate_binding(obj, true)
     }
@@ -341,6 +344,9 @@ impl Strategy for ClusterRoleBindingStrategy {
             &[],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::rbac::CLUSTER_ROLE_BINDINGS.table_convertor()
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         validate_binding(obj, false)

@@ -30,7 +30,10 @@ impl ReplicasAt {
     fn scale_of(&self, parent: &Object) -> Result<Object, ApiError> {
         match self {
             ReplicasAt::Workload => Ok(scale_of(parent)),
-            ReplicasAt::Custom(paths) => custom_scale_of(parent, paths),
+            ReplicasAt::Custom(paths) => {
+                let (replicas, status) = custom_scale_of(parent, paths)?;
+                Ok(scale_object(parent, replicas, status))
+            }
         }
     }
 
@@ -53,7 +56,7 @@ impl ReplicasAt {
 }
 
 /// A Scale with the parent's identifying metadata, `spec.replicas` and `status`.
-pub(crate) fn scale_object(parent: &Object, replicas: i64, status: Value) -> Object {
+fn scale_object(parent: &Object, replicas: i64, status: Value) -> Object {
     let mut meta = Map::new();
     if let Some(m) = parent.metadata() {
         for k in [

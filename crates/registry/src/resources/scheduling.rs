@@ -70,6 +70,9 @@ impl Strategy for PriorityClassStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::PRIORITY_CLASSES.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         default_at(obj, &[], "preemptionPolicy", json!("PreemptLowerPriority"));
     }

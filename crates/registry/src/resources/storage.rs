@@ -50,6 +50,9 @@ impl Strategy for StorageClassStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::groups::STORAGE_CLASSES.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         crate::resources::default_at(obj, &[], "reclaimPolicy", json!("Delete"));
         crate::resources::default_at(obj, &[], "volumeBindingMode", json!("Immediate"));
@@ -156,6 +159,9 @@ impl Strategy for CsiDriverStrategy {
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "csidrivers", "CSIDriver", false, &[], &[])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::storage::CSI_DRIVERS.table_convertor()
+    }
     fn defaults(&self, obj: &mut Object) {
         let spec = crate::resources::obj_mut(obj, &["spec"]);
         default_in(spec, "attachRequired", json!(true));
@@ -236,6 +242,9 @@ impl Strategy for CsiNodeStrategy {
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "csinodes", "CSINode", false, &[], &[])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::storage::CSI_NODES.table_convertor()
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
@@ -294,6 +303,9 @@ impl Strategy for VolumeAttachmentStrategy {
             &[],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::storage::VOLUME_ATTACHMENTS.table_convertor()
     }
     fn has_status(&self) -> bool {
         true

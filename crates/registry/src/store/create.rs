@@ -55,7 +55,7 @@ impl Store {
             // pools are left as they were.
             let existing = self
                 .storage
-                .get(&key, &crate::store::LATEST_IF_EXISTS)
+                .get(&key, &crate::reads::LATEST_IF_EXISTS)
                 .await
                 .map_err(|e| e.into_api_error(&gr, &name))?;
             if existing.is_some() {

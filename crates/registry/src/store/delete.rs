@@ -134,7 +134,7 @@ impl Store {
         let key = self.key(namespace, name);
         let current = self
             .storage
-            .get(&key, &crate::store::LATEST_IF_EXISTS)
+            .get(&key, &crate::reads::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&gr, name))?
             .ok_or_else(|| ApiError::not_found(&gr, name))?;

@@ -13,7 +13,7 @@ use crate::namespace_lifecycle::NamespaceLifecycle;
 use crate::rest::{self, Context, Decoded, FieldValidation, ResourceInfo};
 use crate::strategy::Strategy;
 use kapi_machinery::{ApiError, FieldError, GroupResource, GroupVersionKind, Object};
-use kapi_storage::{DynStorage, GetOptions};
+use kapi_storage::DynStorage;
 use std::sync::Arc;
 
 /// Which part of the object a store writes.
@@ -26,12 +26,6 @@ pub enum Subresource {
     /// `/finalize` (namespaces): only `spec.finalizers` changes.
     Finalize,
 }
-
-/// A read of the latest value that answers `None` rather than `NotFound` when the key is absent.
-pub(crate) const LATEST_IF_EXISTS: GetOptions = GetOptions {
-    resource_version: None,
-    ignore_not_found: true,
-};
 
 /// One resource's (or subresource's) REST storage.
 #[derive(Clone)]
@@ -51,10 +45,7 @@ impl Store {
     pub fn new(strategy: Arc<dyn Strategy>, storage: DynStorage) -> Self {
         let info = strategy.info();
         let prefix = format!("/{}", strategy.key_prefix().trim_matches('/'));
-        let table = strategy
-            .table_convertor()
-            .or_else(|| crate::printers::for_resource(&info.group, &info.resource))
-            .unwrap_or_else(crate::printers::default_convertor);
+        let table = crate::strategy::table_of(strategy.as_ref());
         Self {
             info,
             strategy,
@@ -172,6 +163,23 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The storage behind the Store that serves `group`/`resource` among `groups` (any version),
+/// if a Store serves it.
+pub fn storage_of(
+    groups: &[rest::ApiGroupInfo],
+    group: &str,
+    resource: &str,
+) -> Option<DynStorage> {
+    groups
+        .iter()
+        .filter(|g| g.group == group)
+        .flat_map(|g| g.versions.iter())
+        .flat_map(|v| v.storages.iter())
+        .filter(|s| s.info().resource == resource && s.info().subresource.is_empty())
+        .find_map(|s| s.as_any()?.downcast_ref::<Store>())
+        .map(|store| store.storage().clone())
 }
 
 impl rest::Storage for Store {

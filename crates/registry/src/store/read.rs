@@ -148,7 +148,7 @@ impl Getter for Store {
         let key = self.key(&self.namespace_of(ctx), name);
         let got = self
             .storage
-            .get(&key, &crate::store::LATEST_IF_EXISTS)
+            .get(&key, &crate::reads::LATEST_IF_EXISTS)
             .await
             .map_err(|e| e.into_api_error(&self.gr(), name))?;
         got.map(|o| self.read_stored(o))

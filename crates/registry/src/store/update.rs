@@ -204,7 +204,7 @@ impl Store {
         if call.opts.dry_run {
             let current = self
                 .storage
-                .get(&key, &crate::store::LATEST_IF_EXISTS)
+                .get(&key, &crate::reads::LATEST_IF_EXISTS)
                 .await
                 .map_err(|e| e.into_api_error(&gr, call.name))?;
             if let Some(cur) = &current {

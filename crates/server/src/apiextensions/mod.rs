@@ -39,13 +39,7 @@ impl Drop for CrdControllers {
 }
 
 fn crd_storage(groups: &[ApiGroupInfo], sub: &str) -> Option<Arc<dyn Storage>> {
-    groups
-        .iter()
-        .filter(|g| g.group == GROUP)
-        .flat_map(|g| g.versions.iter())
-        .flat_map(|v| v.storages.iter())
-        .find(|s| s.info().resource == "customresourcedefinitions" && s.info().subresource == sub)
-        .cloned()
+    kapi_registry::rest::find_subresource(groups, GROUP, "customresourcedefinitions", sub)
 }
 
 /// Starts the controllers for `handler`'s server; `None` when CRDs are not served. The

@@ -27,7 +27,6 @@ mod decoded;
 mod item;
 mod state;
 
-
 use crate::continuation;
 use crate::error::{Error, Result};
 use crate::events::prefix_end;

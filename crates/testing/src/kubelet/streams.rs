@@ -399,9 +399,7 @@ pub fn websocket_command(
     };
     let answer = match kapi_proxy::websocket::accept(req.headers(), Some(&chosen)) {
         Ok(a) => a.map(|_| super::full("")),
-        Err(refusal) => {
-            return refusal.map(|_| super::full("not a websocket handshake\n"))
-        }
+        Err(refusal) => return refusal.map(|_| super::full("not a websocket handshake\n")),
     };
     let q = query(&req);
     let on = |k: &str| {

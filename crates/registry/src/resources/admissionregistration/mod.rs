@@ -159,6 +159,9 @@ macro_rules! webhook_strategy {
             fn info(&self) -> ResourceInfo {
                 api_extensions_info("v1", $resource, $kind)
             }
+            fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+                crate::printers::admissionregistration::WEBHOOK_CONFIGURATIONS.table_convertor()
+            }
             fn tracks_generation(&self) -> bool {
                 true
             }
@@ -203,6 +206,10 @@ macro_rules! policy_strategies {
                     "validatingadmissionpolicies",
                     "ValidatingAdmissionPolicy",
                 )
+            }
+            fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+                crate::printers::admissionregistration::VALIDATING_ADMISSION_POLICIES
+                    .table_convertor()
             }
             fn tracks_generation(&self) -> bool {
                 true
@@ -254,6 +261,9 @@ macro_rules! policy_strategies {
                     "validatingadmissionpolicybindings",
                     "ValidatingAdmissionPolicyBinding",
                 )
+            }
+            fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+                crate::printers::admissionregistration::POLICY_BINDINGS.table_convertor()
             }
             fn tracks_generation(&self) -> bool {
                 true

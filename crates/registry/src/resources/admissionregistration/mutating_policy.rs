@@ -13,6 +13,7 @@ use crate::strategy::Strategy;
 use k8s_openapi::api::admissionregistration::v1alpha1 as api;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// `supportedMutatingOperations`, sorted as its `List()`: a mutation never applies to DELETE.
 const MUTATING_OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "UPDATE"];
@@ -36,6 +37,9 @@ impl Strategy for MutatingAdmissionPolicyStrategy {
             "mutatingadmissionpolicies",
             "MutatingAdmissionPolicy",
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::admissionregistration::MUTATING_ADMISSION_POLICIES.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true
@@ -62,6 +66,9 @@ impl Strategy for MutatingAdmissionPolicyBindingStrategy {
             "mutatingadmissionpolicybindings",
             "MutatingAdmissionPolicyBinding",
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::admissionregistration::POLICY_BINDINGS.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

@@ -72,8 +72,7 @@ impl ComponentStatusStorage {
                 dial_timeout: PROBE_TIMEOUT,
                 ..Default::default()
             },
-            printer: crate::printers::printer_for("", "componentstatuses")
-                .unwrap_or(crate::printers::DEFAULT),
+            printer: crate::printers::core::COMPONENT_STATUSES,
         }
     }
 

@@ -6,6 +6,7 @@ use crate::strategy::Strategy;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kapi_machinery::{FieldError, Object};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Upstream's `MaxSecretSize` / configmap size limit.
 pub const MAX_DATA_SIZE: usize = 1024 * 1024;
@@ -79,6 +80,9 @@ impl Strategy for ConfigMapStrategy {
 
     fn info(&self) -> ResourceInfo {
         info("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::CONFIG_MAPS.table_convertor()
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

@@ -8,6 +8,7 @@ use crate::strategy::{FieldLabelConversion, Strategy};
 use k8s_openapi::api::core::v1 as core;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 pub struct ReplicationControllerStrategy;
 impl Strategy for ReplicationControllerStrategy {
@@ -22,6 +23,9 @@ impl Strategy for ReplicationControllerStrategy {
             &["rc"],
             &["all"],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::controllers::REPLICATION_CONTROLLERS.table_convertor()
     }
     fn key_prefix(&self) -> String {
         "controllers".into()
@@ -159,6 +163,9 @@ impl Strategy for PodTemplateStrategy {
     typed!(core::PodTemplate);
     fn info(&self) -> ResourceInfo {
         info("", "v1", "podtemplates", "PodTemplate", true, &[], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::controllers::POD_TEMPLATES.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kapi_machinery::validation::is_qualified_name;
 use kapi_machinery::{ApiError, FieldError, GroupResource, Object};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The finalizer the namespace controller owns.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
@@ -39,6 +40,9 @@ impl Strategy for NamespaceStrategy {
 
     fn info(&self) -> ResourceInfo {
         info("", "v1", "namespaces", "Namespace", false, &["ns"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::NAMESPACES.table_convertor()
     }
     fn name_rule(&self) -> NameRule {
         NameRule::Label

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kapi_machinery::validation::is_dns1123_label;
 use kapi_machinery::{DeleteOptions, FieldError, Object};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 pub struct PodStrategy;
 
@@ -287,6 +288,9 @@ impl Strategy for PodStrategy {
 
     fn info(&self) -> ResourceInfo {
         info("", "v1", "pods", "Pod", true, &["po"], &["all"])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::pod::PODS.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

@@ -8,6 +8,7 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 pub struct SecretStrategy;
 
@@ -27,6 +28,9 @@ impl Strategy for SecretStrategy {
 
     fn info(&self) -> ResourceInfo {
         info("", "v1", "secrets", "Secret", true, &[], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::SECRETS.table_convertor()
     }
     fn defaults(&self, obj: &mut Object) {
         if str_at(obj, &["type"]).is_empty() {

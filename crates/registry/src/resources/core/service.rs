@@ -255,6 +255,9 @@ impl Strategy for ServiceStrategy {
     fn info(&self) -> ResourceInfo {
         info("", "v1", "services", "Service", true, &["svc"], &["all"])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::service::SERVICES.table_convertor()
+    }
     fn key_prefix(&self) -> String {
         "services/specs".into()
     }

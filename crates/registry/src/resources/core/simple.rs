@@ -42,6 +42,9 @@ impl Strategy for ServiceAccountStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::SERVICE_ACCOUNTS.table_convertor()
+    }
 }
 
 pub struct EndpointsStrategy;
@@ -49,6 +52,9 @@ impl Strategy for EndpointsStrategy {
     typed!(core::Endpoints);
     fn info(&self) -> ResourceInfo {
         info("", "v1", "endpoints", "Endpoints", true, &["ep"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::service::ENDPOINTS.table_convertor()
     }
     fn key_prefix(&self) -> String {
         "services/endpoints".into()
@@ -90,6 +96,9 @@ impl Strategy for EventStrategy {
     typed!(core::Event);
     fn info(&self) -> ResourceInfo {
         info("", "v1", "events", "Event", true, &["ev"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::event::EVENTS.table_convertor()
     }
     fn ttl(&self) -> Option<Duration> {
         Some(EVENT_TTL)
@@ -167,6 +176,9 @@ impl Strategy for ResourceQuotaStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::RESOURCE_QUOTAS.table_convertor()
+    }
     fn has_status(&self) -> bool {
         true
     }
@@ -213,6 +225,9 @@ impl Strategy for PvcStrategy {
             &["pvc"],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::PERSISTENT_VOLUME_CLAIMS.table_convertor()
     }
     fn has_status(&self) -> bool {
         true
@@ -281,6 +296,9 @@ impl Strategy for PvStrategy {
             &[],
         )
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::PERSISTENT_VOLUMES.table_convertor()
+    }
     fn has_status(&self) -> bool {
         true
     }
@@ -305,6 +323,9 @@ impl Strategy for NodeStrategy {
     typed!(core::Node);
     fn info(&self) -> ResourceInfo {
         info("", "v1", "nodes", "Node", false, &["no"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::core::NODES.table_convertor()
     }
     fn key_prefix(&self) -> String {
         "minions".into()

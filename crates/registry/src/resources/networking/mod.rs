@@ -344,6 +344,9 @@ impl Strategy for IngressStrategy {
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "ingresses", "Ingress", true, &["ing"], &[])
     }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::networking::INGRESSES.table_convertor()
+    }
     fn tracks_generation(&self) -> bool {
         true
     }
@@ -455,6 +458,9 @@ impl Strategy for IngressClassStrategy {
             &[],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::networking::INGRESS_CLASSES.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true

@@ -9,6 +9,7 @@ use crate::strategy::Strategy;
 use k8s_openapi::api::networking::v1 as net;
 use kapi_machinery::{FieldError, Object};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
 const POLICY_TYPES: &[&str] = &["Ingress", "Egress"];
@@ -112,6 +113,9 @@ impl Strategy for NetworkPolicyStrategy {
             &["netpol"],
             &[],
         )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn crate::rest::TableConvertor>> {
+        crate::printers::networking::NETWORK_POLICIES.table_convertor()
     }
     fn tracks_generation(&self) -> bool {
         true
