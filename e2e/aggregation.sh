@@ -4,7 +4,10 @@
 # built-in group/versions (Available, reason Local, upstream's priorities and labels), the one
 # a CRD's served version gets (and loses with the CRD), discovery of the group, upstream's
 # refusals of bad APIServices, the table `kubectl get apiservices` prints, and the Available
-# condition of an APIService served by a Service as its Service and Endpoints come.
+# condition of an APIService served by a Service as its Service and Endpoints come; then, with
+# upstream's sample-apiserver (KAPI_UPSTREAM_BIN or ../shared/upstream; skipped without it), the
+# proxy to an extension API server: discovery, kubectl create/get/watch/delete of Flunders,
+# kapi's 403, the server stopped (upstream's 503s, FailedDiscoveryCheck) and started again.
 # Network: loopback only.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/aggregation.sh

@@ -254,7 +254,7 @@ impl Controller {
     /// Until something changed, a proxied request failed, or remote APIServices are due
     /// for their next check.
     async fn wait_for_change(&self) {
-        let Some(remotes) = &self.remotes else {
+        let Some(remotes) = self.remotes.as_ref().filter(|r| !r.is_empty()) else {
             return self.changed.notified().await;
         };
         let failing = *lock(&self.failing);
