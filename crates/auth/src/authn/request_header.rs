@@ -112,6 +112,21 @@ fn extra(headers: &http::HeaderMap, prefixes: &[String]) -> BTreeMap<String, Vec
     out
 }
 
+/// Go's `headerKeyEscape`, the sending side of [`unescape_extra_key`]: an extra's key
+/// percent-encoded where it is not a header token.
+pub fn escape_extra_key(key: &str) -> String {
+    let mut out = String::new();
+    for b in key.bytes() {
+        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
+        if token && b != b'%' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Go's `url.PathUnescape`, falling back to the key as sent when it is malformed (upstream
 /// records extra keys either way).
 pub fn unescape_extra_key(key: &str) -> String {

@@ -7,28 +7,16 @@
 use super::remote::{Remote, Remotes};
 use crate::body::{text_error, HttpResponse, Request};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use kapi_auth::authn::request_header;
 use kapi_machinery::UserInfo;
 use kapi_proxy::{Location, Mode, ProxyConfig, Scheme, Target, TransportKind, Transports};
 use std::sync::Arc;
 
-/// client-go's `SetAuthProxyHeaders` names (fixed there, whatever `--requestheader-*` says).
-const USER: &str = "X-Remote-User";
-const GROUP: &str = "X-Remote-Group";
-const EXTRA: &str = "X-Remote-Extra-";
-
-/// Go's `headerKeyEscape`: an extra's key percent-encoded where it is not a header token.
-fn escape_key(key: &str) -> String {
-    let mut out = String::new();
-    for b in key.bytes() {
-        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
-        if token && b != b'%' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+/// client-go's `SetAuthProxyHeaders` names: the standard front-proxy headers, fixed there
+/// whatever `--requestheader-*` says.
+const USER: &str = request_header::STANDARD_USERNAME_HEADER;
+const GROUP: &str = request_header::STANDARD_GROUP_HEADER;
+const EXTRA: &str = request_header::STANDARD_EXTRA_PREFIX;
 
 /// client-go's `SetAuthProxyHeaders`: any front-proxy headers the client sent removed, the
 /// user's written.
@@ -53,8 +41,9 @@ pub fn set_user_headers(headers: &mut HeaderMap, user: &UserInfo) {
         }
     }
     for (key, values) in &user.extra {
-        let Ok(name) = HeaderName::from_bytes(format!("{EXTRA}{}", escape_key(key)).as_bytes())
-        else {
+        let Ok(name) = HeaderName::from_bytes(
+            format!("{EXTRA}{}", request_header::escape_extra_key(key)).as_bytes(),
+        ) else {
             continue;
         };
         for value in values {
