@@ -106,24 +106,25 @@ def resolve(files, here, head, segs, reexports=None, depth=0):
     return None
 
 
+def group_items(text):
+    """The items of a `use a::{...}` group, without nested groups and `as` renames."""
+    for item in re.split(r"[,\s]+", re.sub(r"\{[^}]*\}", "", text)):
+        item = item.split(" as ")[0].strip()
+        if item:
+            yield item
+
+
 def edges_of(src):
     files = module_files(src)
     reexports = reexports_of(files)
     edges = {m: set() for m in files}
     for mod, path in files.items():
         text = strip_tests(open(path, encoding="utf-8").read())
-        # A file that is a module's mod.rs speaks for that module: `self` is the module.
-        here = mod if os.path.basename(path) in ("mod.rs", "lib.rs", "main.rs") else mod
-        here_for_super = mod if os.path.basename(path) in ("mod.rs", "lib.rs", "main.rs") else mod
         paths = []
         for m in USE_GROUP.finditer(text):
             prefix = [s for s in m.group(2).split("::") if s]
-            for item in re.split(r"[,\s]+", re.sub(r"\{[^}]*\}", "", m.group(3))):
-                item = item.split(" as ")[0].strip()
-                if item and item != "self":
-                    paths.append((m.group(1), prefix + item.split("::")))
-                elif item == "self":
-                    paths.append((m.group(1), prefix))
+            for item in group_items(m.group(3)):
+                paths.append((m.group(1), prefix + (item.split("::") if item != "self" else [])))
         for m in PATH.finditer(text):
             paths.append((m.group(1), [s for s in m.group(2).split("::") if s]))
         # Paths that start at a child module (`groups::for_group()`, `use groups::X`).
@@ -133,18 +134,12 @@ def edges_of(src):
             for m in bare.finditer(text):
                 paths.append(("self", [m.group(1)] + [s for s in m.group(2).split("::") if s]))
             for m in re.finditer(r"\buse\s+(" + "|".join(sorted(children)) + r")::\{([^;]*)\};", text, re.S):
-                for item in re.split(r"[,\s]+", re.sub(r"\{[^}]*\}", "", m.group(2))):
-                    item = item.split(" as ")[0].strip()
-                    if item and item != "self":
+                for item in group_items(m.group(2)):
+                    if item != "self":
                         paths.append(("self", [m.group(1)] + item.split("::")))
         for head, segs in paths:
-            ctx = here if head != "super" else here_for_super
-            if head == "super" and os.path.basename(path) not in ("mod.rs", "lib.rs", "main.rs"):
-                ctx = mod
-            target = resolve(files, ctx, head, segs, reexports)
-            if target is not None and target != mod and target != ():
-                # A child naming its own parent module's items is not a layering edge when the
-                # parent is the crate root (lib.rs holds the crate's shared types).
+            target = resolve(files, mod, head, segs, reexports)
+            if target is not None and target != mod:
                 edges[mod].add(target)
     return files, edges
 
