@@ -209,6 +209,10 @@ start_sample() {
   wait_until 60 curl -sfk -o /dev/null "https://127.0.0.1:$SAMPLE_PORT/readyz"
 }
 
+# sample_service: the wardle Service `api` reaching the sample server (backend_service);
+# sets SERVICE_PORT, the APIService's service port.
+sample_service() { backend_service api "$SAMPLE_PORT"; SERVICE_PORT=$SVC_PORT; }
+
 # the Available condition of the wardle APIService, waiting up to SECONDS for WANT
 available_is() { # SECONDS WANT
   wait_until "$1" sh -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get apiservice v1alpha1.wardle.example.com -o jsonpath='{.status.conditions[0].status}|{.status.conditions[0].reason}')\" = '$2' ]"
@@ -216,6 +220,160 @@ available_is() { # SECONDS WANT
 
 # raw GET of a path as the e2e-admin ServiceAccount (cluster-admin): the status code and body
 raw_get() { curl -sk -H "Authorization: Bearer $ADMIN_TOKEN" -w '|%{http_code}' "https://127.0.0.1:$PORT$1"; }
+
+# backend_service NAME PORT: a Service NAME in wardle reaching 127.0.0.1:PORT; sets SVC_PORT
+# (the APIService's service port). kapi (with --enable-aggregator-routing): a Service on 443
+# and Endpoints at 127.0.0.1. kube-apiserver refuses loopback Endpoints, so for it an
+# ExternalName Service naming 127.0.0.1, dialed at the APIService's port (upstream's
+# ResolveCluster, no aggregator routing).
+backend_service() {
+  local name=$1 port=$2
+  if [ "$LABEL" = aggregation-reference ]; then
+    SVC_PORT=$port
+    k apply -f - >/dev/null <<EOF2
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: wardle}
+spec: {type: ExternalName, externalName: 127.0.0.1}
+EOF2
+    return
+  fi
+  SVC_PORT=443
+  k apply -f - >/dev/null <<EOF2
+apiVersion: v1
+kind: Service
+metadata: {name: $name, namespace: wardle}
+spec: {ports: [{port: 443, name: https}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: $name, namespace: wardle}
+subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{port: $port, name: https}]}]
+EOF2
+}
+
+# condition_is NAME WANT: waits (20 s at most) for APIService NAME's Available condition to
+# read WANT (status|reason|message), then checks it.
+condition_is() {
+  local n=$1 svc=$2 want=$3 get
+  get="$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get apiservice $svc -o jsonpath='{.status.conditions[0].status}|{.status.conditions[0].reason}|{.status.conditions[0].message}'"
+  wait_until 20 sh -c "[ \"\$($get 2>/dev/null)\" = '$want' ]"
+  expect_eq "$n" "$want" sh -c "$get"
+}
+
+# The sample server's OpenAPI through the API server: merged into /openapi/v2, its v3
+# documents listed and proxied, kubectl explain and kubectl's validation of a Flunder.
+openapi_cases() {
+  expect_ok "/openapi/v2 gets the Flunder definition" wait_until 30 sh -c \
+    "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get --raw /openapi/v2 | grep -q '\"io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.Flunder\"'"
+  expect_out "/openapi/v2 has the sample server's paths (both of its versions)" \
+    '^/apis/wardle.example.com/v1alpha1/namespaces/\{namespace\}/flunders/\{name\} /apis/wardle.example.com/v1beta1/ True$' \
+    sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get --raw /openapi/v2 | python3 -c 'import json,sys; d=json.load(sys.stdin); p=d[\"paths\"]; print(\"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders/{name}\" if \"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders/{name}\" in p else \"-\", \"/apis/wardle.example.com/v1beta1/\" if \"/apis/wardle.example.com/v1beta1/\" in p else \"-\", \"/api/v1/namespaces\" in p)'"
+  expect_out "/openapi/v3 lists the sample server's documents" \
+    '^apis/wardle.example.com apis/wardle.example.com/v1alpha1 apis/wardle.example.com/v1beta1$' \
+    sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get --raw /openapi/v3 | python3 -c 'import json,sys; print(*sorted(k for k in json.load(sys.stdin)[\"paths\"] if \"wardle\" in k))'"
+  expect_out "/openapi/v3/apis/wardle.example.com/v1alpha1 comes from the sample server" \
+    '"io.k8s.sample-apiserver.pkg.apis.wardle.v1alpha1.Flunder"' \
+    k get --raw /openapi/v3/apis/wardle.example.com/v1alpha1
+  expect_eq "kubectl explain flunders (upstream's output)" "$(cat "$ROOT/e2e/expected/aggregation-explain-flunders.txt")" \
+    k explain flunders
+  # kubectl prints one blank line more after FIELD: through kapi than through kube-apiserver
+  # 1.28.7 (and through the sample server itself), from the same v3 document; blank lines aside
+  # the output is the same.
+  expect_eq "kubectl explain flunders.spec (blank lines aside)" \
+    "$(grep -v '^$' "$ROOT/e2e/expected/aggregation-explain-flunders-spec.txt")" \
+    sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE explain flunders.spec | grep -v '^\$'"
+  expect_fail "kubectl create (validation on) refuses an unknown field" \
+    'Error from server (BadRequest): error when creating "STDIN": Flunder in version "v1alpha1" cannot be handled as a Flunder: strict decoding error: unknown field "spec.bogus"' \
+    k create -f - <<<'{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"bad","namespace":"default"},"spec":{"bogus":1}}'
+  expect_out "kubectl create --validate=false keeps going (the unknown field dropped)" 'flunder.wardle.example.com/lax created' \
+    k create --validate=false -f - <<<'{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"lax","namespace":"default"},"spec":{"bogus":1}}'
+  k delete flunder lax >/dev/null 2>&1
+}
+
+# /apis in every encoding lists the remote group, and a group served both by the API server
+# and by an extension server lists every APIService's version by versionPriority.
+discovery_merge_cases() {
+  expect_out "/apis asked for in protobuf lists wardle.example.com" 'wardle.example.com/v1alpha1' \
+    sh -c "curl -sk -H 'Authorization: Bearer $ADMIN_TOKEN' -H 'Accept: application/vnd.kubernetes.protobuf' https://127.0.0.1:$PORT/apis | tr -c '[:print:]' ' '"
+  expect_out "/apis asked for in YAML lists wardle.example.com" 'wardle.example.com/v1alpha1' \
+    curl -sk -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Accept: application/yaml' "https://127.0.0.1:$PORT/apis"
+  k create -f - >/dev/null <<<"$(apiservice v2.apps "{\"group\":\"apps\",\"version\":\"v2\",\"groupPriorityMinimum\":100,\"versionPriority\":20,\"insecureSkipTLSVerify\":true,\"service\":{\"namespace\":\"wardle\",\"name\":\"api\",\"port\":$SERVICE_PORT}}")"
+  k create -f - >/dev/null <<<"$(apiservice v1beta1.apps "{\"group\":\"apps\",\"version\":\"v1beta1\",\"groupPriorityMinimum\":100,\"versionPriority\":1,\"insecureSkipTLSVerify\":true,\"service\":{\"namespace\":\"wardle\",\"name\":\"api\",\"port\":$SERVICE_PORT}}")"
+  local want='{"name": "apps", "versions": [{"groupVersion": "apps/v2", "version": "v2"}, {"groupVersion": "apps/v1", "version": "v1"}, {"groupVersion": "apps/v1beta1", "version": "v1beta1"}], "preferredVersion": {"groupVersion": "apps/v2", "version": "v2"}}'
+  wait_until 10 sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE get --raw /apis | grep -q apps/v1beta1"
+  expect_eq "a group served here and elsewhere: /apis lists every version by versionPriority" "$want" \
+    sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE get --raw /apis | python3 -c 'import json,sys; print(*[json.dumps(g) for g in json.load(sys.stdin)[\"groups\"] if g[\"name\"]==\"apps\"])'"
+  expect_eq "and /apis/apps" "$want" \
+    sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE get --raw /apis/apps | python3 -c 'import json,sys; d=json.load(sys.stdin); del d[\"kind\"], d[\"apiVersion\"]; print(json.dumps(d))'"
+  expect_eq "and aggregated discovery" "v2 v1 v1beta1" \
+    sh -c "curl -sk -H 'Authorization: Bearer $ADMIN_TOKEN' -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList' https://127.0.0.1:$PORT/apis | python3 -c 'import json,sys; print(*[v[\"version\"] for g in json.load(sys.stdin)[\"items\"] if g[\"metadata\"][\"name\"]==\"apps\" for v in g[\"versions\"]])'"
+  k delete apiservice v2.apps v1beta1.apps >/dev/null 2>&1
+}
+
+# Bad APIServices and backends: upstream's answers, and the server stays ready.
+bad_input_cases() {
+  expect_fail "an APIService for a group/version served here (v1.apps) with a service" \
+    'Error from server (AlreadyExists): error when creating "STDIN": apiservices.apiregistration.k8s.io "v1.apps" already exists' \
+    k create -f - <<<"$(apiservice v1.apps '{"group":"apps","version":"v1","groupPriorityMinimum":100,"versionPriority":10,"service":{"namespace":"wardle","name":"api"}}')"
+  expect_eq "v1.apps stays local" "|True|Local" \
+    k get apiservice v1.apps -o jsonpath='{.spec.service}|{.status.conditions[0].status}|{.status.conditions[0].reason}'
+  # a caBundle without a PEM block: upstream's availability check does not verify the
+  # backend's certificate, so it reaches the sample server (which serves no such group)
+  k create -f - >/dev/null <<<"$(apiservice v1.badca.example.com "{\"group\":\"badca.example.com\",\"version\":\"v1\",\"groupPriorityMinimum\":100,\"versionPriority\":10,\"caBundle\":\"Zm9v\",\"service\":{\"namespace\":\"wardle\",\"name\":\"api\",\"port\":$SERVICE_PORT}}")"
+  condition_is "a caBundle that is not PEM: the check still reaches the server (404)" v1.badca.example.com \
+    "False|FailedDiscoveryCheck|failing or missing response from https://127.0.0.1:$SAMPLE_PORT/apis/badca.example.com/v1: bad status from https://127.0.0.1:$SAMPLE_PORT/apis/badca.example.com/v1: 404"
+  expect_eq "and its requests get 503 service unavailable" 'service unavailable
+|503' raw_get /apis/badca.example.com/v1
+  # a Service that does not exist
+  k create -f - >/dev/null <<<"$(apiservice v1.nosvc.example.com '{"group":"nosvc.example.com","version":"v1","groupPriorityMinimum":100,"versionPriority":10,"insecureSkipTLSVerify":true,"service":{"namespace":"wardle","name":"nope"}}')"
+  condition_is "a Service that does not exist: ServiceNotFound" v1.nosvc.example.com \
+    'False|ServiceNotFound|service/nope in "wardle" is not present'
+  expect_eq "its requests get 503 service unavailable" 'service unavailable
+|503' raw_get /apis/nosvc.example.com/v1
+  expect_out "its group is still in /apis/nosvc.example.com" '"preferredVersion": ?\{' \
+    raw_get /apis/nosvc.example.com
+  expect_eq "aggregated discovery lists its version as Stale" '{"version": "v1", "freshness": "Stale"}' \
+    sh -c "curl -sk -H 'Authorization: Bearer $ADMIN_TOKEN' -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList' https://127.0.0.1:$PORT/apis | python3 -c 'import json,sys; print(*[json.dumps(v) for g in json.load(sys.stdin)[\"items\"] if g[\"metadata\"][\"name\"]==\"nosvc.example.com\" for v in g[\"versions\"]])'"
+  # a backend that answers junk on TCP, and one that answers every GET with 200 and HTML
+  local junk_port html_port junk_pid html_pid
+  junk_port=$(free_port); html_port=$(free_port)
+  python3 "$ROOT/e2e/python/bad_backend.py" junk "$junk_port" >/dev/null 2>&1 &
+  junk_pid=$!
+  python3 "$ROOT/e2e/python/bad_backend.py" html "$html_port" "$PKI/wardle-serving.crt" "$PKI/wardle-serving.key" >/dev/null 2>&1 &
+  html_pid=$!
+  PIDS+=("$junk_pid" "$html_pid")
+  backend_service junk "$junk_port"
+  k create -f - >/dev/null <<<"$(apiservice v1.junk.example.com "{\"group\":\"junk.example.com\",\"version\":\"v1\",\"groupPriorityMinimum\":100,\"versionPriority\":10,\"insecureSkipTLSVerify\":true,\"service\":{\"namespace\":\"wardle\",\"name\":\"junk\",\"port\":$SVC_PORT}}")"
+  condition_is "a backend that is not TLS: FailedDiscoveryCheck with the handshake error" v1.junk.example.com \
+    "False|FailedDiscoveryCheck|failing or missing response from https://127.0.0.1:$junk_port/apis/junk.example.com/v1: Get \"https://127.0.0.1:$junk_port/apis/junk.example.com/v1\": tls: first record does not look like a TLS handshake"
+  backend_service html "$html_port"
+  k create -f - >/dev/null <<<"$(apiservice v1.html.example.com "{\"group\":\"html.example.com\",\"version\":\"v1\",\"groupPriorityMinimum\":100,\"versionPriority\":10,\"insecureSkipTLSVerify\":true,\"service\":{\"namespace\":\"wardle\",\"name\":\"html\",\"port\":$SVC_PORT}}")"
+  condition_is "a backend answering 200 with HTML passes the check (any 2xx does)" v1.html.example.com \
+    'True|Passed|all checks passed'
+  expect_eq "its answers are passed on as they are" '<html><body>not a discovery document</body></html>
+|200' raw_get /apis/html.example.com/v1
+  expect_out "/apis still lists its group" '"name":"html.example.com"' k get --raw /apis
+  expect_eq "the server stays ready" "ok" k get --raw /readyz
+  expect_out "and serves the sample server as before" '^one ' k get flunders --no-headers
+  kill "$junk_pid" "$html_pid" 2>/dev/null; wait "$junk_pid" "$html_pid" 2>/dev/null
+  k delete apiservice v1.badca.example.com v1.nosvc.example.com v1.junk.example.com v1.html.example.com >/dev/null 2>&1
+  k delete service -n wardle junk html >/dev/null 2>&1
+}
+
+# The availability metrics, with the sample server stopped (FailedDiscoveryCheck).
+metrics_cases() {
+  local m; m=$(k get --raw /metrics | grep -E '^(# (HELP|TYPE) )?aggregator_unavailable_apiservice')
+  expect_out "aggregator_unavailable_apiservice: upstream's help" \
+    '^# HELP aggregator_unavailable_apiservice \[ALPHA\] Gauge of APIServices which are marked as unavailable broken down by APIService name\.$' echo "$m"
+  expect_out "aggregator_unavailable_apiservice is 1 for the stopped server" \
+    '^aggregator_unavailable_apiservice\{name="v1alpha1.wardle.example.com"\} 1$' echo "$m"
+  expect_out "and 0 for a local APIService" '^aggregator_unavailable_apiservice\{name="v1.apps"\} 0$' echo "$m"
+  expect_out "aggregator_unavailable_apiservice_total: upstream's help" \
+    '^# HELP aggregator_unavailable_apiservice_total \[ALPHA\] Counter of APIServices which are marked as unavailable broken down by APIService name and reason\.$' echo "$m"
+  expect_out "aggregator_unavailable_apiservice_total counts the transition by its reason" \
+    '^aggregator_unavailable_apiservice_total\{name="v1alpha1.wardle.example.com",reason="FailedDiscoveryCheck"\} 1$' echo "$m"
+}
 
 run_proxy_cases() {
   [ -n "$SAMPLE" ] || return 0
@@ -283,17 +441,8 @@ contexts: [{name: kapi, context: {cluster: kapi, user: wardle}}]
 current-context: kapi
 EOF2
   start_sample || { fail "sample-apiserver did not start"; tail -5 "$WORK/sample-$LABEL.log"; return 0; }
+  sample_service
   k apply -f - >/dev/null <<EOF2
-apiVersion: v1
-kind: Service
-metadata: {name: api, namespace: wardle}
-spec: {ports: [{port: 443, name: https}]}
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: api, namespace: wardle}
-subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{port: $SAMPLE_PORT, name: https}]}]
----
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1alpha1.wardle.example.com}
@@ -302,7 +451,7 @@ spec:
   version: v1alpha1
   groupPriorityMinimum: 1000
   versionPriority: 15
-  service: {namespace: wardle, name: api}
+  service: {namespace: wardle, name: api, port: $SERVICE_PORT}
   caBundle: $(base64 -w0 "$PKI/wardle-ca.crt")
 EOF2
   expect_ok "the APIService served by sample-apiserver becomes Available (Passed)" available_is 40 'True|Passed'
@@ -318,6 +467,9 @@ EOF2
     k api-resources --api-group=wardle.example.com
   expect_out "kubectl create -f a Flunder" 'flunder.wardle.example.com/one created' \
     k create -f - <<<'{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"one","namespace":"default"},"spec":{}}'
+  openapi_cases
+  discovery_merge_cases
+  bad_input_cases
   expect_out "kubectl get flunders" '^one ' k get flunders --no-headers
   timeout 15 "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$CACHE" get flunders -w --no-headers -o name >"$WORK/watch-$LABEL.out" 2>&1 &
   local watch_pid=$!
@@ -341,6 +493,7 @@ EOF2
   expect_out "the check's message is upstream's" \
     "^failing or missing response from https://127.0.0.1:$SAMPLE_PORT/apis/wardle.example.com/v1alpha1: Get \"https://127.0.0.1:$SAMPLE_PORT/apis/wardle.example.com/v1alpha1\": dial tcp 127.0.0.1:$SAMPLE_PORT: connect: connection refused" \
     k get apiservice v1alpha1.wardle.example.com -o jsonpath='{.status.conditions[0].message}'
+  metrics_cases
   expect_eq "then requests get upstream's 503 service unavailable" 'service unavailable
 |503' raw_get /apis/wardle.example.com/v1alpha1/namespaces/default/flunders
   start_sample || fail "sample-apiserver did not restart"
@@ -352,6 +505,49 @@ EOF2
   k delete apiservice v1alpha1.wardle.example.com >/dev/null 2>&1
   k delete namespace wardle --wait=false >/dev/null 2>&1
 }
+
+# start_reference: upstream's kube-apiserver (same folder as sample-apiserver) on the script's
+# etcd with the aggregation flags, in the places kapi puts its CA and admin kubeconfig (its
+# own CA, serving certificate, service-account key and system:masters client certificate).
+start_reference() {
+  local dir="$WORK/kapi-reference" p
+  p="$dir/pki"; mkdir -p "$p"
+  PORT=$(free_port)
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj "/CN=kubernetes-ca" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$p/apiserver.key" -out "$p/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+  openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/apiserver.crt" -days 2 \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
+  openssl ecparam -name prime256v1 -genkey -noout -out "$p/sa.key" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$p/admin.key" -out "$p/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
+  openssl x509 -req -in "$p/admin.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/admin.crt" -days 2 \
+    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+  KUBECONFIG_FILE="$dir/admin.kubeconfig"; CA="$p/ca.crt"
+  "$KUBECTL" config set-cluster local --server="https://127.0.0.1:$PORT" --certificate-authority="$CA" --embed-certs --kubeconfig="$KUBECONFIG_FILE" >/dev/null
+  "$KUBECTL" config set-credentials admin --client-certificate="$p/admin.crt" --client-key="$p/admin.key" --embed-certs --kubeconfig="$KUBECONFIG_FILE" >/dev/null
+  "$KUBECTL" config set-context local --cluster=local --user=admin --kubeconfig="$KUBECONFIG_FILE" >/dev/null
+  "$KUBECTL" config use-context local --kubeconfig="$KUBECONFIG_FILE" >/dev/null
+  "$(dirname "$SAMPLE")/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" --etcd-prefix=/registry-reference \
+    --secure-port="$PORT" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+    --cert-dir="$p" --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$CA" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local --service-account-key-file="$p/sa.key" \
+    --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=RBAC \
+    "${AGG_FLAGS[@]:1}" >"$WORK/reference.log" 2>&1 &
+  KAPI_PID=$!
+  wait_until 60 sh -c "[ \"\$(curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:$PORT/readyz)\" = 200 ]" \
+    || { echo "e2e: kube-apiserver not ready"; tail -20 "$WORK/reference.log"; exit 1; }
+}
+
+# E2E_AGG_REFERENCE=1: the proxy and bad-input cases against upstream's kube-apiserver (on
+# etcd), to compare with; the local-APIService cases are kapi's (upstream lists flowcontrol).
+if [ "${E2E_AGG_REFERENCE:-0}" = 1 ]; then
+  [ -n "$SAMPLE" ] || { echo "e2e aggregation: E2E_AGG_REFERENCE=1 needs the upstream binaries"; exit 2; }
+  LABEL="aggregation-reference"
+  CACHE="$WORK/cache-reference"
+  start_reference
+  run_proxy_cases
+  summary
+  exit
+fi
 
 for backend in etcd embedded; do
   LABEL="aggregation-$backend"

@@ -151,6 +151,11 @@ impl ApiServerHandler {
         self.inner.router.snapshot().prepare_openapi();
     }
 
+    /// The current routing snapshot (its OpenAPI documents, for the aggregation layer).
+    pub fn snapshot(&self) -> Arc<RouteTable> {
+        self.inner.router.snapshot()
+    }
+
     /// The installed groups of the current snapshot.
     pub fn groups(&self) -> Arc<Vec<ApiGroupInfo>> {
         self.inner.router.snapshot().groups.clone()

@@ -38,7 +38,7 @@ impl RouteTable {
     }
 
     /// The OpenAPI documents of this snapshot.
-    fn openapi(&self) -> &OpenApi {
+    pub fn openapi(&self) -> &OpenApi {
         self.openapi
             .get_or_init(|| OpenApi::new(&self.groups, &self.server_version))
     }

@@ -74,6 +74,10 @@ fn tls_error(e: &std::io::Error) -> String {
         )) => {
             "tls: failed to verify certificate: x509: certificate is not valid for the host".into()
         }
+        // A peer that does not speak TLS: Go reads the first record's header and refuses it.
+        Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) => {
+            "tls: first record does not look like a TLS handshake".into()
+        }
         Some(other) => format!("tls: {other}"),
         None => format!("tls: {e}"),
     }

@@ -71,13 +71,28 @@ async fn aggregate(
             None => Err(req),
         },
         ["apis", group] if readable => {
-            let local = inner.handler.groups().iter().any(|g| g.group == *group);
-            match (
-                local,
-                crate::aggregator::discovery::group_document(remotes, group),
-            ) {
-                (false, Some(resp)) => Ok(resp),
-                _ => Err(req),
+            match crate::aggregator::discovery::group_document(remotes, group) {
+                Some(resp) => Ok(resp),
+                None => Err(req),
+            }
+        }
+        ["openapi", "v2"] | ["openapi", "v3"] if readable && !remotes.openapi.is_empty() => {
+            let api = remotes.openapi.documents(&inner.handler.snapshot()).await;
+            match api.serve(&path, req.uri().query(), req.headers()) {
+                Some(resp) => Ok(resp.map(full)),
+                None => Err(req),
+            }
+        }
+        ["openapi", "v3", key @ ..] if readable => {
+            let key = key.join("/");
+            let local = inner.handler.snapshot().openapi().has_v3(&key);
+            match (!local)
+                .then(|| remotes.openapi.v3_owner(&key))
+                .flatten()
+                .and_then(|name| remotes.get(&name))
+            {
+                Some(remote) => Ok(crate::aggregator::proxy::serve(remotes, remote, req).await),
+                None => Err(req),
             }
         }
         ["apis"] if readable => {

@@ -333,8 +333,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     });
     // The local APIServices, written before the first request as upstream's
     // `autoregister-completion` readiness check waits for them.
-    let autoregister =
-        aggregator::autoregister::start(&handler.groups(), Some(remotes.clone())).await;
+    let availability_metrics = aggregator::metrics::AvailabilityMetrics::new(metrics.registry())?;
+    let autoregister = aggregator::autoregister::start(
+        &handler.groups(),
+        Some(remotes.clone()),
+        Some(availability_metrics),
+    )
+    .await;
     let shutting_down = Arc::new(AtomicBool::new(false));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     // What kube-controller-manager would do for an API server alone, per `--controllers`;

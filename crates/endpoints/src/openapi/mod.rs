@@ -9,7 +9,9 @@
 //! served as gnostic's protobuf `openapi.v2.Document` (see [`v2proto`]), gzipped when the
 //! client accepts it, as kube-openapi's v2 handler does.
 
+mod aggregated;
 pub mod gnostic;
+pub mod merge;
 pub mod params;
 pub mod paths;
 mod render;
@@ -37,6 +39,7 @@ use std::sync::OnceLock;
 /// A serialized document, kept gzipped: the documents are megabytes of JSON (and the v2
 /// protobuf) that compress about tenfold, and the clients that read them (kubectl, client-go)
 /// accept gzip, so the plain bytes are made again only for a client that does not.
+#[derive(Clone)]
 struct Compressed {
     gzip: Bytes,
     plain_len: usize,
@@ -70,6 +73,7 @@ impl Compressed {
 }
 
 /// A serialized document and its hash (of the plain JSON).
+#[derive(Clone)]
 struct Served {
     body: Compressed,
     hash: String,
@@ -99,6 +103,7 @@ pub struct OpenApi {
 
 /// The v2 document in both encodings kube-openapi serves. Both carry the JSON form's ETag
 /// (responses differ by `Vary: Accept`).
+#[derive(Clone)]
 struct V2 {
     json: Served,
     protobuf: Compressed,

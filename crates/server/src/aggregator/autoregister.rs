@@ -12,6 +12,7 @@
 //! ones created after this server started are another replica's and left alone, as upstream.
 
 use super::available;
+use super::metrics::AvailabilityMetrics;
 use super::remote::Remotes;
 use crate::controllers::framework::{inform, Event};
 use crate::controllers::ops;
@@ -81,6 +82,7 @@ struct Controller {
     remotes: Option<Remotes>,
     /// Rounds in a row in which some discovery check failed (the backoff's exponent).
     failing: Mutex<u32>,
+    metrics: Option<AvailabilityMetrics>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,7 +140,11 @@ fn managed(obj: &Object) -> String {
 /// Starts the controller over `groups` (the built-in groups as installed); `None` when
 /// apiservices are not served. Returns once the built-in APIServices are written (or after
 /// a bounded wait).
-pub async fn start(groups: &[ApiGroupInfo], remotes: Option<Remotes>) -> Option<Autoregister> {
+pub async fn start(
+    groups: &[ApiGroupInfo],
+    remotes: Option<Remotes>,
+    metrics: Option<AvailabilityMetrics>,
+) -> Option<Autoregister> {
     let main = find_storage(groups, agg::GROUP, agg::RESOURCE)?;
     let status = find_subresource(groups, agg::GROUP, agg::RESOURCE, "status")?;
     let crds = find_storage(groups, "apiextensions.k8s.io", "customresourcedefinitions");
@@ -170,6 +176,7 @@ pub async fn start(groups: &[ApiGroupInfo], remotes: Option<Remotes>) -> Option<
         changed: Notify::new(),
         remotes,
         failing: Mutex::new(0),
+        metrics,
     });
     let mut tasks = Vec::new();
     let informed = c.clone();
@@ -217,6 +224,9 @@ impl Controller {
                 Event::Deleted(o) => {
                     if let Some(r) = remotes {
                         r.remove(&o);
+                    }
+                    if let Some(m) = self.metrics.as_ref().filter(|_| apiservices) {
+                        m.forget(o.name());
                     }
                     map.remove(o.name());
                 }
@@ -394,6 +404,10 @@ impl Controller {
     /// The availability controller's answer for a local APIService: `Available=True`,
     /// reason `Local`.
     async fn mark_local_available(&self, obj: &Object) -> Result<(), ApiError> {
+        if let Some(m) = &self.metrics {
+            let status = serde_json::json!({"conditions": [local_available_condition()]});
+            m.set_gauge(obj.name(), Some(&status));
+        }
         if is_locally_available(obj) {
             return Ok(());
         }
@@ -441,11 +455,15 @@ impl Controller {
         if want.get("status").and_then(Value::as_str) != Some("True") {
             *failed = true;
         }
+        let new_status = serde_json::json!({"conditions": [want.clone()]});
+        if let Some(m) = &self.metrics {
+            m.set_gauge(obj.name(), Some(&new_status));
+        }
         if same_condition(available_condition(obj), &want) {
             return Ok(());
         }
         let uid = obj.uid().to_string();
-        ops::update(
+        let written = ops::update(
             self.status.as_ref(),
             &Context::default(),
             obj.name(),
@@ -457,7 +475,11 @@ impl Controller {
                 true
             },
         )
-        .await
+        .await;
+        if let (Ok(()), Some(m)) = (&written, &self.metrics) {
+            m.count_transition(obj.name(), obj.get("status"), Some(&new_status));
+        }
+        written
     }
 }
 
@@ -468,9 +490,14 @@ impl Controller {
         let remotes = self.remotes.as_ref()?;
         let remote = remotes.all().into_iter().find(|r| r.name == obj.name())?;
         let (status, reason, message) = match super::discovery::check(remotes, &remote).await {
-            Ok(()) => ("True", "Passed", "all checks passed".to_string()),
+            Ok(()) => {
+                let priority = remotes.group_priority(&remote.group);
+                remotes.openapi.refresh(remotes, &remote, priority).await;
+                ("True", "Passed", "all checks passed".to_string())
+            }
             Err(e) => {
                 remotes.set_discovery(obj.name(), None);
+                remotes.openapi.unavailable(obj.name());
                 ("False", "FailedDiscoveryCheck", e)
             }
         };

@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use kapi_machinery::UserInfo;
 use kapi_proxy::{Location, Scheme};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Upstream's attempts per check, and how long one may take.
@@ -32,19 +33,23 @@ fn aggregator_user() -> UserInfo {
     }
 }
 
-async fn get(
+/// One GET of `location` from a remote server as `user`: the status and (at most `limit`
+/// bytes of) the body, or the transport's error.
+pub(super) async fn get(
     remotes: &Remotes,
-    remote: &Remote,
+    tls: &Result<Arc<rustls::ClientConfig>, String>,
     location: &Location,
     accept: Option<&'static str>,
+    user: &UserInfo,
+    limit: usize,
 ) -> Result<(u16, Vec<u8>), String> {
-    let tls = remote.tls.clone()?;
+    let tls = tls.clone()?;
     let mut headers = HeaderMap::new();
-    set_user_headers(&mut headers, &aggregator_user());
+    set_user_headers(&mut headers, user);
     if let Some(a) = accept {
         headers.insert(header::ACCEPT, HeaderValue::from_static(a));
     }
-    kapi_proxy::get(location, &proxy_config(remotes, tls), headers, MAX_DOCUMENT).await
+    kapi_proxy::get(location, &proxy_config(remotes, tls), headers, limit).await
 }
 
 /// The availability controller's discovery check of `remote`; the error is the condition's
@@ -66,7 +71,19 @@ pub async fn check(remotes: &Remotes, remote: &Remote) -> Result<(), String> {
             query: String::new(),
         };
         let url = location.url();
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, get(remotes, remote, &location, None)).await {
+        match tokio::time::timeout(
+            ATTEMPT_TIMEOUT,
+            get(
+                remotes,
+                &remote.check_tls,
+                &location,
+                None,
+                &aggregator_user(),
+                MAX_DOCUMENT,
+            ),
+        )
+        .await
+        {
             Err(_) => Err(format!("timed out waiting for {url}")),
             Ok(Err(e)) => Err(format!(
                 "failing or missing response from {url}: Get {url:?}: {e}"
@@ -95,9 +112,16 @@ pub async fn check(remotes: &Remotes, remote: &Remote) -> Result<(), String> {
 /// serves no aggregated discovery).
 async fn fetch_entry(remotes: &Remotes, remote: &Remote, mut location: Location) -> Option<Value> {
     location.path = "/apis".into();
-    let (code, body) = get(remotes, remote, &location, Some(AGGREGATED_ACCEPT))
-        .await
-        .ok()?;
+    let (code, body) = get(
+        remotes,
+        &remote.tls,
+        &location,
+        Some(AGGREGATED_ACCEPT),
+        &aggregator_user(),
+        MAX_DOCUMENT,
+    )
+    .await
+    .ok()?;
     if code != 200 {
         return None;
     }
@@ -115,20 +139,24 @@ async fn fetch_entry(remotes: &Remotes, remote: &Remote, mut location: Location)
         .cloned()
 }
 
-/// `metav1.APIGroup` of the remote APIServices of one group (upstream's
-/// `convertToDiscoveryAPIGroup`: the first version by priority is preferred).
-fn api_group(group: &str, remotes: &[Remote]) -> Option<Value> {
-    let versions: Vec<Value> = remotes
+/// `metav1.APIGroup` of the APIServices of one group, `versions` in upstream's order
+/// (`convertToDiscoveryAPIGroup`: the first is preferred).
+fn api_group(group: &str, versions: &[String]) -> Option<Value> {
+    let versions: Vec<Value> = versions
         .iter()
-        .map(|r| json!({"groupVersion": format!("{group}/{}", r.version), "version": r.version}))
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
         .collect();
     let preferred = versions.first()?.clone();
     Some(json!({"name": group, "versions": versions, "preferredVersion": preferred}))
 }
 
-/// `/apis/<group>` of a group only other servers serve.
+/// `/apis/<group>` of a group some other server serves (upstream's `apiGroupHandler`: every
+/// APIService of the group, kapi's own versions included).
 pub fn group_document(remotes: &Remotes, group: &str) -> Option<HttpResponse> {
-    let Value::Object(g) = api_group(group, &remotes.group(group))? else {
+    if remotes.group(group).is_empty() {
+        return None;
+    }
+    let Value::Object(g) = api_group(group, &remotes.group_versions(group))? else {
         return None;
     };
     let mut doc = json!({"kind": "APIGroup", "apiVersion": "v1"});
@@ -179,8 +207,36 @@ fn insert_ordered(remotes: &Remotes, list: &mut Vec<Value>, item: Value, name: &
     list.insert(pos, item);
 }
 
-/// kapi's answer to `GET /apis` with the remote groups kapi does not serve itself added.
-/// JSON documents only: protobuf and YAML answers are passed as they are.
+/// The aggregated discovery versions of a group some other server serves: kapi's own entries
+/// (`local`) and each remote APIService's entry as its check fetched it (a bare `Stale` one
+/// while there is none, as upstream lists a version it has no document for), ordered as
+/// [`Remotes::group_versions`].
+fn aggregated_versions(remotes: &Remotes, group: &str, local: Vec<Value>) -> Vec<Value> {
+    let mut entries = local;
+    for r in remotes.group(group) {
+        let known = entries
+            .iter()
+            .any(|e| e.get("version").and_then(Value::as_str) == Some(r.version.as_str()));
+        if !known {
+            entries.push(
+                remotes
+                    .discovery(&r.name)
+                    .unwrap_or_else(|| json!({"version": r.version, "freshness": "Stale"})),
+            );
+        }
+    }
+    let order = remotes.group_versions(group);
+    entries.sort_by_key(|e| {
+        let v = e.get("version").and_then(Value::as_str).unwrap_or_default();
+        order.iter().position(|o| o == v).unwrap_or(order.len())
+    });
+    entries
+}
+
+/// kapi's answer to `GET /apis` with the groups other servers serve: a group only they serve
+/// added, a group kapi serves too listing every APIService's version. kapi answers discovery
+/// in JSON whatever encoding was asked for (see `kapi_endpoints::discovery`), so every answer
+/// is merged; anything else is passed as it is.
 pub async fn merge_apis(
     remotes: &Remotes,
     if_none_match: Option<String>,
@@ -217,27 +273,36 @@ pub async fn merge_apis(
     for group in remotes.groups() {
         let known = list
             .iter()
-            .any(|g| g.pointer(at).and_then(Value::as_str) == Some(group.as_str()));
-        if known {
-            continue;
-        }
-        let members = remotes.group(&group);
+            .position(|g| g.pointer(at).and_then(Value::as_str) == Some(group.as_str()));
         let item = if aggregated {
-            let versions: Vec<Value> = members
-                .iter()
-                .filter_map(|r| remotes.discovery(&r.name))
-                .collect();
-            if versions.is_empty() {
-                continue;
-            }
+            let local = known
+                .and_then(|i| list.get_mut(i))
+                .and_then(|g| g.get_mut("versions"))
+                .map(Value::take)
+                .and_then(|v| serde_json::from_value::<Vec<Value>>(v).ok())
+                .unwrap_or_default();
+            let versions = aggregated_versions(remotes, &group, local);
             json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions})
         } else {
-            match api_group(&group, &members) {
+            match api_group(&group, &remotes.group_versions(&group)) {
                 Some(g) => g,
                 None => continue,
             }
         };
-        insert_ordered(remotes, list, item, &group, at);
+        match known.and_then(|i| list.get_mut(i)) {
+            Some(slot) => {
+                // kapi's own entry keeps its metadata; only the versions change.
+                if let (true, Some(o)) = (aggregated, slot.as_object_mut()) {
+                    o.insert(
+                        "versions".into(),
+                        item.get("versions").cloned().unwrap_or_default(),
+                    );
+                } else {
+                    *slot = item;
+                }
+            }
+            None => insert_ordered(remotes, list, item, &group, at),
+        }
     }
     if !aggregated {
         return json_response(StatusCode::OK, &content_type, &doc, None);
@@ -296,19 +361,24 @@ mod tests {
         r
     }
 
+    /// `merge_apis` of kapi's legacy `/apis` document `local`.
+    async fn merged_legacy(r: &Remotes, local: &Value) -> Value {
+        let mut resp = http::Response::new(full(serde_json::to_vec(local).unwrap()));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let merged = merge_apis(r, None, resp).await;
+        let body = merged.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice(&body).unwrap()
+    }
+
     #[tokio::test]
     async fn legacy_apis_lists_a_remote_group_in_priority_order() {
         let r = remotes();
         let local = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
             {"name": "apiregistration.k8s.io"}, {"name": "apps"}, {"name": "zz.example.com"}]});
-        let mut resp = http::Response::new(full(serde_json::to_vec(&local).unwrap()));
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let merged = merge_apis(&r, None, resp).await;
-        let body = merged.into_body().collect().await.unwrap().to_bytes();
-        let doc: Value = serde_json::from_slice(&body).unwrap();
+        let doc = merged_legacy(&r, &local).await;
         let names: Vec<&str> = doc["groups"]
             .as_array()
             .unwrap()
@@ -328,6 +398,32 @@ mod tests {
             doc["groups"][2]["preferredVersion"]["groupVersion"],
             "wardle.example.com/v1alpha1"
         );
+    }
+
+    #[tokio::test]
+    async fn a_group_served_here_and_elsewhere_lists_every_version_by_priority() {
+        let r = remotes();
+        let mut v2 = apiservice("apps", "v2", 100, true);
+        v2.insert(
+            "spec",
+            json!({"group": "apps", "version": "v2", "groupPriorityMinimum": 100,
+            "versionPriority": 20, "insecureSkipTLSVerify": true,
+            "service": {"namespace": "wardle", "name": "api", "port": 443}}),
+        );
+        r.upsert(&v2);
+        let local = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]});
+        let doc = merged_legacy(&r, &local).await;
+        let apps = doc["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "apps")
+            .unwrap();
+        assert_eq!(apps["versions"][0]["version"], "v2");
+        assert_eq!(apps["versions"][1]["version"], "v1");
+        assert_eq!(apps["preferredVersion"]["version"], "v2");
     }
 
     #[tokio::test]

@@ -30,16 +30,28 @@ pub struct Remote {
     pub port: i64,
     /// The transport, or upstream's `transportBuildingError`.
     pub tls: Result<Arc<rustls::ClientConfig>, String>,
+    /// The availability check's transport: upstream's check does not verify the server's
+    /// certificate ("if someone owns the network and messes with your status that's not so
+    /// bad"), so a `caBundle` that is wrong or not PEM does not fail it.
+    pub check_tls: Result<Arc<rustls::ClientConfig>, String>,
     /// `Available=True` (upstream answers 503 `service unavailable` otherwise).
     pub available: bool,
+}
+
+/// What discovery reads of every APIService, local or not.
+struct Listed {
+    group_priority: i64,
+    version: String,
+    version_priority: i64,
 }
 
 #[derive(Default)]
 struct State {
     remote: BTreeMap<String, Remote>,
-    /// The highest `groupPriorityMinimum` of each group's APIServices (upstream's
-    /// `SortedByGroupAndVersion` orders `/apis` by it).
-    priorities: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Every APIService by group and name: `/apis` orders groups by their highest
+    /// `groupPriorityMinimum` and a group's versions by `versionPriority` (upstream's
+    /// `SortedByGroupAndVersion`).
+    listed: BTreeMap<String, BTreeMap<String, Listed>>,
     /// The backend's aggregated discovery entry of each remote APIService's version, by
     /// APIService name, as the availability check last fetched it.
     discovery: BTreeMap<String, Value>,
@@ -63,6 +75,8 @@ pub struct Remotes {
     pub settings: Arc<Settings>,
     /// Asks the availability controller to check again now (a proxied dial failed).
     pub recheck: Arc<Notify>,
+    /// The backends' OpenAPI specs, merged into kapi's.
+    pub openapi: Arc<super::openapi::RemoteOpenApi>,
 }
 
 fn str_at<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
@@ -91,6 +105,7 @@ impl Remotes {
             state: Arc::default(),
             settings: Arc::new(settings),
             recheck: Arc::default(),
+            openapi: Arc::default(),
         }
     }
 
@@ -109,18 +124,23 @@ impl Remotes {
         let version = str_at(spec, "version").to_string();
         let name = obj.name().to_string();
         let mut state = self.write();
-        let priority = int_at(spec, "groupPriorityMinimum").unwrap_or_default();
+        let listed = Listed {
+            group_priority: int_at(spec, "groupPriorityMinimum").unwrap_or_default(),
+            version: version.clone(),
+            version_priority: int_at(spec, "versionPriority").unwrap_or_default(),
+        };
         state
-            .priorities
+            .listed
             .entry(group.clone())
             .or_default()
-            .insert(name.clone(), priority);
+            .insert(name.clone(), listed);
         let Some(service) = spec
             .and_then(|s| s.get("service"))
             .filter(|s| s.is_object())
         else {
             state.remote.remove(&name);
             state.discovery.remove(&name);
+            self.openapi.forget(&name);
             return;
         };
         let namespace = str_at(Some(service), "namespace").to_string();
@@ -137,12 +157,15 @@ impl Remotes {
             .and_then(|s| s.get("insecureSkipTLSVerify"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let server_name = format!("{service_name}.{namespace}.svc");
         let tls = kapi_proxy::tls::service_config(
             &ca,
             insecure,
-            &format!("{service_name}.{namespace}.svc"),
+            &server_name,
             self.settings.client.clone(),
         );
+        let check_tls =
+            kapi_proxy::tls::service_config(&[], true, &server_name, self.settings.client.clone());
         state.remote.insert(
             name.clone(),
             Remote {
@@ -154,6 +177,7 @@ impl Remotes {
                 service: service_name,
                 port,
                 tls,
+                check_tls,
                 available: is_available(obj),
             },
         );
@@ -166,10 +190,11 @@ impl Remotes {
         let mut state = self.write();
         state.remote.remove(name);
         state.discovery.remove(name);
-        if let Some(p) = state.priorities.get_mut(group) {
+        self.openapi.forget(name);
+        if let Some(p) = state.listed.get_mut(group) {
             p.remove(name);
             if p.is_empty() {
-                state.priorities.remove(group);
+                state.listed.remove(group);
             }
         }
     }
@@ -201,6 +226,30 @@ impl Remotes {
         out
     }
 
+    /// The versions every APIService of `group` lists, local or not, in upstream's order:
+    /// highest `versionPriority` first, then by Kubernetes version order.
+    pub fn group_versions(&self, group: &str) -> Vec<String> {
+        let state = self.read();
+        let mut listed: Vec<&Listed> = state
+            .listed
+            .get(group)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .collect();
+        listed.sort_by(|a, b| {
+            b.version_priority.cmp(&a.version_priority).then_with(|| {
+                kapi_endpoints::discovery::compare_kube_versions(&a.version, &b.version)
+            })
+        });
+        let mut out: Vec<String> = Vec::new();
+        for l in listed {
+            if !out.contains(&l.version) {
+                out.push(l.version.clone());
+            }
+        }
+        out
+    }
+
     /// Every group some remote APIService serves.
     pub fn groups(&self) -> Vec<String> {
         let mut out: Vec<String> = self
@@ -218,6 +267,11 @@ impl Remotes {
         self.read().remote.is_empty()
     }
 
+    /// The remote APIService named `name`.
+    pub fn get(&self, name: &str) -> Option<Remote> {
+        self.read().remote.get(name).cloned()
+    }
+
     /// Every remote APIService.
     pub fn all(&self) -> Vec<Remote> {
         self.read().remote.values().cloned().collect()
@@ -230,9 +284,9 @@ impl Remotes {
             return i64::MAX;
         }
         self.read()
-            .priorities
+            .listed
             .get(group)
-            .and_then(|p| p.values().max().copied())
+            .and_then(|p| p.values().map(|l| l.group_priority).max())
             .unwrap_or(kapi_registry::resources::apiregistration::CRD_GROUP_PRIORITY_MINIMUM)
     }
 
