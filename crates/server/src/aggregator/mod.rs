@@ -1,7 +1,7 @@
 //! The aggregation layer's controllers (k8s.io/kube-aggregator): the local APIServices of
 //! the groups this server serves itself, and the `Available` condition of every APIService, and the proxy to
 //! APIServices served by other API servers. The `apiservices` resource is the registry's
-//! (`kapi_registry::resources::apiregistration`).
+//! (`kapi_resources::apiregistration`).
 
 pub mod autoregister;
 pub mod available;
