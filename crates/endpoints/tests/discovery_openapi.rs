@@ -13,7 +13,7 @@ use http::HeaderMap;
 use kapi_endpoints::discovery::{verbs_of, Discovery};
 use kapi_endpoints::openapi::OpenApi;
 use kapi_registry::rest::ApiGroupInfo;
-use kapi_registry::{build, RegistryConfig};
+use kapi_resources::{build, RegistryConfig};
 use kapi_storage::embedded::EmbeddedStorage;
 use kapi_storage::DynStorage;
 use serde_json::{json, Value};
@@ -360,13 +360,13 @@ async fn v2_protobuf_holds_the_whole_document() {
 /// `apiVersion`, `kind` and `metadata` in `/openapi/v3`.
 #[tokio::test]
 async fn custom_kind_keeping_unknown_fields_is_a_bare_object_in_v2() {
-    use kapi_registry::customresource::{group_info, Crd, ServedCrd};
+    use kapi_apiextensions::{group_info, Crd, ServedCrd};
     let dir = tempfile::tempdir().expect("tempdir");
     let storage: DynStorage =
         Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded storage"));
     let mut config = RegistryConfig::new(storage);
     config.watch_cache = false;
-    let ctx = kapi_registry::BuildContext::new(config);
+    let ctx = kapi_resources::BuildContext::new(config);
     let crd = json!({"metadata": {"name": "emptys.example.com", "uid": "u1"},
         "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "emptys", "singular": "empty", "kind": "Empty", "listKind": "EmptyList"},

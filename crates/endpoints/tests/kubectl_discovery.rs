@@ -16,7 +16,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use kapi_endpoints::discovery::Discovery;
 use kapi_endpoints::openapi::OpenApi;
-use kapi_registry::{build, RegistryConfig};
+use kapi_resources::{build, RegistryConfig};
 use kapi_storage::embedded::EmbeddedStorage;
 use kapi_storage::DynStorage;
 use std::path::Path;

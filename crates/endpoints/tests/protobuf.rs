@@ -324,7 +324,7 @@ impl kapi_registry::rest::Storage for Widgets {
 #[tokio::test]
 async fn custom_kinds_refuse_protobuf_bodies_and_answer_json() {
     let s = server().await;
-    let groups = kapi_registry::build(kapi_registry::RegistryConfig::new(s.storage.clone()))
+    let groups = kapi_resources::build(kapi_resources::RegistryConfig::new(s.storage.clone()))
         .await
         .unwrap();
     let configmaps = groups

@@ -132,6 +132,49 @@ impl fmt::Display for GroupResource {
     }
 }
 
+/// TypeMeta's `apiVersion` description, as upstream's definitions carry it.
+pub const API_VERSION_DOC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+/// TypeMeta's `kind` description.
+pub const KIND_DOC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+
+/// Parses a Kubernetes-style version (`v1`, `v2beta1`): (major, stability, minor) with
+/// stability 2 for GA, 1 for beta, 0 for alpha.
+fn kube_version(v: &str) -> Option<(u64, u8, u64)> {
+    let rest = v.strip_prefix('v')?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let major: u64 = digits.parse().ok()?;
+    if digits.starts_with('0') {
+        return None;
+    }
+    let tail = &rest[digits.len()..];
+    if tail.is_empty() {
+        return Some((major, 2, 0));
+    }
+    let (stability, num) = if let Some(n) = tail.strip_prefix("beta") {
+        (1, n)
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (0, n)
+    } else {
+        return None;
+    };
+    if num.is_empty() || num.starts_with('0') || !num.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((major, stability, num.parse().ok()?))
+}
+
+/// Upstream's `CompareKubeAwareVersionStrings` as a sort order: the highest priority first
+/// (GA before beta before alpha, higher numbers first, Kubernetes-style names before others,
+/// others alphabetically).
+pub fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
+    match (kube_version(a), kube_version(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use kapi_storage::GetOptions;
 
 /// A read of the latest value that answers `None` rather than `NotFound` when the key is absent.
-pub(crate) const LATEST_IF_EXISTS: GetOptions = GetOptions {
+pub const LATEST_IF_EXISTS: GetOptions = GetOptions {
     resource_version: None,
     ignore_not_found: true,
 };

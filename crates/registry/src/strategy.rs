@@ -51,7 +51,7 @@ impl FieldLabelConversion {
 pub fn table_of(strategy: &dyn Strategy) -> Arc<dyn TableConvertor> {
     strategy
         .table_convertor()
-        .unwrap_or_else(crate::printers::default_convertor)
+        .unwrap_or_else(crate::table::default_convertor)
 }
 
 /// The scheme's `DefaultMetaV1FieldSelectorConversion`, for kinds without a conversion func.
@@ -346,50 +346,5 @@ pub trait Strategy: Send + Sync + 'static {
     /// propagation finalizers or a grace period (CRDs add their own finalizer).
     fn before_delete(&self, _obj: &Object) -> Result<Option<Object>, ApiError> {
         Ok(None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Strategy;
-    use crate::resources::apps::DeploymentStrategy;
-    use crate::resources::core::namespace::NamespaceStrategy;
-    use crate::resources::core::pod::PodStrategy;
-    use kapi_machinery::Object;
-    use serde_json::{json, Value};
-
-    fn obj(v: Value) -> Object {
-        Object::from_value(v).unwrap()
-    }
-
-    /// A status write that also changes labels, annotations, owner references and the spec.
-    fn status_write(s: &dyn Strategy) -> Value {
-        let old = obj(
-            json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "old"}, "ownerReferences": [{"name": "o"}]}, "spec": {"f": 1}, "status": {"phase": "A"}}),
-        );
-        let mut new = obj(
-            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}}, "spec": {"f": 2}, "extra": true, "status": {"phase": "B"}}),
-        );
-        s.prepare_for_status_update(&mut new, &old);
-        new.into_value()
-    }
-
-    #[test]
-    fn status_strategies_keep_what_upstream_keeps() {
-        // namespaces (and most kinds): metadata changes stay, the spec is the stored one
-        assert_eq!(
-            status_write(&NamespaceStrategy),
-            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}}, "spec": {"f": 1}, "status": {"phase": "B"}})
-        );
-        // deployments keep the stored labels
-        assert_eq!(
-            status_write(&DeploymentStrategy),
-            json!({"metadata": {"name": "x", "labels": {"a": "1"}, "annotations": {"k": "new"}}, "spec": {"f": 1}, "status": {"phase": "B"}})
-        );
-        // pods keep the stored owner references
-        assert_eq!(
-            status_write(&PodStrategy),
-            json!({"metadata": {"name": "x", "labels": {"a": "2"}, "annotations": {"k": "new"}, "ownerReferences": [{"name": "o"}]}, "spec": {"f": 1}, "status": {"phase": "B"}})
-        );
     }
 }

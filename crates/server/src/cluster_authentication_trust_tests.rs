@@ -107,10 +107,10 @@ fn stored_authentication_info_is_kept_and_combined() {
 async fn configmaps() -> (tempfile::TempDir, DynStorage, Arc<dyn Storage>) {
     let dir = tempfile::tempdir().unwrap();
     let storage: DynStorage = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-    let groups = kapi_registry::build(kapi_registry::RegistryConfig::new(storage.clone()))
+    let groups = kapi_resources::build(kapi_resources::RegistryConfig::new(storage.clone()))
         .await
         .unwrap();
-    kapi_registry::bootstrap(&groups, 6443).await.unwrap();
+    kapi_resources::bootstrap(&groups, 6443).await.unwrap();
     let cm = kapi_registry::rest::find_storage(&groups, "", "configmaps").unwrap();
     (dir, storage, cm)
 }

@@ -248,7 +248,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
     let storage = storage_metrics::MeteredStorage::wrap(backend, metrics.clone());
 
-    let mut registry_config = kapi_registry::RegistryConfig::new(storage.clone());
+    let mut registry_config = kapi_resources::RegistryConfig::new(storage.clone());
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
     registry_config.service_node_port_range = config.service_node_port_range.clone();
     registry_config.watch_cache = config.watch_cache;
@@ -259,8 +259,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         )),
         dial_timeout: config.kubelet.timeout,
     };
-    let crd_build = kapi_registry::BuildContext::new(registry_config);
-    let mut groups = kapi_registry::build_with(&crd_build).await?;
+    let crd_build = kapi_resources::BuildContext::new(registry_config);
+    let mut groups = kapi_resources::build_with(&crd_build).await?;
     // Admission's namespace and quota plugins read the namespaces' and quotas' watch caches.
     let watch_caches = crd_build.caches.clone();
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
@@ -269,7 +269,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         0 => 6443,
         port => port,
     };
-    kapi_registry::bootstrap(&groups, target_port).await?;
+    kapi_resources::bootstrap(&groups, target_port).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
     let mut authentication = authapi::setup(&config, &mut groups, &checker).await?;
     // The front proxy comes first, as upstream's union has it (before x509).

@@ -56,17 +56,62 @@ fn never_names(rel: &str, forbidden: &[&str], why: &str) {
     }
 }
 
+/// The `[dependencies]` table of a crate's manifest (dev-dependencies excluded: tests may
+/// build on anything).
+fn dependencies_of(krate: &str) -> Vec<String> {
+    let path = crates_dir().join(krate).join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+        } else if in_deps && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+fn never_depends_on(krate: &str, forbidden: &[&str], why: &str) {
+    let deps = dependencies_of(krate);
+    for f in forbidden {
+        assert!(
+            !deps.iter().any(|d| d == f),
+            "crates/{krate} depends on {f}: {why}"
+        );
+    }
+}
+
 #[test]
-fn the_generic_store_never_names_a_kind_or_a_printer() {
+fn the_generic_registry_never_names_a_kind_or_a_printer() {
+    never_depends_on(
+        "registry",
+        &["kapi-resources", "kapi-apiextensions"],
+        "the generic machinery is below every kind; a kind brings its printer and rules \
+         through its Strategy",
+    );
     never_names(
-        "registry/src/store",
-        &[
-            "crate::printers",
-            "crate::resources",
-            "crate::allocator",
-            "crate::customresource",
-        ],
-        "the Store is generic; a kind brings its printer and rules through its Strategy",
+        "registry/src",
+        &["kapi_resources", "kapi_apiextensions"],
+        "the generic machinery is below every kind",
+    );
+}
+
+#[test]
+fn endpoints_build_on_the_generic_registry_only() {
+    never_depends_on(
+        "endpoints",
+        &["kapi-resources", "kapi-apiextensions"],
+        "the request path serves any Storage; a kind's change must not rebuild it",
+    );
+    never_depends_on(
+        "apiextensions",
+        &["kapi-resources"],
+        "custom resources build on the generic machinery, as apiextensions-apiserver on \
+         k8s.io/apiserver",
     );
 }
 

@@ -88,7 +88,7 @@ pub(crate) fn resources(version: &ApiVersionInfo) -> Vec<ResourceDiscovery> {
         let (mut group, mut ver, kind) = response_gvk(info);
         // kube-apiserver's aggregator answers for its own group with a `responseKind` without
         // group and version (measured on 1.28.7); clients read only the kind.
-        if info.group == kapi_registry::resources::apiregistration::GROUP {
+        if info.group == kapi_registry::group_priority::GROUP {
             (group, ver) = (String::new(), String::new());
         }
         let gvk = Gvk {

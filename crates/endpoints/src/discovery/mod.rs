@@ -56,7 +56,7 @@ pub fn response_gvk(info: &ResourceInfo) -> (String, String, String) {
 /// first, then by name. The aggregator's own group comes first; groups without a built-in
 /// priority (custom resources) get the crdregistration controller's 1000.
 fn group_priority(group: &str) -> i64 {
-    use kapi_registry::resources::apiregistration as agg;
+    use kapi_registry::group_priority as agg;
     if group == agg::GROUP {
         return i64::MAX;
     }

@@ -196,7 +196,7 @@ impl Definitions {
 
 /// TypeMeta's field descriptions, as upstream's generated definitions carry them.
 fn type_meta_doc(field: &str) -> &'static str {
-    use kapi_registry::customresource::openapi::{API_VERSION_DOC, KIND_DOC};
+    use kapi_machinery::gvk::{API_VERSION_DOC, KIND_DOC};
     match field {
         "apiVersion" => API_VERSION_DOC,
         _ => KIND_DOC,

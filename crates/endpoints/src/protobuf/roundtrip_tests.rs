@@ -77,7 +77,7 @@ async fn every_served_kind_has_a_form_and_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let storage: kapi_storage::DynStorage =
         std::sync::Arc::new(kapi_storage::embedded::EmbeddedStorage::open(dir.path()).unwrap());
-    let groups = kapi_registry::build(kapi_registry::RegistryConfig::new(storage))
+    let groups = kapi_resources::build(kapi_resources::RegistryConfig::new(storage))
         .await
         .unwrap();
     let mut served = 0;

@@ -8,7 +8,7 @@ use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use kapi_admission::Chain;
 use kapi_endpoints::{ApiServerHandler, BoxError, HandlerConfig, RequestBody, ResponseBody};
-use kapi_registry::RegistryConfig;
+use kapi_resources::RegistryConfig;
 use kapi_storage::embedded::EmbeddedStorage;
 use kapi_storage::DynStorage;
 use serde_json::Value;
@@ -29,10 +29,10 @@ pub async fn server_with(tune: impl FnOnce(RegistryConfig) -> RegistryConfig) ->
     let dir = tempfile::tempdir().expect("tempdir");
     let storage: DynStorage =
         Arc::new(EmbeddedStorage::open(dir.path()).expect("open embedded store"));
-    let groups = kapi_registry::build(tune(RegistryConfig::new(storage.clone())))
+    let groups = kapi_resources::build(tune(RegistryConfig::new(storage.clone())))
         .await
         .expect("build registry");
-    kapi_registry::bootstrap(&groups, 6443)
+    kapi_resources::bootstrap(&groups, 6443)
         .await
         .expect("bootstrap");
     let handler =

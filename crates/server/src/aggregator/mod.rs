@@ -2,7 +2,7 @@
 //! the groups this server serves itself, and the `Available` condition of every APIService
 //! (with its metrics), the proxy to APIServices served by other API servers, and their groups
 //! and OpenAPI in this server's discovery and OpenAPI documents. The `apiservices` resource is the registry's
-//! (`kapi_registry::resources::apiregistration`).
+//! (`kapi_resources::apiregistration`).
 
 pub mod autoregister;
 pub mod available;

@@ -280,14 +280,14 @@ impl Remotes {
     /// A group's priority in `/apis`: the aggregator's own group first, then the highest
     /// `groupPriorityMinimum` of its APIServices (1000, the CRD default, when none is known).
     pub fn group_priority(&self, group: &str) -> i64 {
-        if group == kapi_registry::resources::apiregistration::GROUP {
+        if group == kapi_resources::apiregistration::GROUP {
             return i64::MAX;
         }
         self.read()
             .listed
             .get(group)
             .and_then(|p| p.values().map(|l| l.group_priority).max())
-            .unwrap_or(kapi_registry::resources::apiregistration::CRD_GROUP_PRIORITY_MINIMUM)
+            .unwrap_or(kapi_resources::apiregistration::CRD_GROUP_PRIORITY_MINIMUM)
     }
 
     /// Keeps (or drops) the backend's aggregated discovery entry of an APIService's version.

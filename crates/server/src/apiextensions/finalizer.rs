@@ -5,8 +5,8 @@
 
 use super::naming::Condition;
 use super::status::{remove_finalizer, write_status};
+use kapi_apiextensions::{Crd, ServedCrd, CLEANUP_FINALIZER};
 use kapi_machinery::{ApiError, DeleteOptions, ListOptions};
-use kapi_registry::customresource::{Crd, ServedCrd, CLEANUP_FINALIZER};
 use kapi_registry::rest::{validate_nothing, CollectionDeleter, Context, Lister, Storage};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -11,11 +11,11 @@ mod naming;
 mod status;
 
 use futures::{FutureExt, StreamExt};
+use kapi_apiextensions::{group_info, Crd, ServedCrd};
 use kapi_endpoints::ApiServerHandler;
 use kapi_machinery::{ListOptions, Object};
-use kapi_registry::customresource::{group_info, Crd, ServedCrd};
 use kapi_registry::rest::{ApiGroupInfo, Context, Storage};
-use kapi_registry::BuildContext;
+use kapi_resources::BuildContext;
 use naming::{calculate, UsedNames};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -242,7 +242,7 @@ impl Controller {
     fn serve(&mut self, crds: Vec<Crd>) {
         let mut next: HashMap<String, Arc<ServedCrd>> = HashMap::new();
         for crd in crds {
-            let fingerprint = kapi_registry::customresource::storage::fingerprint(&crd);
+            let fingerprint = kapi_apiextensions::storage::fingerprint(&crd);
             let deleting = crd.deleting();
             let served = match self.served.get(&crd.name) {
                 Some(s) if s.fingerprint == fingerprint => s.clone(),

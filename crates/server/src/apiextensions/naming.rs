@@ -4,7 +4,7 @@
 //! `controller/establish`). Names taken by other CRDs of the group, or by a built-in resource
 //! of the group, are refused.
 
-use kapi_registry::customresource::{Crd, Names};
+use kapi_apiextensions::{Crd, Names};
 use std::collections::HashSet;
 
 /// A condition as the controllers write it.

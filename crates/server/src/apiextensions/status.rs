@@ -2,8 +2,8 @@
 //! the removal of the cleanup finalizer through the main store, each retried on conflicts.
 
 use super::naming::Condition;
+use kapi_apiextensions::Names;
 use kapi_machinery::{ApiError, Object};
-use kapi_registry::customresource::Names;
 use kapi_registry::meta::now_rfc3339;
 use kapi_registry::rest::{Context, Storage, UpdatedObjectFn};
 use serde_json::{json, Value};
@@ -47,7 +47,7 @@ pub fn set_condition(obj: &mut Object, cond: &Condition) {
 
 /// Whether `obj` already carries `cond` (type, status, reason and message).
 pub fn has_condition(obj: &Object, cond: &Condition) -> bool {
-    kapi_registry::customresource::crd::condition(obj, cond.kind).is_some_and(|c| {
+    kapi_apiextensions::crd::condition(obj, cond.kind).is_some_and(|c| {
         c.get("status").and_then(Value::as_str) == Some(cond.status)
             && c.get("reason").and_then(Value::as_str) == Some(cond.reason.as_str())
             && c.get("message").and_then(Value::as_str) == Some(cond.message.as_str())

@@ -16,10 +16,10 @@ use serde_json::{json, Value};
 async fn storages() -> (tempfile::TempDir, Storages) {
     let dir = tempfile::tempdir().unwrap();
     let storage: DynStorage = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-    let groups = kapi_registry::build(kapi_registry::RegistryConfig::new(storage))
+    let groups = kapi_resources::build(kapi_resources::RegistryConfig::new(storage))
         .await
         .unwrap();
-    kapi_registry::bootstrap(&groups, 6443).await.unwrap();
+    kapi_resources::bootstrap(&groups, 6443).await.unwrap();
     let find = |r| find_storage(&groups, "rbac.authorization.k8s.io", r).unwrap();
     let s = Storages {
         cluster_roles: find("clusterroles"),

@@ -1,0 +1,213 @@
+//! What a kind's module is built from: its [`ResourceInfo`] ([`info`]), decoding through its
+//! `k8s-openapi` type ([`typed!`](crate::typed)), its group's table of strategies
+//! ([`strategy_group`]), and the helpers its defaults and validation read and write objects
+//! with.
+
+pub mod group_util;
+
+use crate::rest::{ApiGroupInfo, ResourceInfo, Storage};
+use crate::store::{Store, Subresource};
+use crate::strategy::Strategy;
+use crate::Stores;
+use kapi_machinery::{FieldError, Object};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// A group's registration table: the strategies of its resources at `version`. Each
+/// strategy's `info()` names the resource, kind, scope, short names and categories, and
+/// discovery, OpenAPI and routes are all generated from the storages made here (a Store per
+/// strategy, and its `/status` where the strategy has one).
+pub fn strategy_group(
+    stores: &Stores,
+    group: &str,
+    version: &str,
+    table: impl IntoIterator<Item = Arc<dyn Strategy>>,
+) -> ApiGroupInfo {
+    let mut storages: Vec<Arc<dyn Storage>> = Vec::new();
+    for strategy in table {
+        push(&mut storages, stores, strategy);
+    }
+    ApiGroupInfo::single_version(group, version, storages)
+}
+
+/// Adds a resource's storage, and its `/status` when it has one.
+pub fn push(
+    out: &mut Vec<Arc<dyn Storage>>,
+    stores: &Stores,
+    strategy: Arc<dyn Strategy>,
+) -> Store {
+    let store = stores.store(strategy.clone());
+    out.push(Arc::new(store.clone()));
+    if strategy.has_status() {
+        out.push(Arc::new(store.subresource(Subresource::Status)));
+    }
+    store
+}
+
+/// Describes a resource for discovery and routing.
+#[allow(clippy::too_many_arguments)]
+pub fn info(
+    group: &str,
+    version: &str,
+    resource: &str,
+    kind: &str,
+    namespaced: bool,
+    short_names: &[&str],
+    categories: &[&str],
+) -> ResourceInfo {
+    ResourceInfo {
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        subresource: String::new(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        singular: kind.to_lowercase(),
+        namespaced,
+        short_names: short_names.iter().map(|s| s.to_string()).collect(),
+        categories: categories.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The `decode`, `openapi_schema` and `canonicalize` of a strategy backed by the
+/// `k8s-openapi` type `$t`; the strategy's `defaults` run after decoding. Go decodes an
+/// omitted field as its zero value, which validation then reports (422), where the typed
+/// struct would refuse the body (400): `typed!(T, zeros = &[(path, zero), ...])` fills such
+/// fields first, and `typed!(T, fill = f)` runs `f: fn(&mut Object)` for zeros nested in lists.
+#[macro_export]
+macro_rules! typed {
+    ($t:ty) => {
+        $crate::typed!($t, fill = |_| {});
+    };
+    ($t:ty, zeros = $zeros:expr) => {
+        $crate::typed!(
+            $t,
+            fill = |body| $crate::kind::group_util::fill_zeros(body, $zeros)
+        );
+    };
+    ($t:ty, fill = $fill:expr) => {
+        fn decode(
+            &self,
+            mut body: kapi_machinery::Object,
+            validation: $crate::rest::FieldValidation,
+        ) -> $crate::rest::Decoded {
+            let fill: fn(&mut kapi_machinery::Object) = $fill;
+            fill(&mut body);
+            let (mut obj, warnings) = $crate::codec::decode::<$t>(body, validation)?;
+            self.defaults(&mut obj);
+            Ok((obj, warnings))
+        }
+        fn openapi_schema(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Option<schemars::Schema> {
+            Some(generator.subschema_for::<$t>())
+        }
+        fn canonicalize(&self, obj: kapi_machinery::Object) -> kapi_machinery::Object {
+            $crate::codec::canonicalize::<$t>(obj)
+        }
+    };
+}
+
+/// The value at a dotted path of object keys.
+pub fn at<'a>(obj: &'a Object, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter().try_fold(obj.get(first)?, |v, k| v.get(*k))
+}
+
+/// A string at a path, `""` when absent.
+pub fn str_at<'a>(obj: &'a Object, path: &[&str]) -> &'a str {
+    at(obj, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The object at a path, created (replacing non-objects) on demand.
+pub fn obj_mut<'a>(obj: &'a mut Object, path: &[&str]) -> &'a mut Map<String, Value> {
+    let mut cur = obj.as_map_mut();
+    for k in path {
+        let e = cur
+            .entry(k.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !e.is_object() {
+            *e = Value::Object(Map::new());
+        }
+        cur = match e {
+            Value::Object(m) => m,
+            _ => unreachable!("just made an object"),
+        };
+    }
+    cur
+}
+
+/// Sets `key` in the map at `path` unless present.
+pub fn default_at(obj: &mut Object, path: &[&str], key: &str, v: Value) {
+    let m = obj_mut(obj, path);
+    if m.get(key).is_none_or(Value::is_null) {
+        m.insert(key.into(), v);
+    }
+}
+
+/// The object at `key` of a JSON map, if it is one.
+pub fn object_at_mut<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+/// The objects of the array at `key` of a JSON map (none when it is not an array).
+pub fn objects_at_mut<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
+/// Sets `key` on a JSON map unless present.
+pub fn default_in(m: &mut Map<String, Value>, key: &str, v: Value) {
+    if m.get(key).is_none_or(Value::is_null) {
+        m.insert(key.into(), v);
+    }
+}
+
+/// Replaces the `status` with `v` (or removes it).
+pub fn set_status(obj: &mut Object, v: Option<Value>) {
+    match v {
+        Some(v) => {
+            obj.insert("status", v);
+        }
+        None => {
+            obj.remove("status");
+        }
+    }
+}
+
+/// A required field: `Required value` when absent or empty.
+pub fn require(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], field: &str) {
+    let missing = match at(obj, path) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(m)) => m.is_empty(),
+        _ => false,
+    };
+    if missing {
+        errs.push(FieldError::required(field, ""));
+    }
+}
+
+/// Upstream's `ValidateNonnegativeField`.
+pub fn non_negative(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], field: &str) {
+    if let Some(n) = at(obj, path).and_then(Value::as_i64) {
+        if n < 0 {
+            errs.push(FieldError::invalid(
+                field,
+                n,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! apps/v1: deployments, replicasets, statefulsets, daemonsets (each with `/status`) and
+//! controllerrevisions.
+
+use crate::group_util::immutable;
+use crate::workload::{default_template, validate_selector_immutable, validate_template};
+use crate::BuildContext;
+use crate::{default_in, info, set_status, typed};
+use k8s_openapi::api::apps::v1 as apps;
+use kapi_machinery::{FieldError, Object};
+use kapi_registry::kind::push;
+use kapi_registry::rest::{ApiGroupInfo, ResourceInfo, Storage};
+use kapi_registry::scale::ScaleStore;
+use kapi_registry::strategy::{keep_all_but_status_and_metadata, keep_old_metadata, Strategy};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let mut s: Vec<Arc<dyn Storage>> = Vec::new();
+    for scalable in [
+        Arc::new(DeploymentStrategy) as Arc<dyn Strategy>,
+        Arc::new(ReplicaSetStrategy),
+        Arc::new(StatefulSetStrategy),
+    ] {
+        let store = push(&mut s, ctx, scalable);
+        s.push(Arc::new(ScaleStore::new(store)));
+    }
+    push(&mut s, ctx, Arc::new(DaemonSetStrategy));
+    push(&mut s, ctx, Arc::new(ControllerRevisionStrategy));
+    vec![ApiGroupInfo::single_version("apps", "v1", s)]
+}
+
+fn spec_mut(obj: &mut Object) -> Option<&mut serde_json::Map<String, Value>> {
+    obj.get_mut("spec").and_then(Value::as_object_mut)
+}
+
+fn validate_apps(obj: &Object) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_template(&mut errs, obj, true, &["Always"]);
+    errs
+}
+
+fn validate_apps_update(new: &Object, old: &Object) -> Vec<FieldError> {
+    let mut errs = validate_apps(new);
+    validate_selector_immutable(&mut errs, new, old);
+    errs
+}
+
+/// Fields every apps/v1 strategy shares.
+macro_rules! apps_common {
+    () => {
+        fn tracks_generation(&self) -> bool {
+            true
+        }
+        fn has_status(&self) -> bool {
+            true
+        }
+        fn prepare_for_create(&self, obj: &mut Object) {
+            set_status(obj, Some(json!({})));
+        }
+        fn validate(&self, obj: &Object) -> Vec<FieldError> {
+            validate_apps(obj)
+        }
+        fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+            validate_apps_update(new, old)
+        }
+    };
+}
+
+pub struct DeploymentStrategy;
+impl Strategy for DeploymentStrategy {
+    typed!(apps::Deployment);
+    apps_common!();
+    /// Upstream's deployment status strategy also keeps the stored labels.
+    fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
+        keep_all_but_status_and_metadata(new, old);
+        keep_old_metadata(new, old, &["labels"]);
+    }
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &["all"],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::apps::DEPLOYMENTS.table_convertor()
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+            default_in(spec, "strategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut) {
+                default_in(st, "type", json!("RollingUpdate"));
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(st, "rollingUpdate", json!({}));
+                    if let Some(ru) = st.get_mut("rollingUpdate").and_then(Value::as_object_mut) {
+                        default_in(ru, "maxUnavailable", json!("25%"));
+                        default_in(ru, "maxSurge", json!("25%"));
+                    }
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+            default_in(spec, "progressDeadlineSeconds", json!(600));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct ReplicaSetStrategy;
+impl Strategy for ReplicaSetStrategy {
+    typed!(apps::ReplicaSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            &["all"],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::apps::REPLICA_SETS.table_convertor()
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct StatefulSetStrategy;
+impl Strategy for StatefulSetStrategy {
+    typed!(apps::StatefulSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            &["all"],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::apps::STATEFUL_SETS.table_convertor()
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "replicas", json!(1));
+            default_in(spec, "podManagementPolicy", json!("OrderedReady"));
+            default_in(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec
+                .get_mut("updateStrategy")
+                .and_then(Value::as_object_mut)
+            {
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(st, "rollingUpdate", json!({"partition": 0}));
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+            default_in(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+pub struct DaemonSetStrategy;
+impl Strategy for DaemonSetStrategy {
+    typed!(apps::DaemonSet);
+    apps_common!();
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            &["all"],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::apps::DAEMON_SETS.table_convertor()
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = spec_mut(obj) {
+            default_in(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+            if let Some(st) = spec
+                .get_mut("updateStrategy")
+                .and_then(Value::as_object_mut)
+            {
+                if st.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    default_in(
+                        st,
+                        "rollingUpdate",
+                        json!({"maxUnavailable": 1, "maxSurge": 0}),
+                    );
+                }
+            }
+            default_in(spec, "revisionHistoryLimit", json!(10));
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+}
+
+/// `apps/v1` controller revisions: the immutable snapshots deployments' and stateful sets'
+/// controllers keep (`pkg/registry/apps/controllerrevision`).
+pub struct ControllerRevisionStrategy;
+impl Strategy for ControllerRevisionStrategy {
+    typed!(
+        apps::ControllerRevision,
+        zeros = &[(&["revision"], json!(0))]
+    );
+    fn info(&self) -> ResourceInfo {
+        info(
+            "apps",
+            "v1",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            &[],
+            &[],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::apps::CONTROLLER_REVISIONS.table_convertor()
+    }
+    /// `ValidateControllerRevision`.
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if obj.get("data").is_none_or(Value::is_null) {
+            errs.push(FieldError::required("data", "data is mandatory"));
+        }
+        crate::non_negative(&mut errs, obj, &["revision"], "revision");
+        errs
+    }
+    /// `ValidateControllerRevisionUpdate`: the data may not change.
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        immutable(&mut errs, new, old, &["data"], "data");
+        errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revision(v: Value) -> Object {
+        Object::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn controller_revision_validation() {
+        let s = ControllerRevisionStrategy;
+        let ok =
+            revision(json!({"metadata": {"name": "r"}, "data": {"spec": {"x": 1}}, "revision": 2}));
+        assert!(s.validate(&ok).is_empty());
+        let bad = revision(json!({"metadata": {"name": "r"}, "revision": -1}));
+        let msgs: Vec<String> = s.validate(&bad).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "data: Required value: data is mandatory",
+                "revision: Invalid value: -1: must be greater than or equal to 0",
+            ]
+        );
+        let changed =
+            revision(json!({"metadata": {"name": "r"}, "data": {"spec": {"x": 2}}, "revision": 2}));
+        let msgs: Vec<String> = s
+            .validate_update(&changed, &ok)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            msgs,
+            vec![
+                r#"data: Invalid value: map[string]interface {}{"spec":map[string]interface {}{"x":2}}: field is immutable"#
+            ]
+        );
+    }
+}

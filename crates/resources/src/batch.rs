@@ -1,0 +1,214 @@
+//! batch/v1: jobs and cronjobs (each with `/status`).
+
+use crate::strategy_group;
+use crate::workload::{default_template, validate_template};
+use crate::BuildContext;
+use crate::{at, default_in, info, obj_mut, set_status, str_at, typed};
+use k8s_openapi::api::batch::v1 as batch;
+use kapi_machinery::{goformat, FieldError, Object};
+use kapi_registry::rest::{ApiGroupInfo, ResourceInfo};
+use kapi_registry::strategy::{FieldLabelConversion, Strategy};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
+    let table = [
+        Arc::new(JobStrategy) as Arc<dyn Strategy>,
+        Arc::new(CronJobStrategy),
+    ];
+    vec![strategy_group(ctx, "batch", "v1", table)]
+}
+
+const JOB_RESTART: &[&str] = &["OnFailure", "Never"];
+
+/// Job spec defaults at `path` (`spec` or `spec.jobTemplate.spec`).
+fn default_job_spec(spec: &mut serde_json::Map<String, Value>) {
+    let (has_c, has_p) = (
+        spec.get("completions").is_some_and(|v| !v.is_null()),
+        spec.get("parallelism").is_some_and(|v| !v.is_null()),
+    );
+    if !has_c && !has_p {
+        spec.insert("completions".into(), json!(1));
+    }
+    default_in(spec, "parallelism", json!(1));
+    default_in(spec, "backoffLimit", json!(6));
+    default_in(spec, "completionMode", json!("NonIndexed"));
+    default_in(spec, "suspend", json!(false));
+    default_in(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    default_in(spec, "manualSelector", Value::Null);
+    if spec.get("manualSelector").is_some_and(Value::is_null) {
+        spec.remove("manualSelector");
+    }
+}
+
+pub struct JobStrategy;
+impl Strategy for JobStrategy {
+    typed!(batch::Job);
+    fn info(&self) -> ResourceInfo {
+        info("batch", "v1", "jobs", "Job", true, &[], &["all"])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::batch::JOBS.table_convertor()
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    /// `pkg/apis/batch/v1` conversion: its own wording.
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion {
+            labels: &["metadata.name", "metadata.namespace", "status.successful"],
+            unsupported: |label| {
+                format!(
+                    "field label {} not supported for Job",
+                    goformat::quote(label)
+                )
+            },
+        })
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            default_job_spec(spec);
+        }
+        default_template(obj, &["spec", "template", "spec"]);
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, Some(json!({})));
+        // upstream's generateSelector: the job's uid ties it to its pods
+        if at(obj, &["spec", "manualSelector"]).and_then(Value::as_bool) != Some(true) {
+            let (uid, name) = (obj.uid().to_string(), obj.name().to_string());
+            let labels = obj_mut(obj, &["spec", "template", "metadata", "labels"]);
+            for (k, v) in [
+                ("batch.kubernetes.io/controller-uid", &uid),
+                ("batch.kubernetes.io/job-name", &name),
+                ("controller-uid", &uid),
+                ("job-name", &name),
+            ] {
+                labels.insert(k.into(), json!(v));
+            }
+            if at(obj, &["spec", "selector"]).is_none() {
+                obj_mut(obj, &["spec"]).insert(
+                    "selector".into(),
+                    json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+                );
+            }
+        }
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        validate_template(&mut errs, obj, true, JOB_RESTART);
+        for f in [
+            "parallelism",
+            "completions",
+            "backoffLimit",
+            "activeDeadlineSeconds",
+        ] {
+            crate::non_negative(&mut errs, obj, &["spec", f], &format!("spec.{f}"));
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        if at(new, &["spec", "template"]) != at(old, &["spec", "template"])
+            && at(old, &["spec", "suspend"]).and_then(Value::as_bool) != Some(true)
+        {
+            errs.push(FieldError::invalid(
+                "spec.template",
+                at(new, &["spec", "template"])
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                "field is immutable",
+            ));
+        }
+        if at(new, &["spec", "selector"]) != at(old, &["spec", "selector"]) {
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                crate::workload::selector_value(new),
+                "field is immutable",
+            ));
+        }
+        errs
+    }
+}
+
+pub struct CronJobStrategy;
+impl Strategy for CronJobStrategy {
+    typed!(batch::CronJob);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "batch",
+            "v1",
+            "cronjobs",
+            "CronJob",
+            true,
+            &["cj"],
+            &["all"],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::batch::CRON_JOBS.table_convertor()
+    }
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn defaults(&self, obj: &mut Object) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            default_in(spec, "concurrencyPolicy", json!("Allow"));
+            default_in(spec, "suspend", json!(false));
+            default_in(spec, "successfulJobsHistoryLimit", json!(3));
+            default_in(spec, "failedJobsHistoryLimit", json!(1));
+            if let Some(js) = spec
+                .get_mut("jobTemplate")
+                .and_then(|t| t.get_mut("spec"))
+                .and_then(Value::as_object_mut)
+            {
+                default_job_spec(js);
+            }
+        }
+        default_template(obj, &["spec", "jobTemplate", "spec", "template", "spec"]);
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, Some(json!({})));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let schedule = str_at(obj, &["spec", "schedule"]);
+        if schedule.is_empty() {
+            errs.push(FieldError::required("spec.schedule", ""));
+        } else if !schedule.starts_with('@') && schedule.split_whitespace().count() != 5 {
+            errs.push(FieldError::invalid(
+                "spec.schedule",
+                schedule,
+                format!("unparseable schedule: {schedule:?}"),
+            ));
+        }
+        let policy = str_at(obj, &["spec", "concurrencyPolicy"]);
+        let policies = ["Allow", "Forbid", "Replace"];
+        if !policy.is_empty() && !policies.contains(&policy) {
+            errs.push(FieldError::not_supported(
+                "spec.concurrencyPolicy",
+                policy,
+                &policies,
+            ));
+        }
+        let tmpl = at(obj, &["spec", "jobTemplate", "spec", "template", "spec"]);
+        crate::core::pod::validate_pod_spec(&mut errs, tmpl, "spec.jobTemplate.spec.template.spec");
+        let rp = tmpl
+            .and_then(|s| s.get("restartPolicy"))
+            .and_then(Value::as_str)
+            .unwrap_or("Always");
+        if !JOB_RESTART.contains(&rp) {
+            errs.push(FieldError::not_supported(
+                "spec.jobTemplate.spec.template.spec.restartPolicy",
+                rp,
+                JOB_RESTART,
+            ));
+        }
+        errs
+    }
+}

@@ -1,0 +1,366 @@
+//! The smaller core/v1 resources: serviceaccounts, endpoints, events, limitranges,
+//! resourcequotas, persistentvolumeclaims, persistentvolumes, nodes.
+
+use crate::{at, info, require, set_status, str_at, typed};
+use k8s_openapi::api::core::v1 as core;
+use kapi_machinery::{FieldError, Object};
+use kapi_registry::rest::ResourceInfo;
+use kapi_registry::strategy::{FieldLabelConversion, Strategy};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every strategy of this module.
+pub fn strategies() -> Vec<Arc<dyn Strategy>> {
+    vec![
+        Arc::new(ServiceAccountStrategy),
+        Arc::new(EndpointsStrategy),
+        Arc::new(EventStrategy),
+        Arc::new(LimitRangeStrategy),
+        Arc::new(ResourceQuotaStrategy),
+        Arc::new(PvcStrategy),
+        Arc::new(PvStrategy),
+        Arc::new(NodeStrategy),
+    ]
+}
+
+pub struct ServiceAccountStrategy;
+impl Strategy for ServiceAccountStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+    typed!(core::ServiceAccount);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            &[],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::core::SERVICE_ACCOUNTS.table_convertor()
+    }
+}
+
+pub struct EndpointsStrategy;
+impl Strategy for EndpointsStrategy {
+    typed!(core::Endpoints);
+    fn info(&self) -> ResourceInfo {
+        info("", "v1", "endpoints", "Endpoints", true, &["ep"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::service::ENDPOINTS.table_convertor()
+    }
+    fn key_prefix(&self) -> String {
+        "services/endpoints".into()
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for (i, s) in at(obj, &["subsets"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for (j, p) in s
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                if !(1..=65535).contains(&port) {
+                    errs.push(FieldError::invalid(
+                        format!("subsets[{i}].ports[{j}].port"),
+                        port,
+                        "must be between 1 and 65535, inclusive",
+                    ));
+                }
+            }
+        }
+        errs
+    }
+}
+
+/// Upstream's default `--event-ttl`.
+pub const EVENT_TTL: Duration = Duration::from_secs(3600);
+
+pub struct EventStrategy;
+impl Strategy for EventStrategy {
+    typed!(core::Event);
+    fn info(&self) -> ResourceInfo {
+        info("", "v1", "events", "Event", true, &["ev"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::event::EVENTS.table_convertor()
+    }
+    fn ttl(&self) -> Option<Duration> {
+        Some(EVENT_TTL)
+    }
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.namespace",
+            "metadata.name",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ]))
+    }
+    // upstream's field set falls back to `reportingComponent` for events without a source
+    // (those written through events.k8s.io/v1)
+    fn field_label_paths(&self) -> &'static [(&'static str, &'static str)] {
+        &[("source", "source.component|reportingComponent")]
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let ns = str_at(obj, &["involvedObject", "namespace"]);
+        if !ns.is_empty() && ns != obj.namespace() {
+            errs.push(FieldError::invalid(
+                "involvedObject.namespace",
+                ns,
+                "does not match event.namespace",
+            ));
+        }
+        errs
+    }
+}
+
+pub struct LimitRangeStrategy;
+impl Strategy for LimitRangeStrategy {
+    typed!(core::LimitRange);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "limitranges",
+            "LimitRange",
+            true,
+            &["limits"],
+            &[],
+        )
+    }
+}
+
+pub struct ResourceQuotaStrategy;
+impl Strategy for ResourceQuotaStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+    typed!(core::ResourceQuota);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "resourcequotas",
+            "ResourceQuota",
+            true,
+            &["quota"],
+            &[],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::core::RESOURCE_QUOTAS.table_convertor()
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, None);
+    }
+}
+
+/// The defaults claims and volumes share (`volumeMode: Filesystem`), after the `extra` ones, in
+/// upstream's order.
+fn default_volume_spec(obj: &mut Object, extra: &[(&str, &str)]) {
+    if let Some(Value::Object(spec)) = obj.get_mut("spec") {
+        for (key, value) in extra {
+            crate::default_in(spec, key, json!(value));
+        }
+        crate::default_in(spec, "volumeMode", json!("Filesystem"));
+    }
+}
+
+/// Claims and volumes need at least one access mode (`detail` is each one's wording).
+fn require_access_modes(errs: &mut Vec<FieldError>, obj: &Object, detail: &str) {
+    if at(obj, &["spec", "accessModes"])
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        errs.push(FieldError::required("spec.accessModes", detail));
+    }
+}
+
+pub struct PvcStrategy;
+impl Strategy for PvcStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+    typed!(core::PersistentVolumeClaim);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+            &[],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::core::PERSISTENT_VOLUME_CLAIMS.table_convertor()
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn defaults(&self, obj: &mut Object) {
+        default_volume_spec(obj, &[]);
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, Some(json!({"phase": "Pending"})));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        require_access_modes(&mut errs, obj, "at least 1 access mode is required");
+        if at(obj, &["spec", "resources", "requests", "storage"]).is_none()
+            && at(obj, &["spec", "dataSourceRef"]).is_none()
+        {
+            errs.push(FieldError::required("spec.resources[storage]", ""));
+        }
+        errs
+    }
+    fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
+        let mut errs = self.validate(new);
+        let strip = |o: &Object| {
+            let mut s = o.get("spec").cloned().unwrap_or(Value::Null);
+            if let Some(m) = s.as_object_mut() {
+                m.remove("resources");
+                m.remove("volumeAttributesClassName");
+            }
+            s
+        };
+        if str_at(old, &["spec", "volumeName"]).is_empty() {
+            // binding sets volumeName once; everything else but requests is immutable
+            let mut n = strip(new);
+            if let Some(m) = n.as_object_mut() {
+                m.remove("volumeName");
+            }
+            let mut o = strip(old);
+            if let Some(m) = o.as_object_mut() {
+                m.remove("volumeName");
+            }
+            if n != o {
+                errs.push(FieldError::forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"));
+            }
+        } else if strip(new) != strip(old) {
+            errs.push(FieldError::forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"));
+        }
+        errs
+    }
+}
+
+pub struct PvStrategy;
+impl Strategy for PvStrategy {
+    // upstream's storage sets `ReturnDeletedObject: true`
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+    typed!(core::PersistentVolume);
+    fn info(&self) -> ResourceInfo {
+        info(
+            "",
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+            &[],
+        )
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::core::PERSISTENT_VOLUMES.table_convertor()
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn defaults(&self, obj: &mut Object) {
+        default_volume_spec(obj, &[("persistentVolumeReclaimPolicy", "Retain")]);
+    }
+    fn prepare_for_create(&self, obj: &mut Object) {
+        set_status(obj, Some(json!({"phase": "Pending"})));
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        require_access_modes(&mut errs, obj, "");
+        if at(obj, &["spec", "capacity", "storage"]).is_none() {
+            errs.push(FieldError::required("spec.capacity", ""));
+        }
+        errs
+    }
+}
+
+pub struct NodeStrategy;
+impl Strategy for NodeStrategy {
+    typed!(core::Node);
+    fn info(&self) -> ResourceInfo {
+        info("", "v1", "nodes", "Node", false, &["no"], &[])
+    }
+    fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
+        crate::printers::core::NODES.table_convertor()
+    }
+    fn key_prefix(&self) -> String {
+        "minions".into()
+    }
+    fn has_status(&self) -> bool {
+        true
+    }
+    fn field_label_conversion(&self) -> Option<FieldLabelConversion> {
+        Some(FieldLabelConversion::new(&[
+            "metadata.name",
+            "spec.unschedulable",
+        ]))
+    }
+    fn bool_field_labels(&self) -> &'static [&'static str] {
+        &["spec.unschedulable"]
+    }
+    fn validate(&self, obj: &Object) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        let _ = require;
+        for (i, t) in at(obj, &["spec", "taints"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let effect = t.get("effect").and_then(Value::as_str).unwrap_or_default();
+            let effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+            if !effects.contains(&effect) {
+                errs.push(FieldError::not_supported(
+                    format!("spec.taints[{i}].effect"),
+                    effect,
+                    &effects,
+                ));
+            }
+        }
+        errs
+    }
+}
