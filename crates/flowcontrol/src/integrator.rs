@@ -93,3 +93,34 @@ impl Integrator {
         results
     }
 }
+
+/// `seatDemandSmoothingCoefficient`.
+const SMOOTHING_COEFFICIENT: f64 = 0.977;
+
+/// `seatDemandStats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SeatDemandStats {
+    pub(crate) avg: f64,
+    pub(crate) std_dev: f64,
+    pub(crate) high_watermark: f64,
+    pub(crate) smoothed: f64,
+}
+
+impl SeatDemandStats {
+    pub(crate) fn update(&mut self, obs: IntegratorResults) {
+        self.high_watermark = obs.max;
+        if obs.duration <= 0.0 {
+            return;
+        }
+        let deviation = if obs.deviation.is_nan() {
+            0.0
+        } else {
+            obs.deviation
+        };
+        self.avg = obs.average;
+        self.std_dev = deviation;
+        let envelope = obs.average + deviation;
+        self.smoothed = envelope
+            .max(SMOOTHING_COEFFICIENT * self.smoothed + (1.0 - SMOOTHING_COEFFICIENT) * envelope);
+    }
+}

@@ -5,7 +5,7 @@
 //! `priority_level_request_utilization`, `read_vs_write_current_requests`, `demand_seats`),
 //! which need a time-weighted histogram the prometheus crate has no type for.
 
-use crate::controller::SeatDemandStats;
+use crate::integrator::SeatDemandStats;
 use prometheus::{CounterVec, Gauge, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry};
 
 const NAMESPACE: &str = "apiserver";

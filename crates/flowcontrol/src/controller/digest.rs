@@ -10,7 +10,7 @@ use crate::bootstrap::{
 };
 use crate::conc_alloc::{compute_concurrency_allocation, AllocItem};
 use crate::config::{flow_schema_keys, Limit, PriorityLevelSpec};
-use crate::integrator::IntegratorResults;
+use crate::integrator::SeatDemandStats;
 use crate::queueset::QueueSet;
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use std::collections::{HashMap, HashSet};
@@ -18,37 +18,6 @@ use std::sync::Arc;
 
 /// `priorityLevelMaxSeatsPercent`.
 const MAX_SEATS_PERCENT: f64 = 0.15;
-/// `seatDemandSmoothingCoefficient`.
-const SMOOTHING_COEFFICIENT: f64 = 0.977;
-
-/// `seatDemandStats`.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SeatDemandStats {
-    pub(crate) avg: f64,
-    pub(crate) std_dev: f64,
-    pub(crate) high_watermark: f64,
-    pub(crate) smoothed: f64,
-}
-
-impl SeatDemandStats {
-    fn update(&mut self, obs: IntegratorResults) {
-        self.high_watermark = obs.max;
-        if obs.duration <= 0.0 {
-            return;
-        }
-        let deviation = if obs.deviation.is_nan() {
-            0.0
-        } else {
-            obs.deviation
-        };
-        self.avg = obs.average;
-        self.std_dev = deviation;
-        let envelope = obs.average + deviation;
-        self.smoothed = envelope
-            .max(SMOOTHING_COEFFICIENT * self.smoothed + (1.0 - SMOOTHING_COEFFICIENT) * envelope);
-    }
-}
-
 /// One priority level's state (`priorityLevelState`).
 pub(crate) struct PlState {
     pub(crate) spec: PriorityLevelSpec,

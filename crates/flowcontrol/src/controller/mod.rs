@@ -16,7 +16,7 @@ use crate::metrics::Metrics;
 use crate::queueset::{QueueSet, RequestDetails, Start};
 use crate::rules::{flow_distinguisher, hash_flow_id, matches_flow_schema};
 use digest::PlState;
-pub(crate) use digest::SeatDemandStats;
+pub(crate) use crate::integrator::SeatDemandStats;
 use k8s_openapi::api::flowcontrol::v1::FlowSchema;
 use kapi_machinery::{RequestInfo, UserInfo};
 use std::collections::{HashMap, VecDeque};
