@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Runs every test kapi has: formatting and lints, the unit and integration tests of every crate
-# (the storage conformance suite against a real etcd and the embedded store, the in-process
-# server tests with the kube crate, the check that the generated protobuf table is current),
-# then the end-to-end suites: kubectl (e2e/run.sh against both backends, admission, dynamic
-# admission, mutating admission policy, rbac, node authorization, auth, audit, validate, envtest)
-# and the official Python and JavaScript clients (e2e/clients.sh, both backends),
-# the kubelet-facing subresources through a kubelet stand-in (e2e/kubelet-proxy.sh, both backends),
-# a cluster of upstream's scheduler, controller manager and hollow kubelets on kapi (e2e/cluster.sh,
-# both backends; skipped with one line when the upstream binaries are absent),
-# then security (file modes, encryption at rest, refusals over HTTP/2) and faults (kill -9, etcd restarts, full disk).
+# Runs every test kapi has: formatting, the import-graph check and lints; one build of every
+# target; the unit and integration tests of every crate (the storage conformance suite against a
+# real etcd and the embedded store, the in-process server tests with the kube crate, the
+# architecture invariants, the check that the generated protobuf table is current); the fuzzers;
+# then the end-to-end suites in two lanes at once: kubectl (e2e/run.sh against both backends,
+# admission, dynamic admission, mutating admission policy, rbac, node authorization, auth, audit,
+# validate, envtest), the official Python and JavaScript clients (e2e/clients.sh), the
+# kubelet-facing subresources through a kubelet stand-in, the aggregation layer with upstream's
+# sample-apiserver, a cluster of upstream's scheduler, controller manager and hollow kubelets on
+# kapi (e2e/cluster.sh; skipped with one line when the upstream binaries are absent), security,
+# faults (kill -9, etcd restarts, full disk) and HA.
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
-# Exits non-zero on any failure.
+# Prints each step's duration, and a table of them at the end. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,64 +53,72 @@ python3 hack/import-graph.py
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo build (every target in one build: the tests, the server and the tools share one set of compiled dependencies)"
+# One build resolves features once (with the tests' dev-dependencies), so `cargo test` below
+# and the binaries the suites run are all fresh after it; a separate `cargo build -p` would
+# resolve features again and rebuild every crate above a dependency whose features differ.
+cargo build --workspace --all-targets --locked
+
 step "cargo test (unit, conformance, integration)"
 cargo test --workspace --locked --no-fail-fast
 
+BIN="$CARGO_TARGET_DIR/debug"
 step "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)"
-cargo run --locked -q -p kapi-fuzz -- --seconds "${KAPI_FUZZ_SECONDS:-15}" --seed "${KAPI_FUZZ_SEED:-1}"
+"$BIN/kapi-fuzz" --seconds "${KAPI_FUZZ_SECONDS:-15}" --seed "${KAPI_FUZZ_SEED:-1}"
 
-step "e2e (kubectl against kapi on etcd and on the embedded store)"
-cargo build --locked -p kapi-apiserver
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/run.sh
+# The end-to-end suites: each starts its own etcd and kapi on free loopback ports in its own
+# work folder, so they run in two lanes at once; each suite's output is kept and printed whole
+# when both lanes are done.
+export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
+E2E_SUITES=(
+  # lane a
+  "a|e2e (kubectl against kapi on etcd and on the embedded store)|e2e/run.sh"
+  "a|e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh"
+  "a|e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh"
+  "a|e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh"
+  "a|e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh"
+  "a|e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh"
+  "a|e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh"
+  "a|e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh"
+  "a|e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh"
+  # lane b
+  "b|e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh"
+  "b|e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh"
+  "b|e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh"
+  "b|e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh"
+  "b|e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh"
+  "b|e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh"
+  "b|e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh"
+  "b|e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh"
+  "b|e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh"
+)
 
-step "e2e admission (kapi restarted with admission flags, on etcd)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission.sh
-
-step "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/admission-dynamic.sh
-
-step "e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/mutating-policy.sh
-
-step "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/rbac.sh
-
-step "e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/node-authz.sh
-
-step "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/auth.sh
-
-step "e2e audit (kapi with an audit policy and log, on etcd)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/audit.sh
-
-step "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/validate.sh
-
-step "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/controllers.sh
-
-step "e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/envtest.sh
-
-step "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/clients.sh
-
-step "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)"
-cargo build --locked -p kapi-testing --bin kubelet-standin
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" STANDIN_BIN="$CARGO_TARGET_DIR/debug/kubelet-standin" e2e/kubelet-proxy.sh
-
-step "e2e aggregation (apiregistration.k8s.io: local APIServices, CRD APIServices, validation, discovery; both backends)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/aggregation.sh
-
-step "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/cluster.sh
-
-step "e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/security.sh
-
-step "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" e2e/faults.sh
-
-step "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)"
-KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver" timeout 600 e2e/ha.sh
+step "e2e suites (two lanes at once)"
+# The Python client's environment is shared by several suites: made once, before they start.
+(ROOT="$PWD"; . e2e/lib.sh; py_env >/dev/null)
+E2E_LOGS="$(mktemp -d /tmp/kapi-e2e-logs.XXXXXX)"
+run_lane() {
+  local lane=$1 i=0 entry name cmd began status
+  for entry in "${E2E_SUITES[@]}"; do
+    i=$((i + 1))
+    [ "${entry%%|*}" = "$lane" ] || continue
+    name=${entry#*|}; cmd=${name#*|}; name=${name%%|*}
+    began=$SECONDS
+    if bash -c "$cmd" >"$E2E_LOGS/$i.log" 2>&1; then status=passed; else status=FAILED; fi
+    printf '%s|%s|%s\n' "$((SECONDS - began))" "$status" "$name" >"$E2E_LOGS/$i.result"
+  done
+}
+run_lane a & lane_a=$!
+run_lane b
+wait "$lane_a" || true
+e2e_failed=0
+for i in $(seq 1 "${#E2E_SUITES[@]}"); do
+  IFS='|' read -r took status name <"$E2E_LOGS/$i.result" || { took=0 status=FAILED name="suite $i (no result)"; }
+  printf '\n=== %s\n' "$name"
+  cat "$E2E_LOGS/$i.log" 2>/dev/null || true
+  printf '=== %d s: %s: %s\n' "$took" "${name%% (*}" "$status"
+  timings+="$(printf '%6d s    %s (%s)' "$took" "${name%% (*}" "$status")"$'\n'
+  [ "$status" = passed ] || e2e_failed=1
+done
+rm -rf "$E2E_LOGS"
+[ "$e2e_failed" = 0 ] || { echo "hack/test.sh: an e2e suite failed (above)" >&2; exit 1; }

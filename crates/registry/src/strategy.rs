@@ -183,8 +183,9 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// The kind's Table columns (`kubectl get`): a built-in kind names its printer
-    /// (`printers::apps::DEPLOYMENTS.table_convertor()`), a custom resource gives its
-    /// `additionalPrinterColumns`; `None` prints upstream's default table (NAME, CREATED AT).
+    /// (`printers::apps::DEPLOYMENTS.table_convertor()` in `kapi-resources`), a custom resource
+    /// gives its `additionalPrinterColumns`; `None` prints upstream's default table (NAME,
+    /// CREATED AT).
     fn table_convertor(&self) -> Option<Arc<dyn TableConvertor>> {
         None
     }

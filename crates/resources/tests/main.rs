@@ -1,4 +1,4 @@
-//! The integration tests of `kapi-registry`, one module per file, linked into one test
+//! The integration tests of `kapi-resources`, one module per file, linked into one test
 //! binary: a link of the whole dependency graph costs seconds and hundreds of megabytes, so
 //! one binary per crate rather than one per file. Run one file's tests with
 //! `cargo test -p <crate> --test integration <file>::`.

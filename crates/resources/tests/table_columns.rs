@@ -2,7 +2,7 @@
 //! strategy, and a kind that lost its printer would silently print the default table.
 //! `tests/testdata/table_columns.txt` holds, per storage, the column names, types, formats and
 //! priorities and a hash of the columns' full JSON (descriptions included). After a deliberate
-//! change, `KAPI_BLESS_TABLES=1 cargo test -p kapi-registry --test integration table_columns::`
+//! change, `KAPI_BLESS_TABLES=1 cargo test -p kapi-resources --test integration table_columns::`
 //! writes it anew.
 
 use crate::common;

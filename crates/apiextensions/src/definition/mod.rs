@@ -1,5 +1,5 @@
 //! apiextensions.k8s.io/v1 `customresourcedefinitions` (crd, crds; cluster-scoped, `/status`):
-//! the definitions custom resources are served from (`crate::customresource`).
+//! the definitions custom resources are served from (`crate::storage`, `crate::strategy`).
 //!
 //! Upstream's `pkg/registry/customresourcedefinition` (strategy.go, etcd.go), the v1 defaults
 //! (`pkg/apis/apiextensions/v1/defaults.go`) and `ValidateCustomResourceDefinition*`

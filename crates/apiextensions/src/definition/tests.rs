@@ -58,7 +58,7 @@ fn has(errs: &[String], want: &str) {
 }
 
 /// The expected causes appear, in this order; others (the structural checks of
-/// `customresource::schema`) may come between them.
+/// `crate::schema`) may come between them.
 #[track_caller]
 fn expect_in_order<S: AsRef<str>>(errs: &[String], want: &[S]) {
     let want: Vec<&str> = want.iter().map(AsRef::as_ref).collect();

@@ -59,7 +59,7 @@ const MOST_EXPENSIVE: usize = 4;
 /// The compilation errors of every `x-kubernetes-validations` entry below the schema at
 /// `path` (CRD write time). A node whose rules are malformed (no rule, a bad reason, ...) is
 /// not compiled: the CRD's own schema validation reports those
-/// (`resources::apiextensions`), so they are only looked at here, not reported twice.
+/// (`crate::definition`), so they are only looked at here, not reported twice.
 pub fn check_rules(schema: &Value, path: &str) -> Vec<FieldError> {
     let mut out = Checked::default();
     if let Some(m) = schema.as_object() {

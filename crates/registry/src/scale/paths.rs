@@ -1,6 +1,6 @@
 //! Where a custom resource keeps its scale (upstream's `customresource.ScaleREST`): the paths
 //! the CRD's `subresources.scale` names, read and written by the one scale storage
-//! (`resources::scale::ScaleStore`), which builds the Scale object from what this reads.
+//! (`scale::ScaleStore`), which builds the Scale object from what this reads.
 
 use crate::jsonpath::JsonPath;
 use kapi_machinery::{ApiError, Object};
