@@ -16,6 +16,7 @@ mod encodings;
 mod errors;
 mod kubectl_discovery;
 mod nonresource;
+mod openapi_required;
 mod protobuf;
 mod router;
 mod verbs;

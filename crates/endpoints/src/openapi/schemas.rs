@@ -174,6 +174,10 @@ impl Definitions {
     pub fn finish(mut self, style: RefStyle) -> BTreeMap<String, Value> {
         let mut out: BTreeMap<String, Value> =
             self.generator.take_definitions(false).into_iter().collect();
+        // Only k8s-openapi's definitions: a custom kind's (in `extra`) is the CRD's own schema.
+        for (name, schema) in out.iter_mut() {
+            upstream_required(name, schema);
+        }
         out.extend(std::mem::take(&mut self.extra));
         for (name, schema) in out.iter_mut() {
             drop_union_alternatives(name, schema);
@@ -191,6 +195,61 @@ impl Definitions {
             }
         }
         out
+    }
+}
+
+/// Definitions whose `metadata` upstream requires: core/v1 `Event` alone declares its
+/// `ObjectMeta` without `omitempty` or `+optional`.
+const METADATA_REQUIRED: [&str; 1] = ["io.k8s.api.core.v1.Event"];
+
+/// Fields upstream requires that k8s-openapi makes optional (its `optional_properties` fixups:
+/// the Rust field is an `Option` so that a null from a server still decodes).
+const OPTIONAL_IN_K8S_OPENAPI: [(&str, &str); 1] = [("io.k8s.api.events.v1.Event", "eventTime")];
+
+/// Puts back upstream's `required` list where k8s-openapi changed it. Upstream's generator
+/// requires a field when its JSON tag has no `omitempty` and it has no `+optional` marker;
+/// k8s-openapi writes `required` from its Rust types instead, where it made `metadata` of every
+/// object kind (a definition with `apiVersion`, `kind` and `metadata`) non-optional
+/// (`resource_metadata_not_optional`) and a few required fields optional. kubectl validates
+/// against this list before sending, so `metadata` required here makes it refuse
+/// `{"kind":"TokenReview","spec":{...}}`, which kube-apiserver takes.
+fn upstream_required(name: &str, schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let is_kind = obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| {
+            ["apiVersion", "kind", "metadata"]
+                .iter()
+                .all(|f| p.contains_key(*f))
+        });
+    let restore: Vec<&str> = OPTIONAL_IN_K8S_OPENAPI
+        .iter()
+        .filter(|(def, _)| *def == name)
+        .map(|(_, field)| *field)
+        .collect();
+    let drop_metadata = is_kind && !METADATA_REQUIRED.contains(&name);
+    if !drop_metadata && restore.is_empty() {
+        return;
+    }
+    let required = obj.entry("required").or_insert_with(|| json!([]));
+    if let Value::Array(list) = required {
+        if drop_metadata {
+            list.retain(|f| f != "metadata");
+        }
+        for field in restore {
+            if !list.iter().any(|f| f == field) {
+                list.push(json!(field));
+            }
+        }
+        // Upstream lists them in the struct's field order; k8s-openapi's is alphabetical, so
+        // keep alphabetical (the order carries no meaning).
+        list.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        if list.is_empty() {
+            obj.remove("required");
+        }
     }
 }
 
