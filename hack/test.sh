@@ -59,66 +59,64 @@ step "cargo build (every target in one build: the tests, the server and the tool
 # resolve features again and rebuild every crate above a dependency whose features differ.
 cargo build --workspace --all-targets --locked
 
-step "cargo test (unit, conformance, integration)"
-cargo test --workspace --locked --no-fail-fast
-
 BIN="$CARGO_TARGET_DIR/debug"
-step "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)"
-"$BIN/kapi-fuzz" --seconds "${KAPI_FUZZ_SECONDS:-15}" --seed "${KAPI_FUZZ_SEED:-1}"
-
-# The end-to-end suites: each starts its own etcd and kapi on free loopback ports in its own
-# work folder, so they run in two lanes at once; each suite's output is kept and printed whole
-# when both lanes are done.
 export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
-E2E_SUITES=(
-  # lane a
+# What runs after the build, in three lanes at once: the crates' tests and the fuzzers in one,
+# the end-to-end suites in all three. Each e2e suite starts its own etcd and kapi on free
+# loopback ports in its own work folder, so none waits for another; on 2 cores most of a
+# suite's time is spent waiting on processes it started. Each entry's output is kept and
+# printed whole, in this order, once all lanes are done.
+SUITES=(
+  "c|cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast"
+  "c|fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-15} --seed ${KAPI_FUZZ_SEED:-1}"
   "a|e2e (kubectl against kapi on etcd and on the embedded store)|e2e/run.sh"
-  "a|e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh"
-  "a|e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh"
-  "a|e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh"
-  "a|e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh"
-  "a|e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh"
-  "a|e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh"
-  "a|e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh"
+  "c|e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh"
+  "c|e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh"
+  "c|e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh"
+  "c|e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh"
+  "c|e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh"
+  "c|e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh"
+  "c|e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh"
+  "a|e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh"
+  "a|e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh"
+  "a|e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh"
+  "a|e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh"
   "a|e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh"
-  # lane b
-  "b|e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh"
-  "b|e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh"
-  "b|e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh"
-  "b|e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh"
-  "b|e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh"
-  "b|e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh"
-  "b|e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh"
   "b|e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh"
-  "b|e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh"
+  "b|e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh"
+  "b|e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh"
+  "b|e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh"
+  "b|e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh"
+  "b|e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh"
 )
 
-step "e2e suites (two lanes at once)"
+step "tests, fuzzers and e2e suites (three lanes at once)"
 # The Python client's environment is shared by several suites: made once, before they start.
 (ROOT="$PWD"; . e2e/lib.sh; py_env >/dev/null)
-E2E_LOGS="$(mktemp -d /tmp/kapi-e2e-logs.XXXXXX)"
+LANE_LOGS="$(mktemp -d /tmp/kapi-test-logs.XXXXXX)"
 run_lane() {
   local lane=$1 i=0 entry name cmd began status
-  for entry in "${E2E_SUITES[@]}"; do
+  for entry in "${SUITES[@]}"; do
     i=$((i + 1))
     [ "${entry%%|*}" = "$lane" ] || continue
     name=${entry#*|}; cmd=${name#*|}; name=${name%%|*}
     began=$SECONDS
-    if bash -c "$cmd" >"$E2E_LOGS/$i.log" 2>&1; then status=passed; else status=FAILED; fi
-    printf '%s|%s|%s\n' "$((SECONDS - began))" "$status" "$name" >"$E2E_LOGS/$i.result"
+    if BIN="$BIN" bash -c "$cmd" >"$LANE_LOGS/$i.log" 2>&1; then status=passed; else status=FAILED; fi
+    printf '%s|%s|%s\n' "$((SECONDS - began))" "$status" "$name" >"$LANE_LOGS/$i.result"
   done
 }
 run_lane a & lane_a=$!
-run_lane b
-wait "$lane_a" || true
-e2e_failed=0
-for i in $(seq 1 "${#E2E_SUITES[@]}"); do
-  IFS='|' read -r took status name <"$E2E_LOGS/$i.result" || { took=0 status=FAILED name="suite $i (no result)"; }
+run_lane b & lane_b=$!
+run_lane c
+wait "$lane_a" "$lane_b" || true
+failed=0
+for i in $(seq 1 "${#SUITES[@]}"); do
+  IFS='|' read -r took status name <"$LANE_LOGS/$i.result" || { took=0 status=FAILED name="entry $i (no result)"; }
   printf '\n=== %s\n' "$name"
-  cat "$E2E_LOGS/$i.log" 2>/dev/null || true
+  cat "$LANE_LOGS/$i.log" 2>/dev/null || true
   printf '=== %d s: %s: %s\n' "$took" "${name%% (*}" "$status"
   timings+="$(printf '%6d s    %s (%s)' "$took" "${name%% (*}" "$status")"$'\n'
-  [ "$status" = passed ] || e2e_failed=1
+  [ "$status" = passed ] || failed=1
 done
-rm -rf "$E2E_LOGS"
-[ "$e2e_failed" = 0 ] || { echo "hack/test.sh: an e2e suite failed (above)" >&2; exit 1; }
+rm -rf "$LANE_LOGS"
+[ "$failed" = 0 ] || { echo "hack/test.sh: a test step failed (above)" >&2; exit 1; }

@@ -108,6 +108,11 @@ pub struct Options {
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
 
+    /// API Priority and Fairness: requests classified and queued by FlowSchemas and priority
+    /// levels, instead of the max-in-flight limits (which then add up to its concurrency limit).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
+
     /// How long a non-long-running request may take (Go duration).
     #[arg(long, default_value = "1m0s")]
     pub request_timeout: String,
@@ -561,6 +566,7 @@ impl Options {
             .collect();
         config.max_requests_inflight = self.max_requests_inflight;
         config.max_mutating_requests_inflight = self.max_mutating_requests_inflight;
+        config.enable_priority_and_fairness = self.enable_priority_and_fairness;
 
         match parse_go_duration(&self.request_timeout) {
             Ok(d) if !d.is_zero() => config.request_timeout = d,

@@ -13,6 +13,7 @@ fn defaults_are_kube_apiservers() {
     assert_eq!(c.bind_address.to_string(), "127.0.0.1");
     assert_eq!(c.max_requests_inflight, 400);
     assert_eq!(c.max_mutating_requests_inflight, 200);
+    assert!(c.enable_priority_and_fairness);
     assert_eq!(c.request_timeout, Duration::from_secs(60));
     assert_eq!(c.min_request_timeout, Duration::from_secs(1800));
     assert_eq!(c.service_node_port_range, 30000..=32767);
@@ -23,6 +24,16 @@ fn defaults_are_kube_apiservers() {
     );
     assert_eq!(c.cert_dir, PathBuf::from("./kapi-data/pki"));
     assert!(matches!(c.storage, StorageConfig::Embedded { .. }));
+}
+
+#[test]
+fn priority_and_fairness_can_be_turned_off() {
+    assert!(
+        !parse(&["--enable-priority-and-fairness=false"])
+            .validate()
+            .unwrap()
+            .enable_priority_and_fairness
+    );
 }
 
 #[test]

@@ -341,11 +341,7 @@ pub const FLAGS: &[Flag] = &[
         deprecated: Some("Log handler functionality is deprecated"),
         ..ign("enable-logs-handler", Bool, "no /logs endpoint")
     },
-    ign(
-        "enable-priority-and-fairness",
-        Bool,
-        "no priority and fairness; the max-in-flight limits apply",
-    ),
+    imp("enable-priority-and-fairness", Bool),
     imp("encryption-provider-config", Str),
     ign(
         "encryption-provider-config-automatic-reload",

@@ -196,6 +196,8 @@ pub fn table(
     } else {
         Value::Null
     };
+    let mut objects = objects.to_vec();
+    ctx.convertor.sort_rows(&mut objects);
     let rows: Vec<Value> = objects.iter().map(|o| table_row(ctx, o, v)).collect();
     object_of([
         ("kind", Value::from("Table")),

@@ -50,6 +50,8 @@ pub const API_VERSION_PRIORITIES: &[(&str, &str, i64, i64)] = &[
     ("node.k8s.io", "v1beta1", 16300, 9),
     ("discovery.k8s.io", "v1", 16200, 15),
     ("discovery.k8s.io", "v1beta1", 16200, 12),
+    // v1 as 1.29 registers it
+    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
     ("flowcontrol.apiserver.k8s.io", "v1beta3", 16100, 18),
     ("flowcontrol.apiserver.k8s.io", "v1beta2", 16100, 15),
     ("flowcontrol.apiserver.k8s.io", "v1beta1", 16100, 12),

@@ -541,4 +541,7 @@ pub trait TableConvertor: Send + Sync {
     fn columns(&self) -> Vec<Value>;
     /// Cells of one row, in column order.
     fn cells(&self, obj: &Object) -> Vec<Value>;
+    /// The order of a list's rows: the list's own unless upstream's list printer sorts
+    /// (`printFlowSchemaList`).
+    fn sort_rows(&self, _objects: &mut [&Object]) {}
 }

@@ -17,6 +17,7 @@ pub mod batch;
 mod bootstrap;
 pub mod certificates;
 pub mod core;
+pub mod flowcontrol;
 pub mod misc;
 pub mod networking;
 pub mod node;
@@ -119,6 +120,7 @@ pub async fn build_with(ctx: &BuildContext) -> Result<Vec<ApiGroupInfo>, ApiErro
     groups.extend(certificates::groups(ctx));
     groups.extend(kapi_apiextensions::definition::groups(ctx));
     groups.extend(admissionregistration::groups(ctx));
+    groups.extend(flowcontrol::groups(ctx));
     groups.extend(apiregistration::groups(ctx));
     ctx.caches
         .fill_from(|resource| kapi_registry::store::storage_of(&groups, "", resource));

@@ -22,6 +22,8 @@ struct Inner {
     health: Health,
     metrics: Arc<Metrics>,
     version: Bytes,
+    /// API Priority and Fairness, for its `/debug/api_priority_and_fairness/` dumps.
+    apf: Option<kapi_flowcontrol::Controller>,
 }
 
 /// Routes a request to the server's endpoints or to the API handler.
@@ -46,8 +48,17 @@ impl ApiService {
                 health,
                 metrics,
                 version: Bytes::from(crate::version::body()),
+                apf: None,
             }),
         }
+    }
+
+    /// Serves the APF debug dumps of `apf`.
+    pub fn with_apf(mut self, apf: Option<kapi_flowcontrol::Controller>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.apf = apf;
+        }
+        self
     }
 }
 
@@ -137,6 +148,11 @@ impl Service<Request> for ApiService {
                     HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
                 );
                 return Ok(resp);
+            }
+            if let Some(dump) = inner.apf.as_ref().filter(|_| readable).and_then(|apf| {
+                crate::flowcontrol::debug_dump(apf, path, req.uri().query().unwrap_or_default())
+            }) {
+                return Ok(text_ok(dump));
             }
             if readable && Health::serves(path) {
                 if let Some(resp) = inner

@@ -102,6 +102,9 @@ pub struct ServerConfig {
     pub max_requests_inflight: usize,
     /// 0 = unlimited.
     pub max_mutating_requests_inflight: usize,
+    /// `--enable-priority-and-fairness`: API Priority and Fairness instead of max-in-flight
+    /// (whose two limits then add up to APF's server concurrency limit).
+    pub enable_priority_and_fairness: bool,
     pub request_timeout: Duration,
     pub min_request_timeout: Duration,
     pub service_cluster_ip_range: IpNet,
@@ -179,6 +182,7 @@ impl ServerConfig {
             tls_sans: Vec::new(),
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
+            enable_priority_and_fairness: true,
             request_timeout: Duration::from_secs(60),
             min_request_timeout: Duration::from_secs(1800),
             service_cluster_ip_range: IpNet::V4(

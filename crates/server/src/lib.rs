@@ -25,6 +25,7 @@ pub mod duration;
 pub mod endpoint_reconciler;
 mod error;
 pub mod filters;
+pub mod flowcontrol;
 pub mod ha;
 pub mod health;
 pub mod kubeconfig;
@@ -370,12 +371,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .await;
     }
     let health = health::Health::new(storage.clone(), shutting_down.clone());
+    let apf = flowcontrol::start(&handler, &config, &metrics)?;
     let api = api::ApiService::new(
         handler.clone(),
         health,
         metrics.clone(),
         autoregister.as_ref().map(|_| remotes),
-    );
+    )
+    .with_apf(apf.as_ref().map(|a| a.controller.clone()));
 
     let chain = filters::build_handler_chain(
         api,
@@ -389,6 +392,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
             authorizer: authorization.authorizer.clone(),
             max_requests_inflight: config.max_requests_inflight,
             max_mutating_requests_inflight: config.max_mutating_requests_inflight,
+            apf: apf.as_ref().map(|a| a.controller.clone()),
             shutdown: shutdown_rx.clone(),
             auditor: audit::Auditor::from_options(&config.audit)?,
         },
@@ -424,6 +428,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         // The controllers live (and stop) with the server.
         let _crd_controllers = crd_controllers;
         let _autoregister = autoregister;
+        let _apf = apf;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
             let _ = stop_rx.await;

@@ -29,6 +29,9 @@ pub const SERVED: &[(&str, &str, bool)] = &[
     ("coordination.k8s.io", "v1", true),
     ("discovery.k8s.io", "v1", true),
     ("events.k8s.io", "v1", true),
+    // v1 is 1.29's; v1beta3 stays on as 1.29-1.31 serve it
+    ("flowcontrol.apiserver.k8s.io", "v1", true),
+    ("flowcontrol.apiserver.k8s.io", "v1beta3", true),
     ("networking.k8s.io", "v1", true),
     ("node.k8s.io", "v1", true),
     ("policy", "v1", true),
@@ -61,11 +64,9 @@ pub const NOT_SERVED: &[(&str, &str)] = &[
     ("discovery.k8s.io", "v1beta1"),
     ("events.k8s.io", "v1beta1"),
     ("extensions", "v1beta1"),
-    ("flowcontrol.apiserver.k8s.io", "v1"),
     ("flowcontrol.apiserver.k8s.io", "v1alpha1"),
     ("flowcontrol.apiserver.k8s.io", "v1beta1"),
     ("flowcontrol.apiserver.k8s.io", "v1beta2"),
-    ("flowcontrol.apiserver.k8s.io", "v1beta3"),
     ("imagepolicy.k8s.io", "v1alpha1"),
     ("internal.apiserver.k8s.io", "v1alpha1"),
     ("networking.k8s.io", "v1alpha1"),
@@ -389,9 +390,11 @@ mod tests {
             "v1beta1",
             "validatingadmissionpolicies"
         ));
-        assert!(!SERVED
-            .iter()
-            .any(|(g, v, _)| v.contains("beta") && c.resource_enabled(g, v, "x")));
+        // flowcontrol's v1beta3 is the one beta on by default (as in 1.29-1.31)
+        assert!(c.resource_enabled("flowcontrol.apiserver.k8s.io", "v1beta3", "flowschemas"));
+        assert!(!SERVED.iter().any(|(g, v, _)| v.contains("beta")
+            && *g != "flowcontrol.apiserver.k8s.io"
+            && c.resource_enabled(g, v, "x")));
     }
 
     #[test]

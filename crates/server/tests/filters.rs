@@ -104,6 +104,8 @@ async fn always_deny_is_403_in_upstream_words() {
 #[tokio::test]
 async fn max_in_flight_answers_429_and_spares_masters() {
     let t = common::start_with(|c| {
+        // max-in-flight's own limits, without APF in its place
+        c.enable_priority_and_fairness = false;
         c.max_mutating_requests_inflight = 1;
         c.max_requests_inflight = 1;
         c.authorization_modes = vec![AuthorizationMode::AlwaysAllow];
@@ -196,6 +198,7 @@ where
             authorizer: Arc::new(kapi_server::filters::authorization::AlwaysAllow),
             max_requests_inflight: 0,
             max_mutating_requests_inflight: 0,
+            apf: None,
             shutdown,
             auditor: None,
         },

@@ -101,6 +101,8 @@ const CM: &str = "/api/v1/namespaces/default/configmaps";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_statuses_over_http2_and_http1() {
     let t = common::start_with(|c| {
+        // max-in-flight's own limits, without APF in its place
+        c.enable_priority_and_fairness = false;
         c.max_mutating_requests_inflight = 1;
         c.authorization_modes = vec![AuthorizationMode::AlwaysAllow];
         c.request_timeout = Duration::from_secs(3);

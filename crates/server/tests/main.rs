@@ -19,6 +19,7 @@ mod controllers;
 mod crd;
 mod etcd;
 mod filters;
+mod flowcontrol;
 mod ha;
 mod lifecycle;
 mod limits;

@@ -272,6 +272,7 @@ async fn the_headers_do_not_reach_the_handler() {
             authorizer: Arc::new(kapi_server::filters::authorization::AlwaysAllow),
             max_requests_inflight: 0,
             max_mutating_requests_inflight: 0,
+            apf: None,
             shutdown,
             auditor: None,
         },

@@ -255,4 +255,7 @@ impl rest::TableConvertor for Store {
     fn cells(&self, obj: &Object) -> Vec<serde_json::Value> {
         self.table.cells(obj)
     }
+    fn sort_rows(&self, objects: &mut [&Object]) {
+        self.table.sort_rows(objects)
+    }
 }

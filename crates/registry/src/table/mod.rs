@@ -36,12 +36,25 @@ pub const AGE: Column = Column::new("Age", "string", CREATION_TIMESTAMP_DESCRIPT
 #[derive(Clone, Copy)]
 pub struct Printer {
     pub columns: &'static [Column],
+    /// How upstream's list printer orders the rows, when it does.
+    pub order: Option<fn(&Object, &Object) -> std::cmp::Ordering>,
 }
 
 impl Printer {
     /// The printer of `columns` (NAME first, in column order).
     pub const fn new(columns: &'static [Column]) -> Self {
-        Printer { columns }
+        Printer {
+            columns,
+            order: None,
+        }
+    }
+
+    /// The same printer, its list rows ordered by `order`.
+    pub const fn ordered(self, order: fn(&Object, &Object) -> std::cmp::Ordering) -> Self {
+        Printer {
+            order: Some(order),
+            ..self
+        }
     }
 
     /// This printer as a kind's [`crate::Strategy::table_convertor`].
@@ -63,6 +76,12 @@ impl TableConvertor for Printer {
     }
     fn cells(&self, obj: &Object) -> Vec<Value> {
         self.cells_at(obj, now())
+    }
+    fn sort_rows(&self, objects: &mut [&Object]) {
+        if let Some(order) = self.order {
+            // stable, as Go's sort.Sort is not: equal keys cannot happen (names differ)
+            objects.sort_by(|a, b| order(a, b));
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod controllers;
 pub mod core;
 mod docs;
 pub mod event;
+pub mod flowcontrol;
 pub mod groups;
 pub mod networking;
 pub mod pod;

@@ -13,7 +13,7 @@ use prometheus::IntGauge;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub const TOO_MANY_REQUESTS_MESSAGE: &str = "Too many requests, please try again later.";
+pub use kapi_flowcontrol::TOO_MANY_REQUESTS_MESSAGE;
 const PRIVILEGED_GROUP: &str = "system:masters";
 
 #[derive(Clone)]

@@ -15,6 +15,7 @@ pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
 pub mod panic;
+pub mod priority_and_fairness;
 pub mod request_id;
 pub mod request_info;
 pub mod timeout;
@@ -45,6 +46,8 @@ pub struct ChainConfig {
     pub authorizer: Arc<dyn Authorizer>,
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    /// API Priority and Fairness (`--enable-priority-and-fairness`), in max-in-flight's place.
+    pub apf: Option<kapi_flowcontrol::Controller>,
     /// Becomes true when the server starts shutting down.
     pub shutdown: watch::Receiver<bool>,
     /// The policy and log of `--audit-*`; `None` audits nothing.
@@ -83,13 +86,22 @@ where
         .layer(audit::Audit::new(c.auditor).layer())
         .layer(impersonation::Impersonation::new(c.authorizer.clone()).layer())
         .layer(
-            max_in_flight::MaxInFlight::new(
-                c.max_requests_inflight,
-                c.max_mutating_requests_inflight,
-                c.metrics,
-            )
+            match c.apf {
+                Some(apf) => {
+                    ConcurrencyLimit::Apf(priority_and_fairness::PriorityAndFairness::new(
+                        apf,
+                        c.request_timeout,
+                        c.metrics,
+                    ))
+                }
+                None => ConcurrencyLimit::MaxInFlight(max_in_flight::MaxInFlight::new(
+                    c.max_requests_inflight,
+                    c.max_mutating_requests_inflight,
+                    c.metrics,
+                )),
+            }
             .layer(),
-        ) // 429; skips watches
+        ) // 429; APF queues; skips long-running requests (APF: but watches)
         .layer(Authorization::new(audit::record_decisions(c.authorizer)).layer()) // 403
         .map_response(
             |r: http::Response<
@@ -99,4 +111,21 @@ where
         .layer(compression::layer()) // gzip for large complete bodies
         .service(api);
     BoxCloneSyncService::new(chain)
+}
+
+/// The server's concurrency limit: API Priority and Fairness, or max-in-flight when APF is
+/// off (upstream puts either at the same place in the chain).
+#[derive(Clone)]
+enum ConcurrencyLimit {
+    Apf(priority_and_fairness::PriorityAndFairness),
+    MaxInFlight(max_in_flight::MaxInFlight),
+}
+
+impl Filter for ConcurrencyLimit {
+    fn call(&self, req: Request, next: filter::Next) -> filter::Answer {
+        match self {
+            ConcurrencyLimit::Apf(f) => f.call(req, next),
+            ConcurrencyLimit::MaxInFlight(f) => f.call(req, next),
+        }
+    }
 }
