@@ -34,12 +34,14 @@ v1.certificates.k8s.io
 v1.coordination.k8s.io
 v1.discovery.k8s.io
 v1.events.k8s.io
+v1.flowcontrol.apiserver.k8s.io
 v1.networking.k8s.io
 v1.node.k8s.io
 v1.policy
 v1.rbac.authorization.k8s.io
 v1.scheduling.k8s.io
 v1.storage.k8s.io
+v1beta3.flowcontrol.apiserver.k8s.io
 v2.autoscaling"
 
 apiservice() { # NAME SPEC-JSON: an APIService body
@@ -58,7 +60,7 @@ expect_available() {
 run_cases() {
   expect_eq "the local APIServices are the served built-in group/versions" "$LOCAL" \
     sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get apiservices -o name | sed 's|^apiservice.apiregistration.k8s.io/||'"
-  expect_eq "every local APIService is Available, reason Local" "19" \
+  expect_eq "every local APIService is Available, reason Local" "21" \
     sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get apiservices --no-headers | awk '\$2==\"Local\" && \$3==\"True\"' | wc -l"
   expect_out "kubectl get apiservices prints upstream's columns" '^NAME +SERVICE +AVAILABLE +AGE' \
     k get apiservices
