@@ -11,7 +11,7 @@ use http::{HeaderValue, StatusCode};
 use kapi_machinery::{RequestInfo, UserInfo};
 use prometheus::IntGauge;
 use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 pub use kapi_flowcontrol::TOO_MANY_REQUESTS_MESSAGE;
 const PRIVILEGED_GROUP: &str = "system:masters";
@@ -56,13 +56,32 @@ fn is_probe(info: &RequestInfo) -> bool {
         )
 }
 
-/// A held slot; gives it back (and updates the gauge) however the request ends.
-struct Slot {
-    _permit: OwnedSemaphorePermit,
+/// The `request_kind` label of a request, as upstream's in-flight filters (max-in-flight and
+/// priority and fairness alike) tell them: anything but get, list and watch is mutating.
+pub(super) fn request_kind(info: &RequestInfo) -> &'static str {
+    if matches!(info.verb.as_str(), "get" | "list" | "watch") {
+        READ_ONLY_KIND
+    } else {
+        MUTATING_KIND
+    }
+}
+
+/// What a request holds while it executes (a max-in-flight slot, priority and fairness'
+/// seats), counted in `apiserver_current_inflight_requests`; both given back however the
+/// request ends.
+pub(super) struct InFlight<T> {
+    _held: T,
     gauge: IntGauge,
 }
 
-impl Drop for Slot {
+impl<T> InFlight<T> {
+    pub(super) fn new(held: T, gauge: IntGauge) -> Self {
+        gauge.inc();
+        InFlight { _held: held, gauge }
+    }
+}
+
+impl<T> Drop for InFlight<T> {
     fn drop(&mut self) {
         self.gauge.dec();
     }
@@ -73,7 +92,7 @@ impl Filter for MaxInFlight {
         let (long_running, mutating) = match req.extensions().get::<RequestInfo>() {
             Some(info) => (
                 info.is_long_running() || is_probe(info),
-                !matches!(info.verb.as_str(), "get" | "list" | "watch"),
+                request_kind(info) == MUTATING_KIND,
             ),
             None => (false, false),
         };
@@ -85,16 +104,12 @@ impl Filter for MaxInFlight {
         let Some(bucket) = bucket.as_ref().filter(|_| !long_running) else {
             return next.call(req);
         };
-        let slot = match bucket.slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                bucket.gauge.inc();
-                Some(Slot {
-                    _permit: permit,
-                    gauge: bucket.gauge.clone(),
-                })
-            }
-            Err(_) => None,
-        };
+        let slot = bucket
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|permit| InFlight::new(permit, bucket.gauge.clone()));
         let privileged = || {
             req.extensions()
                 .get::<UserInfo>()

@@ -8,15 +8,15 @@
 
 use super::filter::{answer, Answer, Filter, Next};
 use super::hooked::{hooked, Hook, Polled};
+use super::max_in_flight::{request_kind, InFlight};
 use crate::body::{text_error, HttpResponse, Request};
-use crate::metrics::{Metrics, MUTATING_KIND, READ_ONLY_KIND};
+use crate::metrics::Metrics;
 use http::{HeaderValue, StatusCode};
 use kapi_flowcontrol::{
     Admitted, Classification, Controller, ForgetWatch, RequestDigest, HEADER_FLOW_SCHEMA_UID,
     HEADER_PRIORITY_LEVEL_UID, TOO_MANY_REQUESTS_MESSAGE,
 };
 use kapi_machinery::{RequestInfo, UserInfo};
-use prometheus::IntGauge;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -39,15 +39,6 @@ impl PriorityAndFairness {
     }
 }
 
-/// The `request_kind` label of the server's in-flight metrics.
-fn kind(info: &RequestInfo) -> &'static str {
-    if info.is_mutating() {
-        MUTATING_KIND
-    } else {
-        READ_ONLY_KIND
-    }
-}
-
 fn set_headers(resp: &mut HttpResponse, c: &Classification) {
     for (name, value) in [
         (HEADER_FLOW_SCHEMA_UID, &c.flow_schema_uid),
@@ -59,34 +50,11 @@ fn set_headers(resp: &mut HttpResponse, c: &Classification) {
     }
 }
 
-/// An executing request: its seats, and its count in `apiserver_current_inflight_requests`
-/// (upstream keeps that gauge with APF too), both given back when it drops.
-struct Executing {
-    _admitted: Admitted,
-    gauge: IntGauge,
-}
-
-impl Executing {
-    fn new(admitted: Admitted, gauge: IntGauge) -> Self {
-        gauge.inc();
-        Executing {
-            _admitted: admitted,
-            gauge,
-        }
-    }
-}
-
-impl Drop for Executing {
-    fn drop(&mut self) {
-        self.gauge.dec();
-    }
-}
-
 /// What a response body holds while it is written: the seats until the body ends (a watch's
 /// once its initial events are out: the first time it has nothing more to send at once), and
 /// a watch's registration for as long as it lasts.
 struct Seats {
-    executing: Option<Executing>,
+    executing: Option<InFlight<Admitted>>,
     watch: bool,
     _forget: Option<ForgetWatch>,
 }
@@ -134,9 +102,11 @@ impl Filter for PriorityAndFairness {
                     let forget = watch
                         .then(|| admitted.register_watch(&info, &query))
                         .flatten();
-                    let gauge = metrics.current_inflight.with_label_values(&[kind(&info)]);
+                    let gauge = metrics
+                        .current_inflight
+                        .with_label_values(&[request_kind(&info)]);
                     // held across the handler: a client gone meanwhile gives the seats back
-                    let executing = Executing::new(admitted, gauge);
+                    let executing = InFlight::new(admitted, gauge);
                     let mut resp = next.call(req).await?;
                     set_headers(&mut resp, &class);
                     let seats = Seats {
@@ -149,7 +119,7 @@ impl Filter for PriorityAndFairness {
                 Err(rejected) => {
                     metrics
                         .dropped_requests
-                        .with_label_values(&[kind(&info)])
+                        .with_label_values(&[request_kind(&info)])
                         .inc();
                     let mut resp =
                         text_error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REQUESTS_MESSAGE);
