@@ -5,8 +5,9 @@
 //! in no fixed order).
 
 use crate::controller::Controller;
-use crate::format::{go_duration, rfc3339_nano, tabwrite};
+use crate::format::{rfc3339_nano, tabwrite};
 use crate::queueset::RequestDump;
+use kapi_machinery::goformat::duration as go_duration;
 use kapi_machinery::GroupVersion;
 
 fn row(cells: &[String]) -> String {

@@ -1,48 +1,8 @@
-//! Go's text formatting where upstream's output depends on it: `time.Duration.String`,
-//! `time.RFC3339Nano`, and `text/tabwriter` as the debug dumps configure it.
+//! Go's text formatting where upstream's output depends on it: `time.RFC3339Nano`, and
+//! `text/tabwriter` as the debug dumps configure it (`time.Duration.String` is
+//! `kapi_machinery::goformat::duration`).
 
-use std::time::{Duration, SystemTime};
-
-/// `time.Duration.String()` for a non-negative duration: `0s`, `1.5ms`, `2m3.5s`, `1h0m0s`.
-pub fn go_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".into();
-    }
-    if nanos < 1_000_000_000 {
-        let (unit, scale) = if nanos < 1_000 {
-            ("ns", 1u128)
-        } else if nanos < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{}{unit}", fraction(nanos, scale));
-    }
-    let hours = nanos / 3_600_000_000_000;
-    let rest = nanos % 3_600_000_000_000;
-    let minutes = rest / 60_000_000_000;
-    let secs = fraction(rest % 60_000_000_000, 1_000_000_000);
-    if hours > 0 {
-        format!("{hours}h{minutes}m{secs}s")
-    } else if minutes > 0 {
-        format!("{minutes}m{secs}s")
-    } else {
-        format!("{secs}s")
-    }
-}
-
-/// `value / scale` with the fraction's trailing zeros dropped.
-fn fraction(value: u128, scale: u128) -> String {
-    let whole = value.checked_div(scale).unwrap_or(0);
-    let rest = value.checked_rem(scale).unwrap_or(0);
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let width = scale.to_string().len().saturating_sub(1);
-    let digits = format!("{rest:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
-}
+use std::time::SystemTime;
 
 /// `t.UTC().Format(time.RFC3339Nano)`; `None` is Go's zero time.
 pub fn rfc3339_nano(t: Option<SystemTime>) -> String {
@@ -146,17 +106,6 @@ fn write_lines(lines: &[Vec<&str>], from: usize, to: usize, widths: &[usize], ou
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_print_as_go() {
-        assert_eq!(go_duration(Duration::ZERO), "0s");
-        assert_eq!(go_duration(Duration::from_millis(5)), "5ms");
-        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
-        assert_eq!(go_duration(Duration::from_nanos(250)), "250ns");
-        assert_eq!(go_duration(Duration::from_millis(2500)), "2.5s");
-        assert_eq!(go_duration(Duration::from_secs(60)), "1m0s");
-        assert_eq!(go_duration(Duration::from_secs(3601)), "1h0m1s");
-    }
 
     #[test]
     fn tabwriter_aligns_like_go() {

@@ -44,7 +44,7 @@ pub use estimate::{
     CountError, EstimatorGates, ForgetWatch, ObjectCountTracker, ObjectCounts, WatchTracker,
     WorkEstimator,
 };
-pub use format::{go_duration, rfc3339_nano, tabwrite};
+pub use format::{rfc3339_nano, tabwrite};
 pub use metrics::Metrics;
 pub use seat::WorkEstimate;
 

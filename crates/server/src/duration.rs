@@ -58,19 +58,6 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, ParseDurationError> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// Formats like Go's `Duration.String()` for whole seconds (`1m0s`, `30s`, `1h0m0s`).
-pub fn format_go_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    if h > 0 {
-        format!("{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{m}m{s}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,7 +75,5 @@ mod tests {
         assert!(parse_go_duration("5").is_err());
         assert!(parse_go_duration("-1s").is_err());
         assert!(parse_go_duration("1x").is_err());
-        assert_eq!(format_go_duration(Duration::from_secs(60)), "1m0s");
-        assert_eq!(format_go_duration(Duration::from_secs(3600)), "1h0m0s");
     }
 }

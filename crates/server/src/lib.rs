@@ -46,7 +46,7 @@ pub use config::{
     AuthorizationMode, EndpointReconcilerType, EtcdOptions, RequestHeaderOptions, ServerConfig,
     StorageConfig,
 };
-pub use duration::{format_go_duration, parse_go_duration};
+pub use duration::parse_go_duration;
 pub use error::ServerError;
 
 use kapi_storage::DynStorage;
