@@ -190,7 +190,9 @@ Y
   local wpid=$!
   wait_until 20 grep -q '^cm2 ' "$wlog"
   k label cm cm2 -n "$NS" tier=front >/dev/null 2>&1
-  if wait_until 20 test "$(grep -c '^cm2 ' "$wlog")" -ge 2; then OUT=""; pass "get -w shows a change"; else OUT="$(cat "$wlog")"; fail "get -w shows a change"; fi
+  # The count is taken on every try: "$(...)" as an argument would be counted once, before the event.
+  watch_lines_at_least() { [ "$(grep -c '^cm2 ' "$wlog")" -ge "$1" ]; }
+  if wait_until 20 watch_lines_at_least 2; then OUT=""; pass "get -w shows a change"; else OUT="$(cat "$wlog")"; fail "get -w shows a change"; fi
   kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
 
   # Workloads and their columns
