@@ -32,12 +32,17 @@ headers() {
     "${as[@]}" "https://127.0.0.1:$PORT$1" | tr -d '\r'
 }
 
-# body_as_bob: the body of GET /api/v1/namespaces as bob.
-body_as_bob() {
+# as_bob PATH: GET PATH as bob, its headers kept in $WORK/bob.headers and its body in
+# $WORK/bob.body. A request of bob's waits out its queue (upstream's queue wait) before its 429,
+# so one request serves every check of the answer.
+as_bob() {
   local pki; pki="$(dirname "$CA")"
   curl -sS --cacert "$CA" --cert "$pki/admin.crt" --key "$pki/admin.key" -H "Impersonate-User: bob" \
-    "https://127.0.0.1:$PORT/api/v1/namespaces"
+    -D "$WORK/bob.headers" -o "$WORK/bob.body" "https://127.0.0.1:$PORT$1"
 }
+
+# bob_header NAME: that header's value in bob's last answer.
+bob_header() { tr -d '\r' <"$WORK/bob.headers" | header "$1"; }
 
 # header NAME: that header's value in the headers on stdin.
 header() { grep -i "^$1:" | head -1 | cut -d' ' -f2- || true; }
@@ -114,13 +119,11 @@ spec:
   priorityLevelConfiguration: {name: nope}
 Y
   local bob; bob=$(k get flowschema bob -o jsonpath='{.metadata.uid}')
-  bob_rejected() { headers /api/v1/namespaces bob | grep -q "^HTTP/[0-9.]* 429"; }
+  bob_rejected() { as_bob /api/v1/namespaces && grep -q "^HTTP/[0-9.]* 429" "$WORK/bob.headers"; }
   expect_ok "a user's level without seats answers 429 (no restart)" wait_until 20 bob_rejected
-  expect_eq "the 429 names the user's FlowSchema" "$bob" \
-    pf_header /api/v1/namespaces X-Kubernetes-PF-FlowSchema-UID bob
-  expect_out "the 429 carries Retry-After" "^[1-9][0-9]*$" \
-    pf_header /api/v1/namespaces Retry-After bob
-  expect_eq "the 429's body is upstream's" "Too many requests, please try again later." body_as_bob
+  expect_eq "the 429 names the user's FlowSchema" "$bob" bob_header X-Kubernetes-PF-FlowSchema-UID
+  expect_out "the 429 carries Retry-After" "^[1-9][0-9]*$" bob_header Retry-After
+  expect_eq "the 429's body is upstream's" "Too many requests, please try again later." cat "$WORK/bob.body"
   expect_ok "a FlowSchema naming a missing level is Dangling" \
     wait_until 20 dangling lost
   expect_out "kubectl get shows MISSINGPL True" "^lost +nope +1000 +<none> +[0-9a-z]+ +True$" \

@@ -3,7 +3,7 @@
 # target; the unit and integration tests of every crate (the storage conformance suite against a
 # real etcd and the embedded store, the in-process server tests with the kube crate, the
 # architecture invariants, the check that the generated protobuf table is current); the fuzzers;
-# then the end-to-end suites in two lanes at once: kubectl (e2e/run.sh against both backends,
+# then the end-to-end suites, several at once: kubectl (e2e/run.sh against both backends,
 # admission, dynamic admission, mutating admission policy, rbac, node authorization, auth, audit,
 # validate, envtest), the official Python and JavaScript clients (e2e/clients.sh), the
 # kubelet-facing subresources through a kubelet stand-in, the aggregation layer with upstream's
@@ -50,10 +50,13 @@ cargo fmt --all -- --check
 step "architecture (no import circle across two ideas inside a crate: hack/import-graph.py)"
 python3 hack/import-graph.py
 
-step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
-step "cargo build (every target in one build: the tests, the server and the tools share one set of compiled dependencies)"
+step "cargo build with clippy's lints (every target in one build: the tests, the server and the tools share one set of compiled dependencies)"
+# Lints and code in one pass: clippy's driver compiles the workspace's own crates, exactly as
+# `cargo clippy` runs it but with code generation, so the dependencies are not compiled twice
+# (once checked for clippy, once built). Every cargo command below runs with the same wrapper and
+# arguments, which are part of each crate's fingerprint, so nothing is rebuilt after this step.
+export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # One build resolves features once (with the tests' dev-dependencies), so `cargo test` below
 # and the binaries the suites run are all fresh after it; a separate `cargo build -p` would
 # resolve features again and rebuild every crate above a dependency whose features differ.
@@ -61,57 +64,52 @@ cargo build --workspace --all-targets --locked
 
 BIN="$CARGO_TARGET_DIR/debug"
 export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
-# What runs after the build, in three lanes at once: the crates' tests and the fuzzers in one,
-# the end-to-end suites in all three. Each e2e suite starts its own etcd and kapi on free
-# loopback ports in its own work folder, so none waits for another; on 2 cores most of a
-# suite's time is spent waiting on processes it started. Each entry's output is kept and
-# printed whole, in this order, once all lanes are done.
+# What runs after the build: the crates' tests, the fuzzers and the end-to-end suites, taken
+# from this list in order by ${KAPI_TEST_JOBS:-3} workers at once (longest first, so the short
+# ones fill the gaps at the end). Each e2e suite starts its own etcd and kapi on free loopback
+# ports in its own work folder, so none waits for another; on 2 cores most of a suite's time is
+# spent waiting on processes it started. Each entry's output is kept and printed whole, in this
+# order, once all are done. The figures in the comments are the last warm run's, in seconds.
 SUITES=(
-  "c|cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast"
-  "c|fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-15} --seed ${KAPI_FUZZ_SEED:-1}"
-  "a|e2e (kubectl against kapi on etcd and on the embedded store)|e2e/run.sh"
-  "c|e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh"
-  "c|e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh"
-  "c|e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh"
-  "c|e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh"
-  "c|e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh"
-  "c|e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh"
-  "c|e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh"
-  "a|e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh"
-  "a|e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh"
-  "a|e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh"
-  "a|e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh"
-  "a|e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh"
-  "b|e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh"
-  "b|e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh"
-  "b|e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh"
-  "b|e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh"
-  "b|e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh"
-  "b|e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh"
+  "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 278
+  "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 250
+  "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 250
+  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-15} --seed ${KAPI_FUZZ_SEED:-1}" # 195
+  "e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh" # 135
+  "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 132
+  "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 125
+  "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh" # 116
+  "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh" # 86
+  "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh" # 64
+  "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh" # 53
+  "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh" # 45
+  "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh" # 37
+  "e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh" # 37
+  "e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh" # 32
+  "e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh" # 30
+  "e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh" # 27
+  "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh" # 25
+  "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh" # 21
+  "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh" # 20
+  "e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh" # 15
+  "e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh" # 10
 )
 
-step "tests, fuzzers and e2e suites (three lanes at once)"
+step "tests, fuzzers and e2e suites (${KAPI_TEST_JOBS:-3} at once)"
 # The Python client's environment is shared by several suites: made once, before they start.
 (ROOT="$PWD"; . e2e/lib.sh; py_env >/dev/null)
 LANE_LOGS="$(mktemp -d /tmp/kapi-test-logs.XXXXXX)"
-run_lane() {
-  local lane=$1 i=0 entry name cmd began status
-  for entry in "${SUITES[@]}"; do
-    i=$((i + 1))
-    [ "${entry%%|*}" = "$lane" ] || continue
-    name=${entry#*|}; cmd=${name#*|}; name=${name%%|*}
-    began=$SECONDS
-    if BIN="$BIN" bash -c "$cmd" >"$LANE_LOGS/$i.log" 2>&1; then status=passed; else status=FAILED; fi
-    printf '%s|%s|%s\n' "$((SECONDS - began))" "$status" "$name" >"$LANE_LOGS/$i.result"
-  done
-}
-run_lane a & lane_a=$!
-run_lane b & lane_b=$!
-run_lane c
-wait "$lane_a" "$lane_b" || true
+for i in "${!SUITES[@]}"; do printf '%s\n' "${SUITES[$i]#*|}" >"$LANE_LOGS/$i.cmd"; done
+# xargs starts the next entry as soon as a worker is free; each writes its log and result.
+# shellcheck disable=SC2016
+seq 0 $((${#SUITES[@]} - 1)) | BIN="$BIN" xargs -P "${KAPI_TEST_JOBS:-3}" -I{} bash -c '
+  began=$SECONDS
+  if bash "$0/{}.cmd" >"$0/{}.log" 2>&1; then status=passed; else status=FAILED; fi
+  echo "$((SECONDS - began))|$status" >"$0/{}.result"' "$LANE_LOGS" || true
 failed=0
-for i in $(seq 1 "${#SUITES[@]}"); do
-  IFS='|' read -r took status name <"$LANE_LOGS/$i.result" || { took=0 status=FAILED name="entry $i (no result)"; }
+for i in "${!SUITES[@]}"; do
+  name=${SUITES[$i]%%|*}
+  IFS='|' read -r took status <"$LANE_LOGS/$i.result" || { took=0 status="FAILED (no result)"; }
   printf '\n=== %s\n' "$name"
   cat "$LANE_LOGS/$i.log" 2>/dev/null || true
   printf '=== %d s: %s: %s\n' "$took" "${name%% (*}" "$status"
