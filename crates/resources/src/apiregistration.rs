@@ -69,35 +69,6 @@ pub fn available_condition(obj: &Object) -> Option<&Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Available"))
 }
 
-/// `SetAPIServiceCondition`: replaces the condition of the same type, keeping its
-/// `lastTransitionTime` when the status does not change; appends it otherwise.
-pub fn set_condition(obj: &mut Object, mut condition: Value) {
-    let kind = condition.get("type").cloned();
-    let conditions = crate::obj_mut(obj, &["status"])
-        .entry("conditions")
-        .or_insert_with(|| json!([]));
-    if !conditions.is_array() {
-        *conditions = json!([]);
-    }
-    let Some(list) = conditions.as_array_mut() else {
-        return;
-    };
-    match list.iter_mut().find(|c| c.get("type") == kind.as_ref()) {
-        Some(existing) => {
-            if existing.get("status") == condition.get("status") {
-                if let (Some(t), Some(c)) = (
-                    existing.get("lastTransitionTime").cloned(),
-                    condition.as_object_mut(),
-                ) {
-                    c.insert("lastTransitionTime".into(), t);
-                }
-            }
-            *existing = condition;
-        }
-        None => list.push(condition),
-    }
-}
-
 pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
     let table = [Arc::new(ApiServiceStrategy) as Arc<dyn Strategy>];
     vec![strategy_group(ctx, GROUP, "v1", table)]
@@ -150,7 +121,7 @@ impl Strategy for ApiServiceStrategy {
         set_status(obj, Some(json!({})));
         // local APIServices are available from the start
         if is_local(obj) {
-            set_condition(obj, local_available_condition());
+            kapi_registry::kind::set_condition(obj, local_available_condition());
         }
     }
     fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {

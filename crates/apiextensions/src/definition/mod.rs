@@ -75,45 +75,19 @@ pub fn condition_true(obj: &Object, type_: &str) -> bool {
         == Some("True")
 }
 
-/// Upstream's `SetCRDCondition`: replaces the condition of the same type (its transition time
-/// kept unless the status changes) or appends it.
+/// Upstream's `SetCRDCondition` (apimachinery's rule: the transition time moves only when the
+/// status changes), in upstream's field order.
 pub fn set_condition(obj: &mut Object, type_: &str, status: &str, reason: &str, message: &str) {
-    let now = kapi_registry::meta::now_rfc3339();
-    let st = obj_mut(obj, &["status"]);
-    let conds = st
-        .entry("conditions")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !conds.is_array() {
-        *conds = Value::Array(Vec::new());
-    }
-    let Value::Array(conds) = conds else {
-        return;
-    };
-    match conds
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-    {
-        Some(Value::Object(c)) => {
-            let same = c.get("status").and_then(Value::as_str) == Some(status);
-            let has_time = c
-                .get("lastTransitionTime")
-                .and_then(Value::as_str)
-                .is_some_and(|t| !t.is_empty());
-            if !same || !has_time {
-                c.insert("lastTransitionTime".into(), json!(now));
-            }
-            c.insert("status".into(), json!(status));
-            c.insert("reason".into(), json!(reason));
-            c.insert("message".into(), json!(message));
-        }
-        _ => conds.push(json!({
+    kapi_registry::kind::set_condition(
+        obj,
+        json!({
             "type": type_,
             "status": status,
-            "lastTransitionTime": now,
+            "lastTransitionTime": null,
             "reason": reason,
             "message": message,
-        })),
-    }
+        }),
+    );
 }
 
 /// Appends the storage version to `status.storedVersions` when it is not there yet (the

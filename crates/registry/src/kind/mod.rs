@@ -185,6 +185,62 @@ pub fn set_status(obj: &mut Object, v: Option<Value>) {
     }
 }
 
+/// apimachinery's `meta.SetStatusCondition` on `status.conditions` of a JSON object, the one
+/// rule the kinds' own `Set*Condition` helpers share: `condition` replaces the condition of its
+/// `type` (or is appended), and its `lastTransitionTime` moves only when the status changes: it
+/// is kept from the condition it replaces when the status is the same, and is now when neither
+/// gives one. A `lastTransitionTime` key in `condition` (even null) keeps its place in the
+/// encoded object.
+pub fn set_condition(obj: &mut Object, mut condition: Value) {
+    let has_time = |c: &Value| {
+        c.get("lastTransitionTime")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty())
+    };
+    let kept_time = at(obj, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .and_then(|list| list.iter().find(|c| c.get("type") == condition.get("type")))
+        .filter(|old| old.get("status") == condition.get("status") && has_time(old))
+        .and_then(|old| old.get("lastTransitionTime").cloned());
+    let given_time = has_time(&condition);
+    if let Some(c) = condition.as_object_mut() {
+        match kept_time {
+            Some(t) => {
+                c.insert("lastTransitionTime".into(), t);
+            }
+            None if !given_time => {
+                c.insert(
+                    "lastTransitionTime".into(),
+                    Value::String(crate::meta::now_rfc3339()),
+                );
+            }
+            None => {}
+        }
+    }
+    replace_condition(obj, condition);
+}
+
+/// Puts `condition` in `status.conditions` as given, in place of the condition of its `type`
+/// (or appended): what a server-side apply of that one condition leaves there.
+pub fn replace_condition(obj: &mut Object, condition: Value) {
+    let conditions = obj_mut(obj, &["status"])
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !conditions.is_array() {
+        *conditions = Value::Array(Vec::new());
+    }
+    let Value::Array(list) = conditions else {
+        return;
+    };
+    match list
+        .iter_mut()
+        .find(|c| c.get("type") == condition.get("type"))
+    {
+        Some(old) => *old = condition,
+        None => list.push(condition),
+    }
+}
+
 /// A required field: `Required value` when absent or empty.
 pub fn require(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], field: &str) {
     let missing = match at(obj, path) {
@@ -209,5 +265,66 @@ pub fn non_negative(errs: &mut Vec<FieldError>, obj: &Object, path: &[&str], fie
                 "must be greater than or equal to 0",
             ));
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn conditions(obj: &Object) -> Value {
+        at(obj, &["status", "conditions"]).cloned().unwrap()
+    }
+
+    #[test]
+    fn a_condition_keeps_its_transition_time_until_its_status_changes() {
+        let mut obj = Object::from_value(json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "A"}
+        ]}}))
+        .unwrap();
+        set_condition(
+            &mut obj,
+            json!({"type": "Ready", "status": "True", "lastTransitionTime": null, "reason": "B"}),
+        );
+        assert_eq!(
+            conditions(&obj),
+            json!([{"type": "Ready", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z", "reason": "B"}])
+        );
+        set_condition(
+            &mut obj,
+            json!({"type": "Ready", "status": "False", "reason": "C"}),
+        );
+        let now = conditions(&obj)[0]["lastTransitionTime"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_ne!(now, "2020-01-01T00:00:00Z");
+        set_condition(
+            &mut obj,
+            json!({"type": "Other", "status": "True", "lastTransitionTime": "2021-01-01T00:00:00Z"}),
+        );
+        assert_eq!(
+            conditions(&obj)[1]["lastTransitionTime"],
+            "2021-01-01T00:00:00Z"
+        );
+        assert_eq!(conditions(&obj).as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_replaced_condition_is_written_as_given() {
+        let mut obj = Object::from_value(json!({"status": {"conditions": [
+            {"type": "Dangling", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}
+        ]}}))
+        .unwrap();
+        replace_condition(
+            &mut obj,
+            json!({"type": "Dangling", "status": "True", "lastTransitionTime": "2022-01-01T00:00:00Z"}),
+        );
+        assert_eq!(
+            conditions(&obj),
+            json!([{"type": "Dangling", "status": "True", "lastTransitionTime": "2022-01-01T00:00:00Z"}])
+        );
     }
 }

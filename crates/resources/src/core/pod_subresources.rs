@@ -412,9 +412,13 @@ fn check_and_decrement(mut pdb: Object, pod_name: &str) -> Result<Object, ApiErr
         "disruptionsAllowed".into(),
         json!(allowed.saturating_sub(1)),
     );
+    let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
+    if let Some(m) = disrupted.as_object_mut() {
+        m.insert(pod_name.to_string(), json!(now()));
+    }
     if allowed.saturating_sub(1) == 0 {
-        set_condition(
-            status,
+        kapi_registry::kind::set_condition(
+            &mut pdb,
             json!({
                 "type": "DisruptionAllowed",
                 "status": "False",
@@ -424,44 +428,7 @@ fn check_and_decrement(mut pdb: Object, pod_name: &str) -> Result<Object, ApiErr
             }),
         );
     }
-    let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
-    if let Some(m) = disrupted.as_object_mut() {
-        m.insert(pod_name.to_string(), json!(now()));
-    }
     Ok(pdb)
-}
-
-/// apimachinery's `meta.SetStatusCondition`: the transition time moves only when the status
-/// changes.
-fn set_condition(status: &mut serde_json::Map<String, Value>, mut condition: Value) {
-    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-    let Some(list) = conditions.as_array_mut() else {
-        return;
-    };
-    let ty = condition.get("type").cloned().unwrap_or(Value::Null);
-    match list.iter_mut().find(|c| c.get("type") == Some(&ty)) {
-        Some(existing) => {
-            let changed = existing.get("status") != condition.get("status");
-            let time = if changed {
-                json!(now())
-            } else {
-                existing
-                    .get("lastTransitionTime")
-                    .cloned()
-                    .unwrap_or_else(|| json!(now()))
-            };
-            if let Some(c) = condition.as_object_mut() {
-                c.insert("lastTransitionTime".into(), time);
-            }
-            *existing = condition;
-        }
-        None => {
-            if let Some(c) = condition.as_object_mut() {
-                c.insert("lastTransitionTime".into(), json!(now()));
-            }
-            list.push(condition);
-        }
-    }
 }
 
 /// Upstream's `podutil.IsPodReady`.

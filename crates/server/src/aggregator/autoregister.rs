@@ -17,14 +17,14 @@ use super::remote::Remotes;
 use crate::controllers::framework::{inform, Event};
 use crate::controllers::ops;
 use kapi_machinery::{ApiError, Object};
+use kapi_registry::kind::set_condition;
 use kapi_registry::rest::{
     find_storage, find_subresource, validate_nothing, ApiGroupInfo, Context, FieldValidation,
     Storage, WriteOptions,
 };
 use kapi_resources::apiregistration::{
     self as agg, apiservice_name, available_condition, is_local, local_apiservice,
-    local_available_condition, set_condition, AUTOMANAGED_LABEL, MANAGE_CONTINUOUSLY,
-    MANAGE_ON_START,
+    local_available_condition, AUTOMANAGED_LABEL, MANAGE_CONTINUOUSLY, MANAGE_ON_START,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

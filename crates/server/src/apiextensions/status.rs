@@ -4,45 +4,23 @@
 use super::naming::Condition;
 use kapi_apiextensions::Names;
 use kapi_machinery::{ApiError, Object};
-use kapi_registry::meta::now_rfc3339;
 use kapi_registry::rest::{Context, Storage, UpdatedObjectFn};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Upstream's `SetCRDCondition`: a condition whose status does not change keeps its
-/// `lastTransitionTime`; a new or changed one gets now.
+/// Upstream's `SetCRDCondition` (apimachinery's rule: the transition time moves only when the
+/// status changes), in upstream's field order.
 pub fn set_condition(obj: &mut Object, cond: &Condition) {
-    let status = obj
-        .as_map_mut()
-        .entry("status")
-        .or_insert_with(|| json!({}));
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let conditions = status
-        .as_object_mut()
-        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
-    let Some(Value::Array(list)) = conditions else {
-        return;
-    };
-    let fresh = json!({
-        "type": cond.kind,
-        "status": cond.status,
-        "lastTransitionTime": now_rfc3339(),
-        "reason": cond.reason,
-        "message": cond.message,
-    });
-    match list
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(cond.kind))
-    {
-        Some(existing) if existing.get("status").and_then(Value::as_str) == Some(cond.status) => {
-            existing["reason"] = json!(cond.reason);
-            existing["message"] = json!(cond.message);
-        }
-        Some(existing) => *existing = fresh,
-        None => list.push(fresh),
-    }
+    kapi_registry::kind::set_condition(
+        obj,
+        json!({
+            "type": cond.kind,
+            "status": cond.status,
+            "lastTransitionTime": null,
+            "reason": cond.reason,
+            "message": cond.message,
+        }),
+    );
 }
 
 /// Whether `obj` already carries `cond` (type, status, reason and message).

@@ -93,7 +93,9 @@ fn requested(req: &Request, requestor: &UserInfo) -> Result<Option<Requested>, B
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (header, value) in req.headers() {
         if let Some(key) = header.as_str().strip_prefix(EXTRA_PREFIX) {
-            let key = percent_decode(&key.to_ascii_lowercase());
+            // Upstream's `unescapeExtraKey`: the same unescaping as the front proxy's extra headers.
+            let key =
+                kapi_auth::authn::request_header::unescape_extra_key(&key.to_ascii_lowercase());
             extra
                 .entry(key)
                 .or_default()
@@ -166,13 +168,6 @@ fn requested(req: &Request, requestor: &UserInfo) -> Result<Option<Requested>, B
         user.groups.push(AUTHENTICATED_GROUP.into());
     }
     Ok(Some(Requested { user, checks }))
-}
-
-fn percent_decode(s: &str) -> String {
-    form_urlencoded::parse(format!("k={}", s.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
 }
 
 impl Filter for Impersonation {

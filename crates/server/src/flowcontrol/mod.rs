@@ -21,7 +21,7 @@ use kapi_flowcontrol::{
 use kapi_machinery::{ApiError, ListOptions, Object};
 use kapi_registry::rest::{find_subresource, Context, Storage};
 use kapi_registry::store::Store;
-use serde_json::{json, Value};
+
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -201,38 +201,11 @@ async fn write_condition(status: &dyn Storage, u: FlowSchemaStatusUpdate) -> Res
         &ctx,
         &u.flow_schema_name,
         move |obj: &mut Object| {
-            set_condition(obj, &condition);
+            kapi_registry::kind::replace_condition(obj, condition.clone());
             true
         },
     )
     .await
-}
-
-fn set_condition(obj: &mut Object, condition: &Value) {
-    let status = obj
-        .as_map_mut()
-        .entry("status")
-        .or_insert_with(|| json!({}));
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let Some(st) = status.as_object_mut() else {
-        return;
-    };
-    let list = st.entry("conditions").or_insert_with(|| json!([]));
-    if !list.is_array() {
-        *list = json!([]);
-    }
-    let Some(list) = list.as_array_mut() else {
-        return;
-    };
-    match list
-        .iter_mut()
-        .find(|c| c.get("type") == condition.get("type"))
-    {
-        Some(c) => *c = condition.clone(),
-        None => list.push(condition.clone()),
-    }
 }
 
 /// Every minute, how many objects each served resource has in storage (upstream's stores feed
