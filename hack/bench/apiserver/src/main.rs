@@ -23,6 +23,11 @@
 //! watchers, see `watch`); `memory` (RSS per stored object and a restart with
 //! `--paged-objects` stored, see `memory`). `--profile <dir>` records a perf profile of the
 //! server during each phase of `creates` (see `profile`).
+//!
+//! With `--fairness <admin kubeconfig>`, it starts nothing: it measures API Priority and
+//! Fairness on the server that kubeconfig points at, one user flooding it while two quiet ones
+//! (a reader and a node renewing its Lease) go on, with bearer tokens from `--tokens` (see
+//! [`fairness`]; `hack/bench/fairness.sh` runs it against kapi and kube-apiserver).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -34,6 +39,7 @@ mod admission;
 mod cpu;
 mod crd;
 mod creates;
+mod fairness;
 mod lists;
 mod memory;
 mod profile;
@@ -49,9 +55,9 @@ use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 struct Args {
-    /// The kapi-apiserver binary to start.
-    #[arg(long)]
-    server: PathBuf,
+    /// The kapi-apiserver binary to start (not with `--fairness`).
+    #[arg(long, required_unless_present = "fairness")]
+    server: Option<PathBuf>,
     /// Use this etcd instead of the embedded store.
     #[arg(long)]
     etcd_servers: Option<String>,
@@ -105,6 +111,35 @@ struct Args {
     /// this directory with `perf record -g` (see `profile`).
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Run the priority-and-fairness scenario against the running server of this admin
+    /// kubeconfig instead (see `fairness`).
+    #[arg(long, value_name = "KUBECONFIG")]
+    fairness: Option<PathBuf>,
+    /// `--fairness`: the server's `--token-auth-file`, with tokens for the users `flooder`,
+    /// `reader` and `system:node:bench-node`.
+    #[arg(long)]
+    tokens: Option<PathBuf>,
+    /// `--fairness`: the server's name in the printed rows.
+    #[arg(long, default_value = "server")]
+    label: String,
+    /// `--fairness`: length of each phase (alone, flood), in seconds.
+    #[arg(long, default_value_t = 20.0)]
+    phase_seconds: f64,
+    /// `--fairness`: the flood starts no earlier than this many seconds after the set-up.
+    #[arg(long, default_value_t = 65.0)]
+    settle_seconds: f64,
+    /// `--fairness`: the flooder's concurrent LISTs.
+    #[arg(long, default_value_t = 64)]
+    flood_lists: usize,
+    /// `--fairness`: the flooder's concurrent creates.
+    #[arg(long, default_value_t = 4)]
+    flood_creates: usize,
+    /// `--fairness`: the server's pid, for its CPU per phase.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// `--fairness`: etcd's pid, for its CPU per phase.
+    #[arg(long)]
+    etcd_pid: Option<u32>,
 }
 
 impl Args {
@@ -193,7 +228,7 @@ async fn spawn(
 ) -> Result<(Server, Duration)> {
     let port = free_port()?;
     let kubeconfig = dir.path().join("admin.kubeconfig");
-    let mut cmd = Command::new(&args.server);
+    let mut cmd = Command::new(args.server.as_ref().context("--server is needed")?);
     cmd.arg("--secure-port")
         .arg(port.to_string())
         .arg("--data-dir")
@@ -289,8 +324,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(kubeconfig) = &args.fairness {
+        return fairness::run(&args, kubeconfig).await;
+    }
     if args.startup {
-        return startup::run(&args.server, args.starts, args.cycles).await;
+        let server = args.server.as_ref().context("--server is needed")?;
+        return startup::run(server, args.starts, args.cycles).await;
     }
     let (mut server, ready) = start(&args).await?;
     let pid = server.child.id();

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# API Priority and Fairness under a flood, kapi (embedded store and etcd) beside upstream's
+# kube-apiserver v1.28.7 (on its own fresh etcd) in the same run. Each server is started with
+# the same static token file and --authorization-mode=AlwaysAllow (kapi with --controllers=-*:
+# kube-apiserver runs no controllers either), then `kapi-bench-apiserver --fairness` (see
+# hack/bench/apiserver/src/fairness.rs) runs against it: one user (flooder) LISTs 1,000
+# ConfigMaps at 64 concurrent requests and creates ConfigMaps in a loop while a second (reader)
+# GETs one ConfigMap and a third (system:node:bench-node, group system:nodes) renews its Lease
+# every second; each user's rate and p50/p99 latency alone and during the flood. None of the
+# three is in system:masters (exempt from APF). Prints one table for all servers, the ratios
+# the targets are about, and the CPU per phase.
+#
+#   hack/bench/fairness.sh <kapi-apiserver release binary>
+#   BENCH_PHASE (s, default 20): length of each phase; BENCH_SETTLE (s, default 65): the flood
+#   starts no earlier than this after the set-up (the servers count stored objects once a
+#   minute, and a LIST's APF width comes from that count); BENCH_SERVERS (default
+#   "kapi-embedded kapi-etcd reference"); BENCH_DRIVER (default: kapi-bench-apiserver beside
+#   the binary). kube-apiserver comes from KAPI_UPSTREAM_BIN, else ../shared/upstream.
+# Everything listens on 127.0.0.1 only.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+bin=${1:?usage: hack/bench/fairness.sh <kapi-apiserver binary>}
+bin=$(realpath "$bin")
+driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
+[ -x "$driver" ] || { echo "fairness: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
+phase=${BENCH_PHASE:-20} settle=${BENCH_SETTLE:-65}
+servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
+ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
+
+UP=${KAPI_UPSTREAM_BIN:-}
+if [ -z "$UP" ] && [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
+  UP=$("$ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
+fi
+if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
+  echo "fairness: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
+  servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')
+fi
+
+base=$(mktemp -d /var/tmp/kapi-bench-fairness.XXXXXX)
+server_pid="" etcd_pid=""
+stop_all() {
+  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
+  [ -n "$etcd_pid" ] && { kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; }
+  server_pid="" etcd_pid=""
+}
+trap 'stop_all; rm -rf "$base"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+token() { python3 -c 'import secrets; print(secrets.token_hex(16))'; }
+
+tokens="$base/tokens.csv"
+cat >"$tokens" <<EOF
+$(token),flooder,uid-flooder
+$(token),reader,uid-reader
+$(token),system:node:bench-node,uid-bench-node,"system:nodes"
+EOF
+rows="$base/rows.md"; : >"$rows"
+
+for server in $servers; do
+  dir="$base/$server"; mkdir -p "$dir"
+  port=$(free_port)
+  etcd_url=""
+  if [ "$server" != kapi-embedded ]; then
+    cport=$(free_port); pport=$(free_port)
+    "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
+      --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "default=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
+    etcd_pid=$!
+    etcd_url="http://127.0.0.1:$cport"
+    for _ in $(seq 1 100); do
+      curl -s "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && break
+      sleep 0.1
+    done
+  fi
+  if [ "$server" = reference ]; then
+    # As hack/local-cluster.sh (CLUSTER_APISERVER=reference): a CA, a serving certificate,
+    # the service-account key and an admin kubeconfig (system:masters).
+    P="$dir/pki"; mkdir -p "$P"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 1 \
+      -subj "/CN=kubernetes-ca" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout "$P/apiserver.key" -out "$P/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+    openssl x509 -req -in "$P/apiserver.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/apiserver.crt" -days 1 \
+      -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
+    openssl ecparam -name prime256v1 -genkey -noout -out "$P/sa.key" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout "$P/admin.key" -out "$P/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
+    openssl x509 -req -in "$P/admin.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/admin.crt" -days 1 \
+      -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+    kubeconfig="$dir/admin.kubeconfig"
+    kubectl config set-cluster local --server="https://127.0.0.1:$port" --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
+    kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
+    kubectl config set-context local --cluster=local --user=admin --kubeconfig="$kubeconfig" >/dev/null
+    kubectl config use-context local --kubeconfig="$kubeconfig" >/dev/null
+    "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
+      --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
+      --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+      --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+      --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
+      --service-cluster-ip-range=10.0.0.0/24 --token-auth-file="$tokens" \
+      --authorization-mode=AlwaysAllow >"$dir/server.log" 2>&1 &
+  else
+    kubeconfig="$dir/data/admin.kubeconfig"
+    args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1 --controllers=-*
+      --token-auth-file "$tokens" --authorization-mode AlwaysAllow)
+    [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
+    "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
+  fi
+  server_pid=$!
+  # As admin: kube-apiserver turns anonymous requests off under AlwaysAllow.
+  ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
+  for _ in $(seq 1 300); do
+    ready && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  ready || { echo "fairness: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
+  pids=(--server-pid "$server_pid")
+  [ -n "$etcd_pid" ] && pids+=(--etcd-pid "$etcd_pid")
+  "$driver" --fairness "$kubeconfig" --tokens "$tokens" --label "$server" \
+    --phase-seconds "$phase" --settle-seconds "$settle" "${pids[@]}" | tee -a "$rows"
+  stop_all
+done
+
+echo
+echo "fairness: $(date -u +%Y-%m-%d), phases of $phase s, $(nproc) cores"
+python3 - "$rows" <<'PY'
+import sys
+rows, cpu = [], []
+for line in open(sys.argv[1]):
+    c = [x.strip() for x in line.strip().strip('|').split('|')]
+    if len(c) < 9 or c[0] == 'server' or c[0].startswith('---'):
+        continue
+    (cpu if c[2] == 'CPU' else rows).append(c)
+servers = list(dict.fromkeys(r[0] for r in rows))
+by = {(r[0], r[2], r[1]): r for r in rows}
+users = list(dict.fromkeys(r[2] for r in rows))
+print()
+print("| server | user | phase | 2xx/s | p50 ms | p99 ms | not 2xx | FlowSchema / priority level |")
+print("|---|---|---|---|---|---|---|---|")
+for s in servers:
+    for u in users:
+        for p in ("alone", "flood"):
+            r = by.get((s, u, p))
+            if r:
+                print(f"| {s} | {u} | {p} | {r[4]} | {r[5]} | {r[6]} | {r[7]} | {r[8]} |")
+def f(s, u, p, i):
+    r = by.get((s, u, p))
+    try:
+        return float(r[i]) if r else None
+    except ValueError:
+        return None
+def ratio(a, b):
+    return f"{a / b:.2f}×" if a is not None and b else "–"
+ref = "reference" if "reference" in servers else None
+print()
+print("| server | reader p99 flood/alone | node p99 flood/alone | Lease renewals not 2xx | flooder LIST/s (× reference) | flooder POST/s (× reference) |")
+print("|---|---|---|---|---|---|")
+for s in servers:
+    node_bad = ", ".join(x for x in (by[(s, "node Lease PUT", p)][7] for p in ("alone", "flood") if (s, "node Lease PUT", p) in by) if x != "0") or "0"
+    cells = [s, ratio(f(s, "reader GET", "flood", 6), f(s, "reader GET", "alone", 6)),
+             ratio(f(s, "node Lease PUT", "flood", 6), f(s, "node Lease PUT", "alone", 6)), node_bad]
+    for u in ("flooder LIST 1,000", "flooder POST"):
+        v = f(s, u, "flood", 4)
+        rv = f(ref, u, "flood", 4) if ref else None
+        cells.append(f"{v:.1f} ({ratio(v, rv)})" if v is not None else "–")
+    print("| " + " | ".join(cells) + " |")
+if cpu:
+    print()
+    print("| server | phase | server CPU | etcd CPU | benchmark CPU | machine busy |")
+    print("|---|---|---|---|---|---|")
+    for c in cpu:
+        print(f"| {c[0]} | {c[1]} | {c[3].split()[-1]} | {c[4].split()[-1]} | {c[5].split()[-1]} | {c[6].split()[-1]} |")
+PY
