@@ -55,6 +55,11 @@ step "cargo build with clippy's lints (every target in one build: the tests, the
 # `cargo clippy` runs it but with code generation, so the dependencies are not compiled twice
 # (once checked for clippy, once built). Every cargo command below runs with the same wrapper and
 # arguments, which are part of each crate's fingerprint, so nothing is rebuilt after this step.
+# The Python client's environment, which several suites share, is made meanwhile: it is mostly
+# downloads, and the build mostly CPU.
+PY_ENV_LOG="$(mktemp /tmp/kapi-py-env.XXXXXX)"
+(ROOT="$PWD"; . e2e/lib.sh; py_env >/dev/null) >"$PY_ENV_LOG" 2>&1 &
+py_env_pid=$!
 export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # One build resolves features once (with the tests' dev-dependencies), so `cargo test` below
@@ -74,7 +79,7 @@ SUITES=(
   "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 278
   "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 250
   "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 250
-  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-15} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-15} --seed ${KAPI_FUZZ_SEED:-1}" # 195
+  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-10} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-10} --seed ${KAPI_FUZZ_SEED:-1}" # 195 at 15 s per target
   "e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh" # 135
   "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 132
   "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 125
@@ -96,8 +101,10 @@ SUITES=(
 )
 
 step "tests, fuzzers and e2e suites (${KAPI_TEST_JOBS:-3} at once)"
-# The Python client's environment is shared by several suites: made once, before they start.
-(ROOT="$PWD"; . e2e/lib.sh; py_env >/dev/null)
+if ! wait "$py_env_pid"; then
+  cat "$PY_ENV_LOG" >&2; echo "hack/test.sh: the Python client's environment could not be made" >&2; exit 1
+fi
+rm -f "$PY_ENV_LOG"
 LANE_LOGS="$(mktemp -d /tmp/kapi-test-logs.XXXXXX)"
 for i in "${!SUITES[@]}"; do printf '%s\n' "${SUITES[$i]#*|}" >"$LANE_LOGS/$i.cmd"; done
 # xargs starts the next entry as soon as a worker is free; each writes its log and result.

@@ -15,7 +15,9 @@
 #   starts no earlier than this after the set-up (the servers count stored objects once a
 #   minute, and a LIST's APF width comes from that count); BENCH_SERVERS (default
 #   "kapi-embedded kapi-etcd reference"); BENCH_DRIVER (default: kapi-bench-apiserver beside
-#   the binary). kube-apiserver comes from KAPI_UPSTREAM_BIN, else ../shared/upstream.
+#   the binary); BENCH_SERVER_ARGS: flags given to every server as well, e.g.
+#   "--max-requests-inflight=20 --max-mutating-requests-inflight=10" (APF's seats are the sum of
+#   the two). kube-apiserver comes from KAPI_UPSTREAM_BIN, else ../shared/upstream.
 # Everything listens on 127.0.0.1 only.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -25,6 +27,7 @@ driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
 [ -x "$driver" ] || { echo "fairness: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
 phase=${BENCH_PHASE:-20} settle=${BENCH_SETTLE:-65}
 servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
+read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 
 UP=${KAPI_UPSTREAM_BIN:-}
@@ -96,13 +99,13 @@ for server in $servers; do
       --service-account-issuer=https://kubernetes.default.svc.cluster.local \
       --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
       --service-cluster-ip-range=10.0.0.0/24 --token-auth-file="$tokens" \
-      --authorization-mode=AlwaysAllow >"$dir/server.log" 2>&1 &
+      --authorization-mode=AlwaysAllow "${server_args[@]}" >"$dir/server.log" 2>&1 &
   else
     kubeconfig="$dir/data/admin.kubeconfig"
     args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1 --controllers=-*
       --token-auth-file "$tokens" --authorization-mode AlwaysAllow)
     [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
-    "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
+    "$bin" "${args[@]}" "${server_args[@]}" >"$dir/server.log" 2>&1 &
   fi
   server_pid=$!
   # As admin: kube-apiserver turns anonymous requests off under AlwaysAllow.
@@ -121,7 +124,7 @@ for server in $servers; do
 done
 
 echo
-echo "fairness: $(date -u +%Y-%m-%d), phases of $phase s, $(nproc) cores"
+echo "fairness: $(date -u +%Y-%m-%d), phases of $phase s, $(nproc) cores, server flags: ${BENCH_SERVER_ARGS:-(defaults)}"
 python3 - "$rows" <<'PY'
 import sys
 rows, cpu = [], []
