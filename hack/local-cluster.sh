@@ -78,23 +78,12 @@ trap stop EXIT INT TERM
 AUTH_ARGS=(--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
   --enable-bootstrap-token-auth=true)
 if [ "$REFERENCE" = 1 ]; then
-  # What kapi makes for itself on first start: a CA, a serving certificate, the
-  # service-account key and an admin kubeconfig (system:masters), in the same places.
-  P="$D/data/pki"; mkdir -p "$P"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 30 \
-    -subj "/CN=kubernetes-ca" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout "$P/apiserver.key" -out "$P/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
-  openssl x509 -req -in "$P/apiserver.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/apiserver.crt" -days 30 \
-    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
-  openssl ecparam -name prime256v1 -genkey -noout -out "$P/sa.key" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout "$P/admin.key" -out "$P/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
-  openssl x509 -req -in "$P/admin.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/admin.crt" -days 30 \
-    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+  # What kapi makes for itself on first start, in the same places.
+  # shellcheck source=hack/reference-pki.sh
+  . "$ROOT/hack/reference-pki.sh"
+  P="$D/data/pki"
   A="$D/data/admin.kubeconfig"
-  kubectl config set-cluster local --server="$SERVER" --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$A" >/dev/null
-  kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$A" >/dev/null
-  kubectl config set-context local --cluster=local --user=admin --kubeconfig="$A" >/dev/null
-  kubectl config use-context local --kubeconfig="$A" >/dev/null
+  reference_pki "$P" "$SERVER" "$A"
   # No endpoint reconciler: the advertised address would be this host's, not loopback.
   "$UP/kube-apiserver" --etcd-servers="$KAPI_ETCD" --secure-port="$PORT" --bind-address=127.0.0.1 \
     --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \

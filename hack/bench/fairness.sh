@@ -76,23 +76,12 @@ for server in $servers; do
     done
   fi
   if [ "$server" = reference ]; then
-    # As hack/local-cluster.sh (CLUSTER_APISERVER=reference): a CA, a serving certificate,
-    # the service-account key and an admin kubeconfig (system:masters).
-    P="$dir/pki"; mkdir -p "$P"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 1 \
-      -subj "/CN=kubernetes-ca" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout "$P/apiserver.key" -out "$P/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
-    openssl x509 -req -in "$P/apiserver.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/apiserver.crt" -days 1 \
-      -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
-    openssl ecparam -name prime256v1 -genkey -noout -out "$P/sa.key" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout "$P/admin.key" -out "$P/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
-    openssl x509 -req -in "$P/admin.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/admin.crt" -days 1 \
-      -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+    # As hack/local-cluster.sh (CLUSTER_APISERVER=reference).
+    # shellcheck source=hack/reference-pki.sh
+    . "$ROOT/hack/reference-pki.sh"
+    P="$dir/pki"
     kubeconfig="$dir/admin.kubeconfig"
-    kubectl config set-cluster local --server="https://127.0.0.1:$port" --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
-    kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
-    kubectl config set-context local --cluster=local --user=admin --kubeconfig="$kubeconfig" >/dev/null
-    kubectl config use-context local --kubeconfig="$kubeconfig" >/dev/null
+    reference_pki "$P" "https://127.0.0.1:$port" "$kubeconfig"
     "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
       --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
       --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sourced by the scripts that run upstream's kube-apiserver as the reference
+# (hack/local-cluster.sh with CLUSTER_APISERVER=reference, hack/bench/fairness.sh).
+#
+# reference_pki DIR SERVER KUBECONFIG: what kapi makes for itself on first start, for
+# kube-apiserver: in DIR a CA (ca.crt/key), a serving certificate for 127.0.0.1 and localhost
+# (apiserver.crt/key), the service-account key (sa.key) and an admin client certificate in
+# system:masters (admin.crt/key); and KUBECONFIG, an admin kubeconfig for SERVER.
+reference_pki() {
+  local P=$1 server=$2 kubeconfig=$3
+  mkdir -p "$P"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.crt" -days 30 \
+    -subj "/CN=kubernetes-ca" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$P/apiserver.key" -out "$P/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+  openssl x509 -req -in "$P/apiserver.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/apiserver.crt" -days 30 \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
+  openssl ecparam -name prime256v1 -genkey -noout -out "$P/sa.key" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$P/admin.key" -out "$P/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
+  openssl x509 -req -in "$P/admin.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -out "$P/admin.crt" -days 30 \
+    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
+  kubectl config set-cluster local --server="$server" --certificate-authority="$P/ca.crt" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
+  kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
+  kubectl config set-context local --cluster=local --user=admin --kubeconfig="$kubeconfig" >/dev/null
+  kubectl config use-context local --kubeconfig="$kubeconfig" >/dev/null
+}
