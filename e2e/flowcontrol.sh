@@ -23,13 +23,11 @@ no_age() {
     { line = ""; for (i = 1; i <= NF; i++) if (i != age) line = line (line == "" ? "" : " ") $i; print line }'
 }
 
-# headers PATH [USER]: the response headers of GET PATH as the admin (impersonating USER).
+# headers PATH: the response headers of GET PATH as the admin.
 headers() {
   local pki; pki="$(dirname "$CA")"
-  local as=()
-  [ $# -ge 2 ] && as=(-H "Impersonate-User: $2")
   curl -sS -o /dev/null -D - --cacert "$CA" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-    "${as[@]}" "https://127.0.0.1:$PORT$1" | tr -d '\r'
+    "https://127.0.0.1:$PORT$1" | tr -d '\r'
 }
 
 # as_bob PATH: GET PATH as bob, its headers kept in $WORK/bob.headers and its body in
@@ -50,8 +48,8 @@ header() { grep -i "^$1:" | head -1 | cut -d' ' -f2- || true; }
 # tables: what `kubectl get flowschemas,prioritylevelconfigurations` prints, without AGE.
 tables() { k get flowschemas,prioritylevelconfigurations | no_age; }
 
-# pf_header PATH NAME [USER]: the header NAME of GET PATH (as USER).
-pf_header() { headers "$1" "${@:3}" | header "$2"; }
+# pf_header PATH NAME: the header NAME of GET PATH as the admin.
+pf_header() { headers "$1" | header "$2"; }
 
 # dangling NAME: the FlowSchema's Dangling condition says its level is missing.
 dangling() { [ "$(k get flowschema "$1" -o jsonpath='{.status.conditions[?(@.type=="Dangling")].reason}')" = NotFound ]; }

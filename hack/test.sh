@@ -74,30 +74,30 @@ export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
 # ones fill the gaps at the end). Each e2e suite starts its own etcd and kapi on free loopback
 # ports in its own work folder, so none waits for another; on 2 cores most of a suite's time is
 # spent waiting on processes it started. Each entry's output is kept and printed whole, in this
-# order, once all are done. The figures in the comments are the last warm run's, in seconds.
+# order, once all are done. The figures in the comments are a warm run's (2026-11-29), in seconds.
 SUITES=(
-  "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 278
-  "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 250
-  "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 250
-  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-10} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-10} --seed ${KAPI_FUZZ_SEED:-1}" # 195 at 15 s per target
-  "e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh" # 135
-  "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 132
-  "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 125
-  "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh" # 116
-  "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh" # 86
-  "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh" # 64
-  "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh" # 53
-  "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh" # 45
-  "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh" # 37
-  "e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh" # 37
-  "e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh" # 32
-  "e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh" # 30
-  "e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh" # 27
-  "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh" # 25
-  "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh" # 21
-  "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh" # 20
+  "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 232
+  "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 192
+  "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 188
+  "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh" # 135
+  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-10} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-10} --seed ${KAPI_FUZZ_SEED:-1}" # 131 (10 s per target)
+  "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 131
+  "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 112
+  "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh" # 100
+  "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh" # 85
+  "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh" # 67
+  "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh" # 66
+  "e2e node authorization (Node,RBAC and NodeRestriction with kubelet client certificates, on both backends)|e2e/node-authz.sh" # 51
+  "e2e mutating admission policy (v1alpha1 MutatingAdmissionPolicy served and enforced; on etcd and on the embedded store)|e2e/mutating-policy.sh" # 48
+  "e2e flowcontrol (API Priority and Fairness: bootstrap objects, classification headers, 429 from a user's level, Dangling, kubectl and the Python client; both backends)|e2e/flowcontrol.sh" # 45
+  "e2e validate (kubectl's client-side validation of a kind: List over /openapi/v2, create --raw, on both backends)|e2e/validate.sh" # 32
+  "e2e envtest (controller-runtime envtest's kube-apiserver start-up replayed against kapi from hack/envtest-assets.sh, on a fresh etcd; then CRD, custom objects, RBAC and tokens through kubectl)|e2e/envtest.sh" # 32
+  "e2e clients (the official Python and JavaScript clients, on etcd and on the embedded store)|e2e/clients.sh" # 30
+  "e2e auth (service-account and static tokens, TokenReview, impersonation, on etcd)|e2e/auth.sh" # 29
+  "e2e admission (kapi restarted with admission flags, on etcd)|e2e/admission.sh" # 27
+  "e2e rbac (kapi with the default RBAC authorization, service-account and token users, on etcd)|e2e/rbac.sh" # 26
   "e2e audit (kapi with an audit policy and log, on etcd)|e2e/audit.sh" # 15
-  "e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh" # 10
+  "e2e security (file modes, encryption at rest on both backends, refusals over HTTP/2)|e2e/security.sh" # 8
 )
 
 step "tests, fuzzers and e2e suites (${KAPI_TEST_JOBS:-3} at once)"

@@ -412,10 +412,6 @@ fn check_and_decrement(mut pdb: Object, pod_name: &str) -> Result<Object, ApiErr
         "disruptionsAllowed".into(),
         json!(allowed.saturating_sub(1)),
     );
-    let disrupted = status.entry("disruptedPods").or_insert_with(|| json!({}));
-    if let Some(m) = disrupted.as_object_mut() {
-        m.insert(pod_name.to_string(), json!(now()));
-    }
     if allowed.saturating_sub(1) == 0 {
         kapi_registry::kind::set_condition(
             &mut pdb,
@@ -427,6 +423,12 @@ fn check_and_decrement(mut pdb: Object, pod_name: &str) -> Result<Object, ApiErr
                 "observedGeneration": observed,
             }),
         );
+    }
+    let disrupted = crate::obj_mut(&mut pdb, &["status"])
+        .entry("disruptedPods")
+        .or_insert_with(|| json!({}));
+    if let Some(m) = disrupted.as_object_mut() {
+        m.insert(pod_name.to_string(), json!(now()));
     }
     Ok(pdb)
 }

@@ -21,7 +21,6 @@ use kapi_flowcontrol::{
 use kapi_machinery::{ApiError, ListOptions, Object};
 use kapi_registry::rest::{find_subresource, Context, Storage};
 use kapi_registry::store::Store;
-
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
