@@ -3,9 +3,8 @@ PASSED=0
 FAILED=0
 OUT=""
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/free-port.sh"
 
 # wait_until SECONDS CMD...: runs CMD until it succeeds or the deadline passes.
 wait_until() {

@@ -53,7 +53,8 @@ ip link set lo up
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "$0")/lib/free-port.sh"
 PIDS=()
 stop() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT INT TERM

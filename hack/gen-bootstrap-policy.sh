@@ -14,7 +14,8 @@ set -euo pipefail
 bin=${KAPI_UPSTREAM_BIN:?set KAPI_UPSTREAM_BIN to a folder holding kube-apiserver}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/crates/server/src/rbac/policy
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "$0")/lib/free-port.sh"
 etcd_port=$(free_port) peer_port=$(free_port) api_port=$(free_port)
 work=$(mktemp -d)
 pids=()

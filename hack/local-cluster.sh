@@ -62,7 +62,8 @@ fi
 
 D=${CLUSTER_DIR:-$(mktemp -d /tmp/kapi-cluster.XXXXXX)}
 mkdir -p "$D/pki" "$D/logs" "$D/pids"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "$0")/lib/free-port.sh"
 PORT=${CLUSTER_PORT:-$(free_port)}
 SERVER="https://127.0.0.1:$PORT"
 

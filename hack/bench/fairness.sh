@@ -47,7 +47,8 @@ stop_all() {
   server_pid="" etcd_pid=""
 }
 trap 'stop_all; rm -rf "$base"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "$0")/../lib/free-port.sh"
 token() { python3 -c 'import secrets; print(secrets.token_hex(16))'; }
 
 tokens="$base/tokens.csv"

@@ -16,7 +16,8 @@ cleanup() {
   rm -rf "$base"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+# shellcheck source=hack/lib/free-port.sh
+. "$(dirname "$0")/../lib/free-port.sh"
 ports=()
 for i in $(seq "$n"); do
   port=$(free_port)

@@ -12,76 +12,15 @@ use crate::common;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kapi_server::{EtcdOptions, StorageConfig};
+use kapi_storage::testing::EtcdProcess;
 use kube::api::{Api, PostParams};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Etcd {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start_etcd() -> Etcd {
-    let dir = tempfile::tempdir().unwrap();
-    let (client, peer) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = Command::new("etcd")
-        .args(["--name", "default", "--data-dir"])
-        .arg(dir.path().join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer_url,
-            "--initial-advertise-peer-urls",
-            &peer_url,
-        ])
-        .args(["--initial-cluster", &format!("default={peer_url}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd is installed (hack/install-etcd.sh)");
-    for _ in 0..500 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", client))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Etcd {
-        child,
-        url,
-        _dir: dir,
-    }
-}
 
 #[tokio::test]
 async fn serves_from_etcd_and_readyz_follows_it() {
-    let mut etcd = start_etcd().await;
-    let url = etcd.url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let mut etcd = EtcdProcess::start(&dir.path().join("etcd"));
+    let url = etcd.client_url();
     let t = common::start_with(move |c| {
         c.storage = StorageConfig::Etcd(EtcdOptions {
             servers: vec![url],
@@ -108,8 +47,7 @@ async fn serves_from_etcd_and_readyz_follows_it() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("[+]etcd ok\n"));
 
-    etcd.child.kill().unwrap();
-    etcd.child.wait().unwrap();
+    etcd.kill();
     let r = conn.send("GET", "/readyz", None).await;
     assert_eq!(r.status, 500);
     assert!(

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Namespace};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kapi_server::leaderelection::LeaderElectionConfig;
 use kapi_server::{EtcdOptions, StorageConfig};
-use kapi_storage::testing::EtcdProcess;
+use kapi_storage::testing::{free_port, EtcdProcess};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -228,14 +228,7 @@ fn etcd_pki(dir: &std::path::Path) -> (String, String, String) {
 async fn talks_to_etcd_over_tls_with_a_client_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = etcd_pki(dir.path());
-    let port = |_| {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
-    let (client_port, peer_port) = (port(0), port(1));
+    let (client_port, peer_port) = (free_port(), free_port());
     let url = format!("https://127.0.0.1:{client_port}");
     let peer = format!("http://127.0.0.1:{peer_port}");
     let mut etcd = std::process::Command::new("etcd")

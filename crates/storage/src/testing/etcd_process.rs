@@ -17,14 +17,35 @@ pub struct EtcdProcess {
     data_dir: PathBuf,
 }
 
-fn free_port() -> u16 {
-    // Binding port 0 makes the kernel pick a free port; it is released right after.
-    let l = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
-    l.local_addr().expect("local address").port()
+/// A loopback port nothing listens on, for a server about to be started.
+///
+/// Drawn below the kernel's ephemeral range (as hack/lib/free-port.sh does): a port the kernel
+/// hands out for port 0 is also what it gives the next outgoing connection as its source port,
+/// so a client elsewhere could take it before the server binds it.
+pub fn free_port() -> u16 {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    for _ in 0..200 {
+        let port = if ephemeral_low > 11000 {
+            rand::random_range(10000..ephemeral_low)
+        } else {
+            0
+        };
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            return l.local_addr().expect("local address").port();
+        }
+    }
+    panic!("no free loopback port found")
 }
 
 impl EtcdProcess {
     /// Starts etcd with its data under `data_dir` and waits until it is healthy.
+    ///
+    /// A port picked free can be taken by another process before etcd binds it (tests run in
+    /// parallel with other suites); etcd then exits with "address already in use", and it is
+    /// started again on two new ports.
     pub fn start(data_dir: &Path) -> EtcdProcess {
         let mut p = EtcdProcess {
             child: None,
@@ -32,8 +53,29 @@ impl EtcdProcess {
             peer_port: free_port(),
             data_dir: data_dir.to_path_buf(),
         };
-        p.spawn();
+        for _ in 0..4 {
+            match p.spawn() {
+                Ok(()) => return p,
+                Err(log) if log.contains("address already in use") => {
+                    p.client_port = free_port();
+                    p.peer_port = free_port();
+                }
+                Err(log) => p.fail(&log),
+            }
+        }
+        p.spawn().unwrap_or_else(|log| p.fail(&log));
         p
+    }
+
+    fn fail(&self, log: &str) -> ! {
+        panic!(
+            "etcd exited while starting; its log ({}):\n{log}",
+            self.log_path().display()
+        )
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.data_dir.with_extension("log")
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -46,9 +88,12 @@ impl EtcdProcess {
         self.child.as_ref().map(Child::id)
     }
 
-    fn spawn(&mut self) {
+    /// Starts etcd and waits until it is healthy; `Err` holds what it logged if it exited.
+    fn spawn(&mut self) -> Result<(), String> {
         std::fs::create_dir_all(&self.data_dir).expect("creating the etcd data dir");
-        let log_path = self.data_dir.with_extension("log");
+        let log_path = self.log_path();
+        // The log is appended to across restarts; only this start's lines explain its exit.
+        let log_start = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         let log = File::options()
             .create(true)
             .append(true)
@@ -84,21 +129,21 @@ impl EtcdProcess {
             Err(e) => panic!("starting etcd: {e}"),
         };
         self.child = Some(child);
-        self.wait_healthy(&log_path);
+        self.wait_healthy(&log_path, log_start)
     }
 
-    fn wait_healthy(&mut self, log_path: &Path) {
+    fn wait_healthy(&mut self, log_path: &Path, log_start: u64) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                let log = std::fs::read_to_string(log_path).unwrap_or_default();
-                panic!(
-                    "etcd exited with {status} while starting; its log ({}):\n{log}",
-                    log_path.display()
-                );
+                self.child = None;
+                let log = std::fs::read(log_path).unwrap_or_default();
+                let start = usize::try_from(log_start).unwrap_or(0).min(log.len());
+                let this_start = String::from_utf8_lossy(log.get(start..).unwrap_or_default());
+                return Err(format!("etcd exited with {status}:\n{this_start}"));
             }
             if self.healthy() {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -136,7 +181,9 @@ impl EtcdProcess {
     /// Starts etcd again on the same ports and data directory.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        if let Err(log) = self.spawn() {
+            self.fail(&log);
+        }
     }
 }
 

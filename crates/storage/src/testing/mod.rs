@@ -17,7 +17,7 @@ mod etcd_process;
 mod watch_cases;
 
 pub use cases::*;
-pub use etcd_process::EtcdProcess;
+pub use etcd_process::{free_port, EtcdProcess};
 pub use watch_cases::*;
 
 use crate::interface::{DynStorage, Event, WatchStream};
