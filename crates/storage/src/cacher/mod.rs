@@ -25,6 +25,7 @@
 
 mod decoded;
 mod item;
+mod planted;
 mod state;
 
 use crate::continuation;

