@@ -19,7 +19,7 @@
 //! replica answers), so the counter check has a read after the last increment.
 //!
 //! Prints one line of counts when done. Usage:
-//! `kapi-consistency-load --kubeconfig F --server URL [--server URL ...] --seconds S --history OUT`
+//! `kapi-consistency-load --kubeconfig F --server URL [--server URL ...] --seconds S --history OUT [--pause-ms N]`
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -62,11 +62,15 @@ struct Args {
     servers: Vec<String>,
     seconds: u64,
     history: String,
+    /// A pause after each request of the counter and register clients, to bound the load's
+    /// CPU where the run shares the machine with other suites.
+    pause: Duration,
 }
 
 fn parse_args() -> Result<Args> {
     let mut args = std::env::args().skip(1);
     let (mut kubeconfig, mut servers, mut seconds, mut history) = (None, vec![], 60, None);
+    let mut pause = Duration::ZERO;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
@@ -74,7 +78,8 @@ fn parse_args() -> Result<Args> {
             "--server" => servers.push(value()?),
             "--seconds" => seconds = value()?.parse()?,
             "--history" => history = Some(value()?),
-            _ => return Err(format!("unknown flag {flag}; usage: kapi-consistency-load --kubeconfig F --server URL [--server URL ...] --seconds S --history OUT").into()),
+            "--pause-ms" => pause = Duration::from_millis(value()?.parse()?),
+            _ => return Err(format!("unknown flag {flag}; usage: kapi-consistency-load --kubeconfig F --server URL [--server URL ...] --seconds S --history OUT [--pause-ms N]").into()),
         }
     }
     if servers.is_empty() {
@@ -85,6 +90,7 @@ fn parse_args() -> Result<Args> {
         servers,
         seconds,
         history: history.ok_or("--history is needed")?,
+        pause,
     })
 }
 
@@ -354,10 +360,28 @@ fn run_items(items: &[ConfigMap]) -> Vec<Item> {
 /// A consistent LIST walked page by page; returns the list's resourceVersion when the walk
 /// ended.
 async fn list_walk(rec: &Recorder, api: &Api<ConfigMap>, client: u64) -> Option<u64> {
+    list(rec, api, client, "", Some(PAGE)).await
+}
+
+/// A LIST with this `resourceVersion` parameter ("" for a consistent read), walked page by page
+/// when `limit` is set; returns the list's resourceVersion when the walk ended.
+async fn list(
+    rec: &Recorder,
+    api: &Api<ConfigMap>,
+    client: u64,
+    resource_version: &str,
+    limit: Option<u32>,
+) -> Option<u64> {
     let mut token: Option<String> = None;
     loop {
         let invoke = rec.now();
-        let mut params = ListParams::default().limit(PAGE);
+        let mut params = ListParams::default();
+        if let Some(limit) = limit {
+            params = params.limit(limit);
+        }
+        if !resource_version.is_empty() {
+            params = params.at(resource_version);
+        }
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
@@ -389,8 +413,8 @@ async fn list_walk(rec: &Recorder, api: &Api<ConfigMap>, client: u64) -> Option<
         };
         let kind = OpKind::List {
             prefix: String::new(),
-            resource_version: String::new(),
-            limit: Some(u64::from(PAGE)),
+            resource_version: resource_version.to_owned(),
+            limit: limit.map(u64::from),
             continue_token: token.clone(),
             outcome,
         };
@@ -408,8 +432,10 @@ async fn counter_client(
     replicas: Arc<Replicas>,
     client: u64,
     stop: Arc<AtomicBool>,
+    pause: Duration,
 ) {
     while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(pause).await;
         let key = format!("c{}", rand::rng().random_range(0..COUNTERS));
         if let Some((n, rv)) = get(&rec, replicas.pick(), client, &key).await {
             update(&rec, replicas.pick(), client, &key, rv, n + 1).await;
@@ -424,9 +450,11 @@ async fn register_client(
     replicas: Arc<Replicas>,
     client: u64,
     stop: Arc<AtomicBool>,
+    pause: Duration,
 ) {
     let mut last_read: BTreeMap<String, u64> = BTreeMap::new();
     while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(pause).await;
         let key = format!("r{}", rand::rng().random_range(0..REGISTERS));
         // Values are ids: unique across the run.
         let value = i64::try_from(rec.id()).unwrap_or(i64::MAX);
@@ -453,9 +481,17 @@ async fn register_client(
     }
 }
 
+/// Consistent LIST walks, and every fourth time a LIST with `resourceVersion=0` (served from
+/// the watch cache as it is).
 async fn lister(rec: Arc<Recorder>, replicas: Arc<Replicas>, client: u64, stop: Arc<AtomicBool>) {
+    let mut walks = 0_u64;
     while !stop.load(Ordering::Relaxed) {
-        list_walk(&rec, replicas.pick(), client).await;
+        walks += 1;
+        if walks.is_multiple_of(4) {
+            list(&rec, replicas.pick(), client, "0", None).await;
+        } else {
+            list_walk(&rec, replicas.pick(), client).await;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -578,8 +614,8 @@ async fn watch_stream(
     }
 }
 
-/// After the load: a GET of every counter and one consistent LIST walk, each retried on any
-/// replica until it answers or `deadline` passes.
+/// After the load: a GET of every counter, one consistent LIST walk and a LIST of every replica
+/// not older than that walk, each retried until it answers or `deadline` passes.
 async fn settle(rec: &Recorder, replicas: &Replicas, deadline: Instant) {
     let client = COUNTER_CLIENTS + REGISTER_CLIENTS + 100;
     for c in 0..COUNTERS {
@@ -588,8 +624,24 @@ async fn settle(rec: &Recorder, replicas: &Replicas, deadline: Instant) {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
-    while Instant::now() < deadline && list_walk(rec, replicas.pick(), client).await.is_none() {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut last = None;
+    while Instant::now() < deadline && last.is_none() {
+        last = list_walk(rec, replicas.pick(), client).await;
+        if last.is_none() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    // Every replica's watch cache, once it has caught up with that walk, holds what storage
+    // held then: a LIST not older than its resourceVersion is served from the cache.
+    let Some(last) = last else { return };
+    for api in &replicas.requests {
+        while Instant::now() < deadline
+            && list(rec, api, client, &last.to_string(), None)
+                .await
+                .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 }
 
@@ -663,6 +715,7 @@ async fn main() -> Result<()> {
             replicas.clone(),
             client,
             stop.clone(),
+            args.pause,
         ));
         client += 1;
     }
@@ -672,6 +725,7 @@ async fn main() -> Result<()> {
             replicas.clone(),
             client,
             stop.clone(),
+            args.pause,
         ));
         client += 1;
     }
