@@ -9,7 +9,8 @@
 # kubelet-facing subresources through a kubelet stand-in, the aggregation layer with upstream's
 # sample-apiserver, a cluster of upstream's scheduler, controller manager and hollow kubelets on
 # kapi (e2e/cluster.sh; skipped with one line when the upstream binaries are absent), security,
-# faults (kill -9, etcd restarts, full disk) and HA.
+# faults (kill -9, etcd restarts, full disk), HA, and consistency under faults (recorded histories
+# checked for linearizability, lost updates, stale LISTs and watch gaps, hack/consistency/run.sh).
 # Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
 # environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
 # Prints each step's duration, and a table of them at the end. Exits non-zero on any failure.
@@ -77,11 +78,13 @@ export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
 # order, once all are done. The figures in the comments are a warm run's (2026-11-29), in seconds.
 SUITES=(
   "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 232
+  "e2e faults: consistency on etcd (3 replicas on a 3-member etcd, each in a network namespace: recorded clients for 150 s under kill -9 of replicas and members and partitions; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=150 hack/consistency/run.sh etcd && hack/consistency/run.sh --planted etcd" # new
   "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 192
   "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 188
   "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh" # 135
   "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-10} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-10} --seed ${KAPI_FUZZ_SEED:-1}" # 131 (10 s per target)
   "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 131
+  "e2e faults: consistency on the embedded store (recorded clients for 120 s under kill -9 of kapi; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=120 CONSISTENCY_PAUSE_MS=20 hack/consistency/run.sh embedded && hack/consistency/run.sh --planted embedded" # new
   "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 112
   "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh" # 100
   "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh" # 85

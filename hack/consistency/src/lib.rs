@@ -1,11 +1,12 @@
 //! Consistency under faults, checked: the history a run records of every operation it sent to
 //! kapi, and the checkers that prove the API's promises over it.
 //!
-//! A runner (not built yet) drives concurrent clients against kapi replicas while replicas and
-//! etcd members are killed: creates, compare-and-swap increments of counters held in objects,
-//! deletes, consistent and paged LISTs and long watches. It records each operation with its
-//! invocation and completion times and its outcome ([`history`]), as JSON lines. The checkers
-//! then read the history back and prove, or find the first counterexample to:
+//! `kapi-consistency-load` (`src/bin/load.rs`) drives concurrent clients against kapi replicas
+//! while `run.sh` kills replicas and etcd members and cuts them off from each other: creates,
+//! compare-and-swap increments of counters held in objects, deletes, consistent and paged LISTs
+//! and long watches. It records each operation with its invocation and completion times and its
+//! outcome ([`history`]), as JSON lines. The checkers then read the history back and prove, or
+//! find the first counterexample to:
 //!
 //! - [`linearizable`]: each object's creates, gets, compare-and-swap updates and deletes are
 //!   linearizable against a register with a version, and resourceVersions are unique and grow

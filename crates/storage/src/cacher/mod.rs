@@ -137,6 +137,7 @@ impl Cacher {
 
     /// [`Cacher::new`] with explicit settings.
     pub fn with_config(backend: DynStorage, prefix: &str, config: CacherConfig) -> Arc<Cacher> {
+        planted::announce();
         let (revision, _) = watch::channel(0);
         let items = ItemEncoder::new(config.fields);
         let shared = Arc::new(Shared {

@@ -24,6 +24,11 @@ static KEY_PART: LazyLock<Option<String>> = LazyLock::new(|| {
 });
 static DELIVERIES: AtomicU64 = AtomicU64::new(0);
 
+/// Reads the switch (once), so a server that has it set says so as it starts.
+pub(super) fn announce() {
+    LazyLock::force(&KEY_PART);
+}
+
 /// Whether the delivery of an event to a watcher of `watched_key` is the one to drop.
 pub(super) fn drops_delivery(watched_key: &str) -> bool {
     match KEY_PART.as_deref() {

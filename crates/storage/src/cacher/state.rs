@@ -149,7 +149,11 @@ impl State {
                 return true;
             }
             match to_event(&change, &slot.predicate) {
-                Some(_) if super::planted::drops_delivery(&slot.key) => true,
+                // Only a live stream's deliveries count: one whose client has gone is still
+                // here until a send to it fails.
+                Some(_) if !slot.tx.is_closed() && super::planted::drops_delivery(&slot.key) => {
+                    true
+                }
                 Some(ev) => slot.tx.try_send(Ok(ev)).is_ok(),
                 None => !slot.tx.is_closed(),
             }
