@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # free_port: prints a loopback port nothing listens on, for a server a script is about to start.
 #
 # The port is drawn below the kernel's ephemeral range: a port the kernel hands out for port 0
