@@ -1,19 +1,11 @@
+# shellcheck shell=bash
 # Helpers for the e2e suite: free ports, polling, and PASS/FAIL bookkeeping.
 PASSED=0
 FAILED=0
 OUT=""
 
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/free-port.sh"
-
-# wait_until SECONDS CMD...: runs CMD until it succeeds or the deadline passes.
-wait_until() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@"; do
-    [ "$SECONDS" -ge "$deadline" ] && return 1
-    sleep 0.2
-  done
-}
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../hack/lib/servers.sh"
 
 # k ARGS...: the kubectl under test, on the server under test, with a fresh cache per run.
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$CACHE" "$@"; }

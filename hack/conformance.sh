@@ -53,8 +53,8 @@ ip link set lo up
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 PIDS=()
 stop() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT INT TERM

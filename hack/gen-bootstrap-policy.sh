@@ -14,8 +14,8 @@ set -euo pipefail
 bin=${KAPI_UPSTREAM_BIN:?set KAPI_UPSTREAM_BIN to a folder holding kube-apiserver}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/crates/server/src/rbac/policy
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 etcd_port=$(free_port) peer_port=$(free_port) api_port=$(free_port)
 work=$(mktemp -d)
 pids=()

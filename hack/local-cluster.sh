@@ -62,8 +62,8 @@ fi
 
 D=${CLUSTER_DIR:-$(mktemp -d /tmp/kapi-cluster.XXXXXX)}
 mkdir -p "$D/pki" "$D/logs" "$D/pids"
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 PORT=${CLUSTER_PORT:-$(free_port)}
 SERVER="https://127.0.0.1:$PORT"
 

@@ -32,8 +32,8 @@ stop_all() {
   cluster_pid="" etcd_pid=""
 }
 trap 'stop_all; rm -rf "$base"' EXIT
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/../lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/../lib/servers.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
 heartbeats() {

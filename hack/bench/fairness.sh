@@ -47,8 +47,8 @@ stop_all() {
   server_pid="" etcd_pid=""
 }
 trap 'stop_all; rm -rf "$base"' EXIT
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/../lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/../lib/servers.sh"
 token() { python3 -c 'import secrets; print(secrets.token_hex(16))'; }
 
 tokens="$base/tokens.csv"

@@ -16,8 +16,8 @@ cleanup() {
   rm -rf "$base"
 }
 trap cleanup EXIT
-# shellcheck source=hack/lib/free-port.sh
-. "$(dirname "$0")/../lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/../lib/servers.sh"
 ports=()
 for i in $(seq "$n"); do
   port=$(free_port)

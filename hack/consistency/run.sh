@@ -37,8 +37,8 @@ set -uo pipefail
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 ARGS=("$@")
-# shellcheck source=hack/lib/free-port.sh
-. "$ROOT/hack/lib/free-port.sh"
+# shellcheck source=hack/lib/servers.sh
+. "$ROOT/hack/lib/servers.sh"
 
 usage() { echo "usage: $0 [--planted] embedded|etcd" >&2; exit 2; }
 PLANTED=""
@@ -87,15 +87,6 @@ declare -A KAPI_PID=() ETCD_PID=() NS=() ADDR=() FAULTS=()
 NETNS=()              # every netns this run added (deleted at exit, whatever happens)
 LOAD_PID=""
 ERRORS=()             # what went wrong in the orchestration itself (a server that did not come back)
-
-# wait_until SECONDS CMD...: runs CMD until it succeeds or the deadline passes.
-wait_until() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@"; do
-    [ "$SECONDS" -ge "$deadline" ] && return 1
-    sleep 0.2
-  done
-}
 
 # log TEXT: a timestamped line in the run's log (faults, restarts, recoveries).
 T0=$SECONDS

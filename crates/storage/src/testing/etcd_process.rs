@@ -19,7 +19,7 @@ pub struct EtcdProcess {
 
 /// A loopback port nothing listens on, for a server about to be started.
 ///
-/// Drawn below the kernel's ephemeral range (as hack/lib/free-port.sh does): a port the kernel
+/// Drawn below the kernel's ephemeral range (as hack/lib/servers.sh does): a port the kernel
 /// hands out for port 0 is also what it gives the next outgoing connection as its source port,
 /// so a client elsewhere could take it before the server binds it.
 pub fn free_port() -> u16 {

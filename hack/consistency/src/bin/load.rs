@@ -186,6 +186,78 @@ fn classify(e: &kube::Error) -> Failure {
     }
 }
 
+/// An operation's outcome from a failed request: the statuses the operation names (a 409 is a
+/// create's "already exists", an update's conflict), else a failure or an unknown outcome.
+trait FromFailure: Sized {
+    fn status(code: u16) -> Option<Self>;
+    fn fail(reason: String) -> Self;
+    fn unknown(reason: String) -> Self;
+
+    fn from_failure(failure: Failure) -> Self {
+        match failure {
+            Failure::Status(code) => {
+                Self::status(code).unwrap_or_else(|| Self::fail(code.to_string()))
+            }
+            Failure::Fail(reason) => Self::fail(reason),
+            Failure::Unknown(reason) => Self::unknown(reason),
+        }
+    }
+}
+
+macro_rules! fail_and_unknown {
+    () => {
+        fn fail(reason: String) -> Self {
+            Self::Fail { reason }
+        }
+        fn unknown(reason: String) -> Self {
+            Self::Unknown { reason }
+        }
+    };
+}
+
+impl FromFailure for CreateOutcome {
+    fn status(code: u16) -> Option<Self> {
+        (code == 409).then_some(Self::AlreadyExists)
+    }
+    fail_and_unknown!();
+}
+
+impl FromFailure for GetOutcome {
+    fn status(code: u16) -> Option<Self> {
+        (code == 404).then_some(Self::NotFound)
+    }
+    fail_and_unknown!();
+}
+
+impl FromFailure for UpdateOutcome {
+    fn status(code: u16) -> Option<Self> {
+        match code {
+            409 => Some(Self::Conflict),
+            404 => Some(Self::NotFound),
+            _ => None,
+        }
+    }
+    fail_and_unknown!();
+}
+
+impl FromFailure for DeleteOutcome {
+    fn status(code: u16) -> Option<Self> {
+        match code {
+            409 => Some(Self::Conflict),
+            404 => Some(Self::NotFound),
+            _ => None,
+        }
+    }
+    fail_and_unknown!();
+}
+
+impl FromFailure for ListOutcome {
+    fn status(code: u16) -> Option<Self> {
+        (code == 410).then_some(Self::Gone)
+    }
+    fail_and_unknown!();
+}
+
 fn value_of(cm: &ConfigMap) -> Option<i64> {
     cm.data.as_ref()?.get("n")?.parse().ok()
 }
@@ -215,18 +287,11 @@ async fn timed<T>(
 async fn create(rec: &Recorder, api: &Api<ConfigMap>, client: u64, key: &str, value: i64) {
     let invoke = rec.now();
     let outcome = match timed(api.create(&PostParams::default(), &object(key, value, None))).await {
-        Ok(cm) => match rv_of(&cm) {
-            Some(rv) => CreateOutcome::Ok { rv },
-            None => CreateOutcome::Unknown {
-                reason: "no resourceVersion".into(),
-            },
-        },
-        Err(Failure::Status(409)) => CreateOutcome::AlreadyExists,
-        Err(Failure::Status(code)) => CreateOutcome::Fail {
-            reason: code.to_string(),
-        },
-        Err(Failure::Fail(reason)) => CreateOutcome::Fail { reason },
-        Err(Failure::Unknown(reason)) => CreateOutcome::Unknown { reason },
+        Ok(cm) => rv_of(&cm).map_or_else(
+            || CreateOutcome::unknown("no resourceVersion".into()),
+            |rv| CreateOutcome::Ok { rv },
+        ),
+        Err(failure) => CreateOutcome::from_failure(failure),
     };
     let key = key.to_owned();
     rec.op(
@@ -246,22 +311,9 @@ async fn get(rec: &Recorder, api: &Api<ConfigMap>, client: u64, key: &str) -> Op
     let (outcome, found) = match timed(api.get(key)).await {
         Ok(cm) => match (value_of(&cm), rv_of(&cm)) {
             (Some(value), Some(rv)) => (GetOutcome::Found { value, rv }, Some((value, rv))),
-            _ => (
-                GetOutcome::Fail {
-                    reason: "not a counter".into(),
-                },
-                None,
-            ),
+            _ => (GetOutcome::fail("not a counter".into()), None),
         },
-        Err(Failure::Status(404)) => (GetOutcome::NotFound, None),
-        Err(Failure::Status(code)) => (
-            GetOutcome::Fail {
-                reason: code.to_string(),
-            },
-            None,
-        ),
-        Err(Failure::Fail(reason)) => (GetOutcome::Fail { reason }, None),
-        Err(Failure::Unknown(reason)) => (GetOutcome::Unknown { reason }, None),
+        Err(failure) => (GetOutcome::from_failure(failure), None),
     };
     let key = key.to_owned();
     rec.op(client, invoke, OpKind::Get { key, outcome });
@@ -279,19 +331,11 @@ async fn update(
     let invoke = rec.now();
     let cm = object(key, value, Some(expected_rv));
     let outcome = match timed(api.replace(key, &PostParams::default(), &cm)).await {
-        Ok(cm) => match rv_of(&cm) {
-            Some(rv) => UpdateOutcome::Ok { rv },
-            None => UpdateOutcome::Unknown {
-                reason: "no resourceVersion".into(),
-            },
-        },
-        Err(Failure::Status(409)) => UpdateOutcome::Conflict,
-        Err(Failure::Status(404)) => UpdateOutcome::NotFound,
-        Err(Failure::Status(code)) => UpdateOutcome::Fail {
-            reason: code.to_string(),
-        },
-        Err(Failure::Fail(reason)) => UpdateOutcome::Fail { reason },
-        Err(Failure::Unknown(reason)) => UpdateOutcome::Unknown { reason },
+        Ok(cm) => rv_of(&cm).map_or_else(
+            || UpdateOutcome::unknown("no resourceVersion".into()),
+            |rv| UpdateOutcome::Ok { rv },
+        ),
+        Err(failure) => UpdateOutcome::from_failure(failure),
     };
     let key = key.to_owned();
     let kind = OpKind::Update {
@@ -322,13 +366,7 @@ async fn delete(
         Ok(either) => DeleteOutcome::Ok {
             rv: either.left().as_ref().and_then(rv_of),
         },
-        Err(Failure::Status(409)) => DeleteOutcome::Conflict,
-        Err(Failure::Status(404)) => DeleteOutcome::NotFound,
-        Err(Failure::Status(code)) => DeleteOutcome::Fail {
-            reason: code.to_string(),
-        },
-        Err(Failure::Fail(reason)) => DeleteOutcome::Fail { reason },
-        Err(Failure::Unknown(reason)) => DeleteOutcome::Unknown { reason },
+        Err(failure) => DeleteOutcome::from_failure(failure),
     };
     let key = key.to_owned();
     rec.op(
@@ -401,15 +439,7 @@ async fn list(
                 };
                 (outcome, Some((list_rv, continue_token)))
             }
-            Err(Failure::Status(410)) => (ListOutcome::Gone, None),
-            Err(Failure::Status(code)) => (
-                ListOutcome::Fail {
-                    reason: code.to_string(),
-                },
-                None,
-            ),
-            Err(Failure::Fail(reason)) => (ListOutcome::Fail { reason }, None),
-            Err(Failure::Unknown(reason)) => (ListOutcome::Unknown { reason }, None),
+            Err(failure) => (ListOutcome::from_failure(failure), None),
         };
         let kind = OpKind::List {
             prefix: String::new(),

@@ -1,4 +1,7 @@
 # shellcheck shell=bash
+# Sourced by the scripts that start servers (e2e/lib.sh, hack/consistency/run.sh, the bench and
+# hack scripts): a port to start one on, and a wait for it.
+
 # free_port: prints a loopback port nothing listens on, for a server a script is about to start.
 #
 # The port is drawn below the kernel's ephemeral range: a port the kernel hands out for port 0
@@ -19,4 +22,13 @@ for _ in range(200):
         print(s.getsockname()[1])
         break
 '
+}
+
+# wait_until SECONDS CMD...: runs CMD until it succeeds or the deadline passes.
+wait_until() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.2
+  done
 }
