@@ -1,6 +1,6 @@
 //! A response body passed through with a filter's hook around its frames: the one `Body`
-//! implementation behind the filters that follow or end a long-running response (audit's
-//! `ResponseComplete`, the metrics of a long-running request, watch termination at shutdown).
+//! implementation behind the filters that follow or end a response (audit's `ResponseComplete`,
+//! the request metrics, observed once the body is sent, watch termination at shutdown).
 //! End-of-stream and size hint stay the inner body's.
 
 use bytes::Bytes;

@@ -120,14 +120,15 @@ impl Filter for MetricsFilter {
                 };
             }
             let code = resp.status().as_u16();
-            if !(info.is_long_running() && resp.status().is_success()) {
-                metrics.observe_request(&labels, code, start.elapsed().as_secs_f64());
-                return Ok(resp);
-            }
-            // A watch is counted, with its whole duration, when its stream ends (as upstream,
-            // whose handler returns only then); meanwhile it shows in the long-running gauge.
-            let gauge = metrics.longrunning_gauge(&labels);
-            gauge.inc();
+            // Every request is observed when its body has been sent (or the client went away),
+            // as upstream's handler returns only once it has written the body: a large LIST's
+            // time includes writing it. A watch is counted, with its whole duration, when its
+            // stream ends; meanwhile it shows in the long-running gauge.
+            let gauge = (info.is_long_running() && resp.status().is_success()).then(|| {
+                let gauge = metrics.longrunning_gauge(&labels);
+                gauge.inc();
+                gauge
+            });
             let done = Done {
                 metrics,
                 labels,
@@ -140,18 +141,21 @@ impl Filter for MetricsFilter {
     }
 }
 
-/// Records a long-running request when dropped (its body finished or the client went away).
+/// Records a request when dropped (its body finished or the client went away).
 struct Done {
     metrics: Arc<Metrics>,
     labels: RequestLabels,
     code: u16,
     start: Instant,
-    gauge: prometheus::IntGauge,
+    /// The long-running gauge this request counts in, for a watch or another long-running one.
+    gauge: Option<prometheus::IntGauge>,
 }
 
 impl Drop for Done {
     fn drop(&mut self) {
-        self.gauge.dec();
+        if let Some(gauge) = &self.gauge {
+            gauge.dec();
+        }
         self.metrics
             .observe_request(&self.labels, self.code, self.start.elapsed().as_secs_f64());
     }
