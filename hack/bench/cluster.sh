@@ -15,7 +15,6 @@
 #   BENCH_SETTLE (s, default 30), BENCH_WINDOW (s, default 60), BENCH_SERVERS (default
 #   "kapi-embedded kapi-etcd reference"); upstream binaries as hack/local-cluster.sh finds them.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 bin=${1:?usage: hack/bench/cluster.sh <kapi-apiserver binary> [N ...]}
 bin=$(realpath "$bin")
 shift
@@ -25,16 +24,9 @@ servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
 base=$(mktemp -d /var/tmp/kapi-bench-cluster.XXXXXX)
-cluster_pid="" etcd_pid=""
-stop_all() {
-  [ -n "$cluster_pid" ] && { kill -TERM -- "-$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; }
-  [ -n "$etcd_pid" ] && { kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; }
-  cluster_pid="" etcd_pid=""
-}
+# shellcheck source=hack/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 trap 'stop_all; rm -rf "$base"' EXIT
-# shellcheck source=hack/lib/servers.sh
-. "$(dirname "$0")/../lib/servers.sh"
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
 heartbeats() {
   kubectl --kubeconfig "$1" get --raw /metrics 2>/dev/null | awk '
@@ -49,24 +41,13 @@ printf '%-14s %5s %6s %9s %8s %8s %11s %10s %9s %12s\n' server nodes ready "serv
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"
-    env_args=(CLUSTER_DIR="$dir/cluster" KAPI_BIN="$bin")
+    env_args=(KAPI_BIN="$bin")
     if [ "$server" != kapi-embedded ]; then
-      cport=$(free_port); pport=$(free_port)
-      "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
-        --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "default=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
-      etcd_pid=$!
-      env_args+=(KAPI_ETCD="http://127.0.0.1:$cport")
+      start_etcd "$dir"
+      env_args+=(KAPI_ETCD="$ETCD_URL")
       [ "$server" = reference ] && env_args+=(CLUSTER_APISERVER=reference)
     fi
-    setsid env "${env_args[@]}" "$ROOT/hack/local-cluster.sh" "$n" >"$dir/local-cluster.out" 2>&1 &
-    cluster_pid=$!
-    for _ in $(seq 1 300); do
-      grep -q "running; Ctrl-C" "$dir/local-cluster.out" 2>/dev/null && break
-      kill -0 "$cluster_pid" 2>/dev/null || break
-      sleep 1
-    done
+    start_local_cluster "$dir" "$n" "${env_args[@]}" || true
     kubeconfig="$dir/cluster/data/admin.kubeconfig"
     server_pid=$(cat "$dir/cluster/pids/kapi" 2>/dev/null || echo 0)
     sleep "$settle"

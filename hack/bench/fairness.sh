@@ -40,15 +40,9 @@ if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
 fi
 
 base=$(mktemp -d /var/tmp/kapi-bench-fairness.XXXXXX)
-server_pid="" etcd_pid=""
-stop_all() {
-  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
-  [ -n "$etcd_pid" ] && { kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; }
-  server_pid="" etcd_pid=""
-}
+# shellcheck source=hack/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 trap 'stop_all; rm -rf "$base"' EXIT
-# shellcheck source=hack/lib/servers.sh
-. "$(dirname "$0")/../lib/servers.sh"
 token() { python3 -c 'import secrets; print(secrets.token_hex(16))'; }
 
 tokens="$base/tokens.csv"
@@ -64,17 +58,8 @@ for server in $servers; do
   port=$(free_port)
   etcd_url=""
   if [ "$server" != kapi-embedded ]; then
-    cport=$(free_port); pport=$(free_port)
-    "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
-      --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
-      --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-      --initial-cluster "default=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
-    etcd_pid=$!
-    etcd_url="http://127.0.0.1:$cport"
-    for _ in $(seq 1 100); do
-      curl -s "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && break
-      sleep 0.1
-    done
+    start_etcd "$dir"
+    etcd_url=$ETCD_URL
   fi
   if [ "$server" = reference ]; then
     # As hack/local-cluster.sh (CLUSTER_APISERVER=reference).

@@ -28,6 +28,12 @@
 //! Fairness on the server that kubeconfig points at, one user flooding it while two quiet ones
 //! (a reader and a node renewing its Lease) go on, with bearer tokens from `--tokens` (see
 //! [`fairness`]; `hack/bench/fairness.sh` runs it against kapi and kube-apiserver).
+//!
+//! With `--cluster-load <admin kubeconfig>`, it starts nothing either: it puts a cluster's API
+//! load on that server, `--nodes` simulated nodes and ClusterLoader2's "load" shape of
+//! Deployments, beside the cluster's own kube-scheduler and kube-controller-manager, and prints
+//! the request latencies against SIG Scalability's SLOs and the pod start-up latency (see
+//! [`cluster`]; `hack/bench/cluster-load.sh` runs it against kapi and kube-apiserver).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -36,6 +42,7 @@
 )]
 
 mod admission;
+mod cluster;
 mod cpu;
 mod crd;
 mod creates;
@@ -55,8 +62,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 struct Args {
-    /// The kapi-apiserver binary to start (not with `--fairness`).
-    #[arg(long, required_unless_present = "fairness")]
+    /// The kapi-apiserver binary to start (not with `--fairness` or `--cluster-load`).
+    #[arg(long, required_unless_present_any = ["fairness", "cluster_load"])]
     server: Option<PathBuf>,
     /// Use this etcd instead of the embedded store.
     #[arg(long)]
@@ -119,7 +126,7 @@ struct Args {
     /// `reader` and `system:node:bench-node`.
     #[arg(long)]
     tokens: Option<PathBuf>,
-    /// `--fairness`: the server's name in the printed rows.
+    /// `--fairness`, `--cluster-load`: the server's name in the printed rows.
     #[arg(long, default_value = "server")]
     label: String,
     /// `--fairness`: length of each phase (alone, flood), in seconds.
@@ -140,6 +147,35 @@ struct Args {
     /// `--fairness`: etcd's pid, for its CPU per phase.
     #[arg(long)]
     etcd_pid: Option<u32>,
+    /// Put a cluster's load (simulated nodes, ClusterLoader2's Deployments) on the running
+    /// server of this admin kubeconfig instead (see `cluster`).
+    #[arg(long, value_name = "KUBECONFIG")]
+    cluster_load: Option<PathBuf>,
+    /// `--cluster-load`: simulated nodes.
+    #[arg(long, default_value_t = 100)]
+    nodes: usize,
+    /// `--cluster-load`: pods per node at the load's peak (ClusterLoader2's default is 30).
+    #[arg(long, default_value_t = 30)]
+    pods_per_node: usize,
+    /// `--cluster-load`: namespaces the Deployments spread over (0: one per 100 nodes).
+    #[arg(long, default_value_t = 0)]
+    namespaces: usize,
+    /// `--cluster-load`: pods created (scaled, deleted) per second.
+    #[arg(long, default_value_t = 20.0)]
+    pod_churn: f64,
+    /// `--cluster-load`: seconds between LISTs of pods (one namespace, then the cluster).
+    #[arg(long, default_value_t = 5.0)]
+    list_interval: f64,
+    /// `--cluster-load`: longest wait, in seconds, for a phase's pods to settle.
+    #[arg(long, default_value_t = 600.0)]
+    phase_timeout: f64,
+    /// `--cluster-load`: seconds the load is held at its size after the pods of the create
+    /// phase are Running, and again after the scale phase.
+    #[arg(long, default_value_t = 30.0)]
+    hold_seconds: f64,
+    /// `--cluster-load`: seed of the timers' offsets and the scale factors.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 impl Args {
@@ -326,6 +362,9 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(kubeconfig) = &args.fairness {
         return fairness::run(&args, kubeconfig).await;
+    }
+    if let Some(kubeconfig) = &args.cluster_load {
+        return cluster::run(&args, kubeconfig).await;
     }
     if args.startup {
         let server = args.server.as_ref().context("--server is needed")?;

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A cluster's API load against SIG Scalability's SLOs, kapi (embedded store and etcd) beside
+# upstream's kube-apiserver v1.28.7 (on its own fresh etcd). For each server and each N:
+# hack/local-cluster.sh 0 starts the server with upstream's real kube-scheduler and
+# kube-controller-manager (their own certificate identities, Node,RBAC authorization; no
+# hollow kubelets), then `kapi-bench-apiserver --cluster-load` (see
+# hack/bench/apiserver/src/cluster/mod.rs) simulates N nodes in one process (kwok-style: Node,
+# Lease renewals every 10 s, status every 60 s, a pod watch per node that marks bound pods
+# Running and finishes their deletion) and runs ClusterLoader2's "load" shape (Deployments of
+# 5/30/250 pods with a Service, ConfigMap and Secret each: create, scale, delete at a pod rate)
+# while the scheduler binds and the controller manager runs Deployments → ReplicaSets → Pods.
+# Prints the generator's own output (per-class latencies, server-side histogram, pod start-up,
+# watch order) and one table line per (server, N): each SLO's worst p99 (client side), pod
+# start-up p50/p99, out-of-order watch events, and the server's (and etcd's) CPU seconds and
+# peak RSS (VmHWM) over the run, from /proc.
+#
+#   hack/bench/cluster-load.sh <kapi-apiserver release binary> [N ...]   (default N: 20)
+#   BENCH_PODS_PER_NODE (default 3; ClusterLoader2's is 30), BENCH_POD_CHURN (pods/s, default
+#   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"), BENCH_DRIVER (default:
+#   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
+#   BENCH_KEEP=1 keeps the run's directory (logs of every component); upstream binaries as
+#   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
+# Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
+# pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
+set -euo pipefail
+bin=${1:?usage: hack/bench/cluster-load.sh <kapi-apiserver binary> [N ...]}
+bin=$(realpath "$bin")
+shift
+sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(20)
+driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
+[ -x "$driver" ] || { echo "cluster-load: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
+ppn=${BENCH_PODS_PER_NODE:-3} churn=${BENCH_POD_CHURN:-20}
+servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
+read -r -a load_args <<<"${BENCH_LOAD_ARGS:-}"
+ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
+HZ=$(getconf CLK_TCK)
+base=$(mktemp -d /var/tmp/kapi-bench-cluster-load.XXXXXX)
+# shellcheck source=hack/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+cleanup() {
+  stop_all
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "cluster-load: kept $base"; else rm -rf "$base"; fi
+}
+trap cleanup EXIT
+pid_of() { cat "$1/cluster/pids/$2" 2>/dev/null || echo 0; }
+
+rows="$base/rows.txt"; : >"$rows"
+for n in "${sizes[@]}"; do
+  for server in $servers; do
+    dir="$base/$server-$n"; mkdir -p "$dir"
+    env_args=(KAPI_BIN="$bin")
+    if [ "$server" != kapi-embedded ]; then
+      start_etcd "$dir"
+      env_args+=(KAPI_ETCD="$ETCD_URL")
+      [ "$server" = reference ] && env_args+=(CLUSTER_APISERVER=reference)
+    fi
+    # No hollow kubelets: the generator's simulated nodes stand in for them.
+    start_local_cluster "$dir" 0 "${env_args[@]}" \
+      || { echo "cluster-load: $server did not start:" >&2; tail -20 "$dir/local-cluster.out" >&2; exit 1; }
+    kubeconfig="$dir/cluster/data/admin.kubeconfig"
+    server_pid=$(pid_of "$dir" kapi)
+    ctl_pids=("$(pid_of "$dir" kube-scheduler)" "$(pid_of "$dir" kube-controller-manager)")
+    c0=$(cpu_ticks "$server_pid"); e0=0; [ -n "$etcd_pid" ] && e0=$(cpu_ticks "$etcd_pid")
+    k0=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
+    t0=$(date +%s)
+    echo "== $server, N=$n, $ppn pods per node, $churn pods/s (upstream kube-scheduler and kube-controller-manager v1.28.7 against it)"
+    "$driver" --cluster-load "$kubeconfig" --label "$server" --nodes "$n" --pods-per-node "$ppn" \
+      --pod-churn "$churn" "${load_args[@]}" 2>&1 | tee "$dir/driver.out"
+    t1=$(date +%s)
+    c1=$(cpu_ticks "$server_pid"); e1=0; [ -n "$etcd_pid" ] && e1=$(cpu_ticks "$etcd_pid")
+    k1=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
+    rss=$(peak_mb "$server_pid"); erss=0; [ -n "$etcd_pid" ] && erss=$(peak_mb "$etcd_pid")
+    echo "$(grep '^summary ' "$dir/driver.out" | tail -1) seconds=$((t1 - t0)) server_cpu=$((c1 - c0)) etcd_cpu=$((e1 - e0)) ctl_cpu=$((k1 - k0)) hz=$HZ server_rss=$rss etcd_rss=$erss" >>"$rows"
+    grep -iE 'error|panic' "$dir/cluster/logs/kapi.log" 2>/dev/null | tail -5 | sed "s/^/cluster-load: $server log: /" || true
+    stop_all
+  done
+done
+
+echo
+echo "cluster-load: $(date -u +%Y-%m-%d), $(nproc) cores, $ppn pods per node, $churn pods/s; p99 client side (ms), SLOs 1000/1000/5000/30000 ms and start-up 5 s"
+python3 - "$rows" <<'PY'
+import sys
+print("| server | nodes | pods | mutating p99 | GET p99 | LIST ns p99 | LIST cluster p99 | start-up p50 / p99 s | watch out of order | SLOs | run s | server CPU s | etcd CPU s | scheduler + KCM CPU s | server peak RSS MB | etcd peak RSS MB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for line in open(sys.argv[1]):
+    f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    if "label" not in f:
+        continue
+    hz = float(f["hz"])
+    cpu = lambda k: f"{int(f[k]) / hz:.1f}"
+    print(f"| {f['label']} | {f['nodes']} | {f['pods']} | {f['mutating_p99_ms']} | {f['read_p99_ms']} | {f['list_ns_p99_ms']} | "
+          f"{f['list_cluster_p99_ms']} | {f['startup_p50_s']} / {f['startup_p99_s']} | {f['out_of_order']} | {f['slo']} | {f['seconds']} | "
+          f"{cpu('server_cpu')} | {cpu('etcd_cpu') if f['etcd_rss'] != '0' else '–'} | {cpu('ctl_cpu')} | {f['server_rss']} | {f['etcd_rss'] if f['etcd_rss'] != '0' else '–'} |")
+PY

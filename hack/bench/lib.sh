@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Sourced by the benchmark scripts that start servers side by side (cluster.sh, cluster-load.sh,
+# fairness.sh): a fresh etcd, an upstream-components cluster from hack/local-cluster.sh, and
+# what they read from /proc. Each caller sets ETCD (the etcd binary) first; stop_all stops what
+# these started (and the caller's server_pid, if it set one).
+
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/servers.sh"
+
+cluster_pid="" etcd_pid="" server_pid=""
+
+# start_etcd DIR: a single-member etcd with its data and log under DIR, on free ports; sets
+# etcd_pid and ETCD_URL and waits until it answers /health.
+start_etcd() {
+  local dir=$1 cport pport
+  cport=$(free_port); pport=$(free_port)
+  "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
+    --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+    --initial-cluster "default=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  ETCD_URL="http://127.0.0.1:$cport"
+  etcd_healthy() { curl -s "$ETCD_URL/health" 2>/dev/null | grep -q '"health":"true"'; }
+  wait_until 30 etcd_healthy || { echo "bench: etcd did not start:" >&2; tail -20 "$dir/etcd.log" >&2; return 1; }
+}
+
+# start_local_cluster DIR N [VAR=VALUE ...]: hack/local-cluster.sh N (the server, upstream's
+# kube-scheduler and kube-controller-manager, N hollow kubelets) in a session of its own, with
+# its state under DIR/cluster and its output in DIR/local-cluster.out; sets cluster_pid and
+# returns once it says it is running (1 if it ended first).
+start_local_cluster() {
+  local dir=$1 n=$2; shift 2
+  setsid env CLUSTER_DIR="$dir/cluster" "$@" "$(dirname "${BASH_SOURCE[0]}")/../local-cluster.sh" "$n" \
+    >"$dir/local-cluster.out" 2>&1 &
+  cluster_pid=$!
+  cluster_running() {
+    grep -q "running; Ctrl-C" "$dir/local-cluster.out" 2>/dev/null || ! kill -0 "$cluster_pid" 2>/dev/null
+  }
+  wait_until 300 cluster_running
+  grep -q "running; Ctrl-C" "$dir/local-cluster.out"
+}
+
+# stop_all: stops the local cluster (its whole session), the server and etcd, if started.
+stop_all() {
+  [ -n "$cluster_pid" ] && { kill -TERM -- "-$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; }
+  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
+  [ -n "$etcd_pid" ] && { kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; }
+  cluster_pid="" server_pid="" etcd_pid=""
+}
+
+# cpu_ticks PID: the process's user + system CPU so far, in clock ticks (getconf CLK_TCK).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# peak_mb PID: the process's peak RSS (VmHWM), in MB.
+peak_mb() { awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
