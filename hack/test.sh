@@ -77,16 +77,16 @@ export KAPI_BIN="$BIN/kapi-apiserver" STANDIN_BIN="$BIN/kubelet-standin"
 # spent waiting on processes it started. Each entry's output is kept and printed whole, in this
 # order, once all are done. The figures in the comments are a warm run's (2026-11-29), in seconds.
 SUITES=(
-  "e2e faults: consistency on etcd (3 replicas on a 3-member etcd, each in a network namespace: recorded clients for 180 s under kill -9 of replicas and members and partitions; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=180 CONSISTENCY_PAUSE_MS=10 hack/consistency/run.sh etcd && hack/consistency/run.sh --planted etcd" # ~270 (estimated from two runs beside other suites)
+  "e2e faults: consistency on etcd (3 replicas on a 3-member etcd, each in a network namespace: recorded clients for 150 s under kill -9 of replicas and members and partitions; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=150 CONSISTENCY_PAUSE_MS=100 hack/consistency/run.sh etcd && hack/consistency/run.sh --planted etcd" # ~270 (estimated from two runs beside other suites)
   "e2e cluster (hack/local-cluster.sh: upstream's kube-scheduler, kube-controller-manager and hollow kubelets on kapi; rollouts, DaemonSet, StatefulSet, taints, drain through a PDB, a lost node; both backends)|e2e/cluster.sh" # 232
   "e2e on etcd (kubectl against kapi on etcd)|E2E_BACKENDS=etcd e2e/run.sh" # 192
   "e2e on the embedded store (kubectl against kapi on the embedded store)|E2E_BACKENDS=embedded e2e/run.sh" # 188
-  "e2e faults: consistency on the embedded store (recorded clients for 150 s under kill -9 of kapi; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=150 CONSISTENCY_PAUSE_MS=20 hack/consistency/run.sh embedded && hack/consistency/run.sh --planted embedded" # ~210 (estimated)
+  "e2e faults: consistency on the embedded store (recorded clients for 120 s under kill -9 of kapi; then the planted watch-cache fault must be caught)|export CONSISTENCY_LOAD_BIN=\"\$BIN/kapi-consistency-load\" CONSISTENCY_CHECK_BIN=\"\$BIN/kapi-consistency-check\"; CONSISTENCY_SECONDS=120 CONSISTENCY_PAUSE_MS=100 hack/consistency/run.sh embedded && hack/consistency/run.sh --planted embedded" # ~210 (estimated)
   "e2e dynamic admission (webhooks with a test webhook server, ValidatingAdmissionPolicy; on etcd and on the embedded store)|e2e/admission-dynamic.sh" # 135
-  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-10} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-10} --seed ${KAPI_FUZZ_SEED:-1}" # 131 (10 s per target)
+  "fuzz (every decoder of untrusted bytes, ${KAPI_FUZZ_SECONDS:-7} s per target, kept inputs first)|\"\$BIN/kapi-fuzz\" --seconds ${KAPI_FUZZ_SECONDS:-7} --seed ${KAPI_FUZZ_SEED:-1}" # 131 (at 10 s per target)
   "cargo test (unit, conformance, integration)|cargo test --workspace --locked --no-fail-fast" # 131
   "e2e aggregation (apiregistration.k8s.io: local APIServices, the proxy to upstream's sample-apiserver, merged discovery and OpenAPI, bad input; both backends)|e2e/aggregation.sh" # 112
-  "e2e faults (kill -9 under writers, etcd restarted under load, a second kapi on one data dir, a full disk)|e2e/faults.sh" # 100
+  "e2e faults (etcd restarted under load, a second kapi on one data dir, a full disk, overload)|e2e/faults.sh" # 100
   "e2e ha (3 kapi replicas on a 3-member etcd cluster: load, kill -9 of a replica and a member, quorum loss)|timeout 600 e2e/ha.sh" # 85
   "e2e kubelet proxy (pods/log, exec, attach, port-forward, nodes/pods/services proxy, ephemeral containers through a kubelet stand-in; both backends)|e2e/kubelet-proxy.sh" # 67
   "e2e controllers (namespace deletion, garbage collection, --controllers, on both backends)|e2e/controllers.sh" # 66

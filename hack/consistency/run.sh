@@ -22,7 +22,7 @@
 #             catches a real hole.
 #
 # env: KAPI_BIN, CONSISTENCY_LOAD_BIN, CONSISTENCY_CHECK_BIN (default
-#      ${CARGO_TARGET_DIR:-target}/debug/<name>), CONSISTENCY_SECONDS (default 120, 20 with
+#      ${CARGO_TARGET_DIR:-target}/debug/<name>), CONSISTENCY_SECONDS (default 120, 10 with
 #      --planted), CONSISTENCY_PAUSE_MS (the load client's --pause-ms, default 0: a pause
 #      before each of its requests, to bound its CPU beside other suites), CONSISTENCY_KEEP=1
 #      keeps the work dir (it is kept anyway on failure).
@@ -57,7 +57,7 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 KAPI_BIN="${KAPI_BIN:-$TARGET/debug/kapi-apiserver}"
 LOAD_BIN="${CONSISTENCY_LOAD_BIN:-$TARGET/debug/kapi-consistency-load}"
 CHECK_BIN="${CONSISTENCY_CHECK_BIN:-$TARGET/debug/kapi-consistency-check}"
-if [ -n "$PLANTED" ]; then DURATION="${CONSISTENCY_SECONDS:-20}"; else DURATION="${CONSISTENCY_SECONDS:-120}"; fi
+if [ -n "$PLANTED" ]; then DURATION="${CONSISTENCY_SECONDS:-10}"; else DURATION="${CONSISTENCY_SECONDS:-120}"; fi
 
 # --- the etcd configuration: check what it needs, then go into a fresh network namespace ----
 if [ "$CONFIG" = etcd ] && [ -z "${KAPI_CONSISTENCY_IN_NETNS:-}" ]; then

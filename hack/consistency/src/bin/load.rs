@@ -62,8 +62,9 @@ struct Args {
     servers: Vec<String>,
     seconds: u64,
     history: String,
-    /// A pause after each request of the counter and register clients, to bound the load's
-    /// CPU where the run shares the machine with other suites.
+    /// A pause before each request of the counter and register clients (four between the
+    /// lister's walks), to bound the load's CPU where the run shares the machine with other
+    /// suites.
     pause: Duration,
 }
 
@@ -512,8 +513,14 @@ async fn register_client(
 }
 
 /// Consistent LIST walks, and every fourth time a LIST with `resourceVersion=0` (served from
-/// the watch cache as it is).
-async fn lister(rec: Arc<Recorder>, replicas: Arc<Replicas>, client: u64, stop: Arc<AtomicBool>) {
+/// the watch cache as it is); `pause` × 4 between walks (a walk is several requests).
+async fn lister(
+    rec: Arc<Recorder>,
+    replicas: Arc<Replicas>,
+    client: u64,
+    stop: Arc<AtomicBool>,
+    pause: Duration,
+) {
     let mut walks = 0_u64;
     while !stop.load(Ordering::Relaxed) {
         walks += 1;
@@ -522,7 +529,7 @@ async fn lister(rec: Arc<Recorder>, replicas: Arc<Replicas>, client: u64, stop: 
         } else {
             list_walk(&rec, replicas.pick(), client).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(50) + pause * 4).await;
     }
 }
 
@@ -759,7 +766,13 @@ async fn main() -> Result<()> {
         ));
         client += 1;
     }
-    tasks.spawn(lister(rec.clone(), replicas.clone(), client, stop.clone()));
+    tasks.spawn(lister(
+        rec.clone(),
+        replicas.clone(),
+        client,
+        stop.clone(),
+        args.pause,
+    ));
     client += 1;
     for i in 0..replicas.watches.len() {
         let (api, lists) = (replicas.watches[i].clone(), replicas.requests[i].clone());
