@@ -29,6 +29,7 @@
 //! of the server (etcd, this benchmark) and the whole machine per phase. Printed as Markdown
 //! table rows whose first cell is `--label`, for `fairness.sh` to put side by side.
 
+use crate::requests::{get, json_req as json_request};
 use crate::{cpu, lists, Args};
 use anyhow::{bail, Context, Result};
 use http_body_util::BodyExt;
@@ -157,22 +158,6 @@ fn tokens(path: &Path) -> Result<BTreeMap<String, String>> {
             Some((user.to_string(), token.to_string()))
         })
         .collect())
-}
-
-fn json_request(method: http::Method, path: &str, body: &Value) -> http::Request<Vec<u8>> {
-    http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(body.to_string().into_bytes())
-        .unwrap_or_default()
-}
-
-fn get(path: &str) -> http::Request<Vec<u8>> {
-    http::Request::get(path)
-        .header("accept", "application/json")
-        .body(Vec::new())
-        .unwrap_or_default()
 }
 
 /// `renewTime` now, as a Lease holds it (RFC 3339 with microseconds).

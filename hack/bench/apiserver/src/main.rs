@@ -50,6 +50,7 @@ mod fairness;
 mod lists;
 mod memory;
 mod profile;
+mod requests;
 mod startup;
 mod watch;
 

@@ -27,6 +27,8 @@ mod load;
 mod node;
 mod stats;
 
+use crate::requests::get;
+pub use crate::requests::json_req;
 use crate::Args;
 use anyhow::Result;
 use futures::stream::{self, StreamExt};
@@ -99,23 +101,6 @@ pub struct Shared {
     events: AtomicU64,
     out_of_order: AtomicU64,
     tracked: Mutex<Tracked>,
-}
-
-pub fn json_req(method: http::Method, path: &str, body: &Value) -> http::Request<Vec<u8>> {
-    http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .body(body.to_string().into_bytes())
-        .unwrap_or_default()
-}
-
-fn get(path: &str) -> http::Request<Vec<u8>> {
-    http::Request::get(path)
-        .header("accept", "application/json")
-        .body(Vec::new())
-        .unwrap_or_default()
 }
 
 /// Now as a Lease's `renewTime` (RFC 3339 with microseconds).

@@ -14,6 +14,7 @@
 
 use super::stats::{class, Class, Scope};
 use super::{json_req, now_micro, now_rfc3339, reflect, Event, Rng, Shared};
+use crate::requests::get;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -166,13 +167,6 @@ fn lease_path(i: usize) -> String {
         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{}",
         name(i)
     )
-}
-
-fn get(path: &str) -> http::Request<Vec<u8>> {
-    http::Request::get(path)
-        .header("accept", "application/json")
-        .body(Vec::new())
-        .unwrap_or_default()
 }
 
 /// The kubelet's node status update: GET of the Node, then a strategic-merge PATCH of its
