@@ -42,20 +42,13 @@ cleanup() {
   if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "cluster-load: kept $base"; else rm -rf "$base"; fi
 }
 trap cleanup EXIT
-pid_of() { cat "$1/cluster/pids/$2" 2>/dev/null || echo 0; }
 
 rows="$base/rows.txt"; : >"$rows"
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"
-    env_args=(KAPI_BIN="$bin")
-    if [ "$server" != kapi-embedded ]; then
-      start_etcd "$dir"
-      env_args+=(KAPI_ETCD="$ETCD_URL")
-      [ "$server" = reference ] && env_args+=(CLUSTER_APISERVER=reference)
-    fi
     # No hollow kubelets: the generator's simulated nodes stand in for them.
-    start_local_cluster "$dir" 0 "${env_args[@]}" \
+    start_server_cluster "$server" "$dir" 0 "$bin" \
       || { echo "cluster-load: $server did not start:" >&2; tail -20 "$dir/local-cluster.out" >&2; exit 1; }
     kubeconfig="$dir/cluster/data/admin.kubeconfig"
     server_pid=$(pid_of "$dir" kapi)

@@ -41,15 +41,9 @@ printf '%-14s %5s %6s %9s %8s %8s %11s %10s %9s %12s\n' server nodes ready "serv
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"
-    env_args=(KAPI_BIN="$bin")
-    if [ "$server" != kapi-embedded ]; then
-      start_etcd "$dir"
-      env_args+=(KAPI_ETCD="$ETCD_URL")
-      [ "$server" = reference ] && env_args+=(CLUSTER_APISERVER=reference)
-    fi
-    start_local_cluster "$dir" "$n" "${env_args[@]}" || true
+    start_server_cluster "$server" "$dir" "$n" "$bin" || true
     kubeconfig="$dir/cluster/data/admin.kubeconfig"
-    server_pid=$(cat "$dir/cluster/pids/kapi" 2>/dev/null || echo 0)
+    server_pid=$(pid_of "$dir" kapi)
     sleep "$settle"
     c0=$(cpu_ticks "$server_pid"); e0=0; [ -n "$etcd_pid" ] && e0=$(cpu_ticks "$etcd_pid")
     h0=$(heartbeats "$kubeconfig"); read -r busy0 all0 < <(machine_busy)

@@ -40,6 +40,23 @@ start_local_cluster() {
   grep -q "running; Ctrl-C" "$dir/local-cluster.out"
 }
 
+# start_server_cluster SERVER DIR N KAPI_BIN: start_local_cluster for one of the benchmarks'
+# servers: kapi-embedded (kapi on its embedded store), kapi-etcd (kapi on a fresh etcd) or
+# reference (upstream's kube-apiserver on a fresh etcd).
+start_server_cluster() {
+  local server=$1 dir=$2 n=$3 env_args=(KAPI_BIN="$4")
+  if [ "$server" != kapi-embedded ]; then
+    start_etcd "$dir" || exit 1
+    env_args+=(KAPI_ETCD="$ETCD_URL")
+    [ "$server" = reference ] && env_args+=(CLUSTER_APISERVER=reference)
+  fi
+  start_local_cluster "$dir" "$n" "${env_args[@]}"
+}
+
+# pid_of DIR NAME: the pid local-cluster.sh wrote for component NAME (kapi, kube-scheduler,
+# kube-controller-manager, hollow-<i>) under DIR/cluster; 0 if none.
+pid_of() { cat "$1/cluster/pids/$2" 2>/dev/null || echo 0; }
+
 # stop_all: stops the local cluster (its whole session), the server and etcd, if started.
 stop_all() {
   [ -n "$cluster_pid" ] && { kill -TERM -- "-$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; }

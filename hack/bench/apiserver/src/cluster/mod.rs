@@ -340,11 +340,17 @@ async fn wait_pods(
 }
 
 /// The load held as it is (nodes, lists and controllers going on) for `seconds`.
-async fn hold(seconds: f64) {
+/// Holds the load at its size for `seconds`, and adds the hold to the phases.
+async fn hold(seconds: f64, phases: &mut Vec<(&str, f64, String)>) {
     if seconds > 0.0 {
         eprintln!("cluster-load: holding for {seconds:.0} s");
         tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     }
+    phases.push((
+        "hold",
+        seconds,
+        "nothing created or deleted; nodes, LISTs and controllers go on".to_string(),
+    ));
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -463,12 +469,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         ),
     ));
 
-    hold(args.hold_seconds).await;
-    phases.push((
-        "hold",
-        args.hold_seconds,
-        "nothing created or deleted; nodes, LISTs and controllers go on".to_string(),
-    ));
+    hold(args.hold_seconds, &mut phases).await;
 
     let t = Instant::now();
     let old: usize = plan.iter().map(|d| d.replicas).sum();
@@ -489,12 +490,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         ),
     ));
 
-    hold(args.hold_seconds).await;
-    phases.push((
-        "hold",
-        args.hold_seconds,
-        "nothing created or deleted; nodes, LISTs and controllers go on".to_string(),
-    ));
+    hold(args.hold_seconds, &mut phases).await;
 
     let t = Instant::now();
     let failed = load::delete(&shared, &plan, rate).await;
