@@ -513,21 +513,12 @@ EOF2
 # own CA, serving certificate, service-account key and system:masters client certificate).
 start_reference() {
   local dir="$WORK/kapi-reference" p
-  p="$dir/pki"; mkdir -p "$p"
+  p="$dir/pki"
   PORT=$(free_port)
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj "/CN=kubernetes-ca" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout "$p/apiserver.key" -out "$p/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
-  openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/apiserver.crt" -days 2 \
-    -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n') 2>/dev/null
-  openssl ecparam -name prime256v1 -genkey -noout -out "$p/sa.key" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout "$p/admin.key" -out "$p/admin.csr" -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
-  openssl x509 -req -in "$p/admin.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/admin.crt" -days 2 \
-    -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
   KUBECONFIG_FILE="$dir/admin.kubeconfig"; CA="$p/ca.crt"
-  "$KUBECTL" config set-cluster local --server="https://127.0.0.1:$PORT" --certificate-authority="$CA" --embed-certs --kubeconfig="$KUBECONFIG_FILE" >/dev/null
-  "$KUBECTL" config set-credentials admin --client-certificate="$p/admin.crt" --client-key="$p/admin.key" --embed-certs --kubeconfig="$KUBECONFIG_FILE" >/dev/null
-  "$KUBECTL" config set-context local --cluster=local --user=admin --kubeconfig="$KUBECONFIG_FILE" >/dev/null
-  "$KUBECTL" config use-context local --kubeconfig="$KUBECONFIG_FILE" >/dev/null
+  # shellcheck source=hack/reference-pki.sh
+  . "$ROOT/hack/reference-pki.sh"
+  reference_pki "$p" "https://127.0.0.1:$PORT" "$KUBECONFIG_FILE"
   "$(dirname "$SAMPLE")/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" --etcd-prefix=/registry-reference \
     --secure-port="$PORT" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
     --cert-dir="$p" --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$CA" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by the scripts that run upstream's kube-apiserver as the reference
-# (hack/local-cluster.sh with CLUSTER_APISERVER=reference, hack/bench/fairness.sh).
+# (hack/local-cluster.sh with CLUSTER_APISERVER=reference, hack/bench/fairness.sh,
+# e2e/aggregation.sh with E2E_AGG_REFERENCE=1).
 #
 # reference_pki DIR SERVER KUBECONFIG: what kapi makes for itself on first start, for
 # kube-apiserver: in DIR a CA (ca.crt/key), a serving certificate for 127.0.0.1 and localhost
