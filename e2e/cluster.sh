@@ -143,6 +143,7 @@ run_cluster() {
     fail "the cluster comes up"; cat "$WORK/cluster-$backend.out"; return
   fi
   KUBECONFIG_FILE="$dir/data/admin.kubeconfig"
+  use_dispatched_kubectl
   expect_out "both hollow nodes Ready" "2/2 hollow nodes Ready" cat "$WORK/cluster-$backend.out"
   tls_bootstrap "$dir"
 

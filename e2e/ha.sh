@@ -69,6 +69,7 @@ for i in 1 2 3; do start_replica "$i"; URLS+=("https://127.0.0.$i:$PORT"); done
 # kr I ARGS...: kubectl against replica I.
 kr() { local i=$1; shift; "$KUBECTL" --kubeconfig "$WORK/kapi-$i/admin.kubeconfig" --cache-dir "$CACHE-$i" "$@"; }
 KUBECONFIG_FILE="$WORK/kapi-1/admin.kubeconfig"
+use_dispatched_kubectl
 
 # The replica whose log says it holds the controllers' Lease now.
 leader_replica() {

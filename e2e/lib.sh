@@ -10,6 +10,29 @@ OUT=""
 # k ARGS...: the kubectl under test, on the server under test, with a fresh cache per run.
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$CACHE" "$@"; }
 
+# The kubectl users run is /usr/bin/kubectl, the Google Cloud SDK's dispatcher: before each
+# command it asks the server's /version and then runs the bundled kubectl.1.<minor> of the
+# minor the server reports (../shared/KUBECTL.md). That second process and TLS handshake doubled
+# kubectl's CPU, a third of the suites' CPU. So a suite lets the dispatcher choose once, on the
+# server under test, and runs the binary it chose from then on.
+DISPATCHER=/usr/bin/kubectl
+
+# dispatched_kubectl KUBECONFIG: the kubectl the dispatcher runs for that server: the path of the
+# bundled binary whose version it reports, or the dispatcher itself when it is a plain kubectl.
+dispatched_kubectl() {
+  local minor chosen
+  minor=$("$DISPATCHER" --kubeconfig "$1" version -o json 2>/dev/null \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+"))' 2>/dev/null)
+  chosen="$(dirname "$(readlink -f "$DISPATCHER")")/kubectl.1.$minor"
+  if [ -n "$minor" ] && [ -x "$chosen" ]; then echo "$chosen"; else echo "$DISPATCHER"; fi
+}
+
+# use_dispatched_kubectl: while KUBECTL is the dispatcher, makes it the binary the dispatcher
+# chooses for the server of KUBECONFIG_FILE.
+use_dispatched_kubectl() {
+  if [ "$KUBECTL" = "$DISPATCHER" ]; then KUBECTL=$(dispatched_kubectl "$KUBECONFIG_FILE"); fi
+}
+
 pass() { PASSED=$((PASSED + 1)); echo "PASS: [$LABEL] $1"; }
 fail() {
   FAILED=$((FAILED + 1)); echo "FAIL: [$LABEL] $1"
@@ -56,7 +79,7 @@ e2e_init() {
     cargo build -q -p kapi-apiserver || { echo "e2e: build failed" >&2; exit 1; }
     KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
   fi
-  KUBECTL=/usr/bin/kubectl
+  KUBECTL=$DISPATCHER
   WORK="$(mktemp -d "/tmp/kapi-e2e-$LABEL.XXXXXX")"
   CACHE="$WORK/cache"
   PIDS=()
@@ -100,6 +123,7 @@ start_kapi_process() {
     || { echo "e2e: kapi ($name) not serving"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
   wait_until 30 k get --raw /readyz >/dev/null 2>&1 \
     || { echo "e2e: kapi ($name) not ready"; tail -20 "$WORK/kapi-$name.log"; exit 1; }
+  use_dispatched_kubectl
 }
 
 # start_kapi_on_etcd NAME FLAGS...: start_kapi_process on the script's etcd, under the key

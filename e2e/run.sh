@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite: starts a real etcd and kapi (once on etcd, once on the embedded store) on free
-# loopback ports and drives them with real kubectl — the installed dispatcher (which picks the
-# kubectl matching the server's minor) and kubectl 1.32 called directly. Prints PASS/FAIL per case
+# loopback ports and drives them with real kubectl — the one the installed dispatcher picks for
+# the server's minor (asked once per server) and kubectl 1.32. Prints PASS/FAIL per case
 # and a final "N passed, M failed"; stops everything it started.
 #
 #   KAPI_BIN=path/to/kapi-apiserver e2e/run.sh        (default: builds the debug binary)
@@ -28,7 +28,6 @@ if [ -z "${KAPI_BIN:-}" ]; then
   KAPI_BIN="$CARGO_TARGET_DIR/debug/kapi-apiserver"
 fi
 command -v etcd >/dev/null 2>&1 || { echo "e2e: etcd not found: run hack/install-etcd.sh" >&2; exit 1; }
-DISPATCHER=/usr/bin/kubectl
 KUBECTL_132=/usr/lib/google-cloud-sdk/bin/kubectl.1.32
 [ -x "$DISPATCHER" ] || { echo "e2e: $DISPATCHER not found: the suite needs a real kubectl" >&2; exit 1; }
 [ -x "$KUBECTL_132" ] || { echo "e2e: $KUBECTL_132 not found" >&2; exit 1; }
@@ -72,7 +71,8 @@ case "$BACKENDS" in *etcd*) start_etcd ;; esac
 run=0
 for backend in $BACKENDS; do
   start_kapi "$backend"
-  for kc in "$DISPATCHER" "$KUBECTL_132"; do
+  # The dispatcher's choice for this server (asked once: e2e/lib.sh), then kubectl 1.32.
+  for kc in "$(dispatched_kubectl "$KUBECONFIG_FILE")" "$KUBECTL_132"; do
     run=$((run + 1))
     KUBECTL="$kc"
     CACHE="$WORK/cache-$run"

@@ -15,6 +15,10 @@
 //!   value); an event at an rv no write is known to have made, and that no write with an unknown
 //!   outcome could have made, is "a write nobody made"; and it cannot arrive before its write
 //!   was sent;
+//! - a key's events alternate (ADDED, MODIFIED ones, DELETED, and again): a delete's answer
+//!   carries no rv, so a DELETED left out shows only as the key's next event, an ADDED while
+//!   the stream last showed the key present (and an ADDED left out, as a MODIFIED or DELETED
+//!   of a key it last showed deleted);
 //! - a BOOKMARK at rv B claims every event up to B was sent: every known write with
 //!   `last < rv <= B` must already have been delivered, and B must not go back.
 //!
@@ -65,6 +69,8 @@ fn check_one(w: &Watch, writes: &Writes) -> Option<Violation> {
     let mut last = w.from_rv;
     // rv -> the number (1-based) of the event that delivered it.
     let mut delivered: HashMap<Rv, usize> = HashMap::new();
+    // key -> whether the stream last showed it present, and the event that did.
+    let mut by_key: HashMap<&str, (bool, usize)> = HashMap::new();
     for (i, e) in w.events.iter().enumerate() {
         let n = i + 1;
         if e.kind == EventType::Bookmark {
@@ -143,6 +149,34 @@ fn check_one(w: &Watch, writes: &Writes) -> Option<Violation> {
             }
             Some(_) => {}
         }
+        // A key's events alternate: ADDED, MODIFIED ones, DELETED, and again. A delete's answer
+        // carries no rv, so a DELETED left out is invisible to the rv comparison above; the
+        // key's next event shows it (and likewise an ADDED left out).
+        let present = e.kind != EventType::Deleted;
+        match (by_key.get(e.key.as_str()), e.kind) {
+            (Some(&(true, m)), EventType::Added) => {
+                return fail(
+                    format!(
+                        "event {n} ({e}) adds {} while event {m} left it in place: its deletion \
+                         was never delivered (a gap)",
+                        e.key
+                    ),
+                    Vec::new(),
+                );
+            }
+            (Some(&(false, m)), EventType::Modified | EventType::Deleted) => {
+                return fail(
+                    format!(
+                        "event {n} ({e}) finds {} which event {m} deleted: its creation was \
+                         never delivered (a gap)",
+                        e.key
+                    ),
+                    Vec::new(),
+                );
+            }
+            _ => {}
+        }
+        by_key.insert(e.key.as_str(), (present, n));
         delivered.insert(e.rv, n);
         last = e.rv;
     }
@@ -219,6 +253,44 @@ mod tests {
             vec![
                 "watch 6 from rv=9 over \"\": the write of a value=1 at rv=11 (op 2) was never \
                  delivered: a gap before event 2 (MODIFIED a value=2 rv=12 at 0.000ms)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lost_deletion_is_caught_by_the_next_creation() {
+        // a is deleted (rv 14, seen by no stream) and created again (rv 15); the stream misses
+        // the deletion, whose rv nothing else tells.
+        let mut b = writes();
+        b.create(3, (200, 210), "a", 5, 15);
+        let mut events = all_events();
+        events.pop();
+        events.push(ev(211, Added, "a", 5, 15));
+        b.watch(4, 0, 9, events, WatchEnd::Open);
+        assert_eq!(
+            run(&b),
+            vec![
+                "watch 7 from rv=9 over \"\": event 5 (ADDED a value=5 rv=15 at 0.000ms) adds a \
+                 while event 3 left it in place: its deletion was never delivered (a gap)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lost_creation_is_caught_by_the_next_event() {
+        // After a's deletion (rv 14), a create of a times out (its rv 15 unknown: no read saw
+        // it) and an update of it lands at rv 16; the stream misses the creation.
+        let mut b = writes();
+        b.create_unknown(3, (200, 210), "a", 5);
+        b.update(3, (220, 230), "a", 15, 6, 16);
+        let mut events = all_events();
+        events.push(ev(231, Modified, "a", 6, 16));
+        b.watch(4, 0, 9, events, WatchEnd::Open);
+        assert_eq!(
+            run(&b),
+            vec![
+                "watch 8 from rv=9 over \"\": event 6 (MODIFIED a value=6 rv=16 at 0.000ms) finds \
+                 a which event 5 deleted: its creation was never delivered (a gap)"
             ]
         );
     }
