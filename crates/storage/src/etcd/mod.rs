@@ -5,6 +5,7 @@
 //! `mod_revision`. Every request is bounded by the request timeout, so a dead etcd is a prompt
 //! `Timeout`/`Unavailable`; the gRPC channel reconnects by itself when etcd is back.
 
+mod lease;
 mod members;
 mod ttl;
 mod watch;
@@ -99,6 +100,8 @@ pub struct EtcdStorage {
     /// Whether this etcd's progress notifications can be trusted (learned from its version).
     progress_reliable: Arc<tokio::sync::OnceCell<bool>>,
     pub(crate) codec: Codec,
+    /// The leases of objects with a TTL, shared by writes close in time.
+    leases: Arc<lease::LeaseManager>,
 }
 
 /// Whether an etcd version sends progress notifications only once every earlier event is sent.
@@ -201,6 +204,7 @@ impl EtcdStorage {
             config,
             progress,
             progress_reliable: Arc::new(tokio::sync::OnceCell::new()),
+            leases: Arc::default(),
         };
         // Learn the version in the background: connecting must not wait for a dead etcd.
         let probe = s.clone();
@@ -506,10 +510,16 @@ impl Storage for EtcdStorage {
         let lease = match ttl {
             Some(ttl) => {
                 let secs = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
-                let mut lc = self.client.lease_client();
-                self.call_plain("lease grant", lc.grant(secs, None))
+                let grant = |granted: i64| {
+                    let mut lc = self.client.lease_client();
+                    async move {
+                        let lease = self.call_plain("lease grant", lc.grant(granted, None));
+                        Ok(lease.await?.id())
+                    }
+                };
+                self.leases
+                    .lease_at(std::time::Instant::now(), secs, grant)
                     .await?
-                    .id()
             }
             None => 0,
         };
