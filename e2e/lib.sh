@@ -12,7 +12,7 @@ k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$CACHE" "$@"; }
 
 # The kubectl users run is /usr/bin/kubectl, the Google Cloud SDK's dispatcher: before each
 # command it asks the server's /version and then runs the bundled kubectl.1.<minor> of the
-# minor the server reports (../shared/KUBECTL.md). That second process and TLS handshake doubled
+# minor the server reports (docs/compatibility.md). That second process and TLS handshake doubled
 # kubectl's CPU, a third of the suites' CPU. So a suite lets the dispatcher choose once, on the
 # server under test, and runs the binary it chose from then on.
 DISPATCHER=/usr/bin/kubectl

@@ -3,17 +3,19 @@
 # target; the unit and integration tests of every crate (the storage conformance suite against a
 # real etcd and the embedded store, the in-process server tests with the kube crate, the
 # architecture invariants, the check that the generated protobuf table is current); the fuzzers;
-# then the end-to-end suites against the release server hack/local-up.sh builds, several at once: kubectl (e2e/run.sh against both backends,
-# admission, dynamic admission, mutating admission policy, rbac, node authorization, auth, audit,
-# validate, envtest), the official Python and JavaScript clients (e2e/clients.sh), the
-# kubelet-facing subresources through a kubelet stand-in, the aggregation layer with upstream's
-# sample-apiserver, a cluster of upstream's scheduler, controller manager and hollow kubelets on
-# kapi (e2e/cluster.sh; skipped with one line when the upstream binaries are absent), security,
-# faults (kill -9, etcd restarts, full disk), HA, and consistency under faults (recorded histories
-# checked for linearizability, lost updates, stale LISTs and watch gaps, hack/consistency/run.sh).
-# Installs what it needs first: etcd and protoc from Debian, the Python client into a virtual
-# environment and the JavaScript client into a folder, both under ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}.
-# Prints each step's duration, and a table of them at the end. Exits non-zero on any failure.
+# then the end-to-end suites against the release server hack/local-up.sh builds, several at
+# once: kubectl (e2e/run.sh against both backends, admission, dynamic admission, mutating
+# admission policy, rbac, node authorization, auth, audit, validate, envtest), the official
+# Python and JavaScript clients (e2e/clients.sh), the kubelet-facing subresources through a
+# kubelet stand-in, the aggregation layer with upstream's sample-apiserver, a cluster of
+# upstream's scheduler, controller manager and hollow kubelets on kapi (e2e/cluster.sh; skipped
+# with one line when the upstream binaries are absent), security, faults (kill -9, etcd
+# restarts, full disk), HA, and consistency under faults (recorded histories checked for
+# linearizability, lost updates, stale LISTs and watch gaps, hack/consistency/run.sh). Installs
+# what it needs first: etcd and protoc from Debian, the Python client into a virtual environment
+# and the JavaScript client into a folder, both under
+# ${KAPI_E2E_CACHE:-/var/tmp/kapi-e2e-cache}. Prints each step's duration, and a table of them
+# at the end. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
