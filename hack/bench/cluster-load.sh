@@ -18,7 +18,9 @@
 #   BENCH_PODS_PER_NODE (default 3; ClusterLoader2's is 30), BENCH_POD_CHURN (pods/s, default
 #   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"), BENCH_DRIVER (default:
 #   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
-#   BENCH_KEEP=1 keeps the run's directory (logs of every component); upstream binaries as
+#   BENCH_KEEP=1 keeps the run's directory (logs of every component), BENCH_PROFILE=DIR
+#   samples the server with `perf record -F 99` over each run and writes its top symbols by
+#   self time to DIR/<server>-<N>.txt; upstream binaries as
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
 # pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
@@ -57,9 +59,21 @@ for n in "${sizes[@]}"; do
     k0=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
     t0=$(date +%s)
     echo "== $server, N=$n, $ppn pods per node, $churn pods/s (upstream kube-scheduler and kube-controller-manager v1.28.7 against it)"
+    perf_pid=""
+    if [ -n "${BENCH_PROFILE:-}" ]; then
+      perf record -F 99 -p "$server_pid" -o "$dir/perf.data" >/dev/null 2>&1 &
+      perf_pid=$!
+    fi
     "$driver" --cluster-load "$kubeconfig" --label "$server" --nodes "$n" --pods-per-node "$ppn" \
       --pod-churn "$churn" "${load_args[@]}" 2>&1 | tee "$dir/driver.out"
     t1=$(date +%s)
+    if [ -n "$perf_pid" ]; then
+      kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
+      mkdir -p "$BENCH_PROFILE"
+      perf report -i "$dir/perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | grep -E '^ +[0-9.]+%' | head -60 >"$BENCH_PROFILE/$server-$n.txt" || true
+      echo "cluster-load: profile of $server at N=$n: $BENCH_PROFILE/$server-$n.txt"
+    fi
     c1=$(cpu_ticks "$server_pid"); e1=0; [ -n "$etcd_pid" ] && e1=$(cpu_ticks "$etcd_pid")
     k1=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
     rss=$(peak_mb "$server_pid"); erss=0; [ -n "$etcd_pid" ] && erss=$(peak_mb "$etcd_pid")
@@ -73,8 +87,8 @@ echo
 echo "cluster-load: $(date -u +%Y-%m-%d), $(nproc) cores, $ppn pods per node, $churn pods/s; p99 client side (ms), SLOs 1000/1000/5000/30000 ms and start-up 5 s"
 python3 - "$rows" <<'PY'
 import sys
-print("| server | nodes | pods | mutating p99 | GET p99 | LIST ns p99 | LIST cluster p99 | start-up p50 / p99 s | watch out of order | SLOs | run s | server CPU s | etcd CPU s | scheduler + KCM CPU s | server peak RSS MB | etcd peak RSS MB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| server | nodes | pods | mutating p99 | GET p99 | LIST ns p99 | LIST cluster p99 | start-up p50 / p99 s | watch out of order | SLOs | run s | server CPU s | etcd CPU s | scheduler + KCM CPU s | generator CPU s | machine busy | server peak RSS MB | etcd peak RSS MB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
     if "label" not in f:
@@ -83,5 +97,5 @@ for line in open(sys.argv[1]):
     cpu = lambda k: f"{int(f[k]) / hz:.1f}"
     print(f"| {f['label']} | {f['nodes']} | {f['pods']} | {f['mutating_p99_ms']} | {f['read_p99_ms']} | {f['list_ns_p99_ms']} | "
           f"{f['list_cluster_p99_ms']} | {f['startup_p50_s']} / {f['startup_p99_s']} | {f['out_of_order']} | {f['slo']} | {f['seconds']} | "
-          f"{cpu('server_cpu')} | {cpu('etcd_cpu') if f['etcd_rss'] != '0' else '–'} | {cpu('ctl_cpu')} | {f['server_rss']} | {f['etcd_rss'] if f['etcd_rss'] != '0' else '–'} |")
+          f"{cpu('server_cpu')} | {cpu('etcd_cpu') if f['etcd_rss'] != '0' else '–'} | {cpu('ctl_cpu')} | {f.get('generator_cpu_s', '–')} | {f.get('machine_busy_pct', '–')}% | {f['server_rss']} | {f['etcd_rss'] if f['etcd_rss'] != '0' else '–'} |")
 PY

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the benchmark scripts that start servers side by side (cluster.sh, cluster-load.sh,
-# fairness.sh): a fresh etcd, an upstream-components cluster from hack/local-cluster.sh, and
+# data-scale.sh, fairness.sh): a fresh etcd, an upstream-components cluster from hack/local-cluster.sh, and
 # what they read from /proc. Each caller sets ETCD (the etcd binary) first; stop_all stops what
 # these started (and the caller's server_pid, if it set one).
 
@@ -9,12 +9,14 @@
 
 cluster_pid="" etcd_pid="" server_pid=""
 
-# start_etcd DIR: a single-member etcd with its data and log under DIR, on free ports; sets
-# etcd_pid and ETCD_URL and waits until it answers /health.
+# start_etcd DIR: a single-member etcd with its data and log under DIR, on free ports, with the
+# caller's ETCD_EXTRA_ARGS (words) if set; sets etcd_pid and ETCD_URL and waits until it
+# answers /health.
 start_etcd() {
-  local dir=$1 cport pport
+  local dir=$1 cport pport extra
   cport=$(free_port); pport=$(free_port)
-  "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
+  read -r -a extra <<<"${ETCD_EXTRA_ARGS:-}"
+  "$ETCD" "${extra[@]}" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
     --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
     --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
     --initial-cluster "default=http://127.0.0.1:$pport" >"$dir/etcd.log" 2>&1 &

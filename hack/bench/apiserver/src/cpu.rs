@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 
 /// CPU time (user + system) of a process from `/proc/<pid>/stat` (`self` for this one).
-fn process(pid: &str) -> Result<Duration> {
+pub(crate) fn process(pid: &str) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let fields: Vec<&str> = stat
         .rsplit_once(')')
@@ -24,7 +24,7 @@ fn ticks(n: f64) -> Duration {
 
 /// The machine's busy and total CPU time over all cores, from the `cpu` line of `/proc/stat`
 /// (idle and iowait count as not busy).
-fn machine() -> Result<(Duration, Duration)> {
+pub(crate) fn machine() -> Result<(Duration, Duration)> {
     let stat = std::fs::read_to_string("/proc/stat")?;
     let line = stat
         .lines()

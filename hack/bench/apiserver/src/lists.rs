@@ -284,7 +284,7 @@ async fn kubectl_walk(kubeconfig: &std::path::Path) -> Result<(Duration, usize)>
     .await?
 }
 
-fn urlencode(s: &str) -> String {
+pub fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

@@ -34,6 +34,11 @@
 //! Deployments, beside the cluster's own kube-scheduler and kube-controller-manager, and prints
 //! the request latencies against SIG Scalability's SLOs and the pod start-up latency (see
 //! [`cluster`]; `hack/bench/cluster-load.sh` runs it against kapi and kube-apiserver).
+//!
+//! With `--data-scale <admin kubeconfig>`, it stores `--objects` ConfigMaps on that server and
+//! measures its memory per object, a paged walk of all, a watch from a recent
+//! resourceVersion and, after the script restarts the server, its time to ready (see
+//! [`data_scale`]; `hack/bench/data-scale.sh`).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -46,6 +51,7 @@ mod cluster;
 mod cpu;
 mod crd;
 mod creates;
+mod data_scale;
 mod fairness;
 mod lists;
 mod memory;
@@ -64,7 +70,7 @@ use std::time::{Duration, Instant};
 #[derive(Parser)]
 struct Args {
     /// The kapi-apiserver binary to start (not with `--fairness` or `--cluster-load`).
-    #[arg(long, required_unless_present_any = ["fairness", "cluster_load"])]
+    #[arg(long, required_unless_present_any = ["fairness", "cluster_load", "data_scale"])]
     server: Option<PathBuf>,
     /// Use this etcd instead of the embedded store.
     #[arg(long)]
@@ -142,10 +148,10 @@ struct Args {
     /// `--fairness`: the flooder's concurrent creates.
     #[arg(long, default_value_t = 4)]
     flood_creates: usize,
-    /// `--fairness`: the server's pid, for its CPU per phase.
+    /// `--fairness`: the server's pid, for its CPU per phase; `--data-scale`: for its memory.
     #[arg(long)]
     server_pid: Option<u32>,
-    /// `--fairness`: etcd's pid, for its CPU per phase.
+    /// `--fairness`: etcd's pid, for its CPU per phase; `--data-scale`: for its memory.
     #[arg(long)]
     etcd_pid: Option<u32>,
     /// Put a cluster's load (simulated nodes, ClusterLoader2's Deployments) on the running
@@ -177,6 +183,17 @@ struct Args {
     /// `--cluster-load`: seed of the timers' offsets and the scale factors.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Measure `--objects` stored ConfigMaps on the running server of this admin kubeconfig
+    /// instead (see `data_scale`; `hack/bench/data-scale.sh` runs it).
+    #[arg(long, value_name = "KUBECONFIG")]
+    data_scale: Option<PathBuf>,
+    /// `--data-scale`: `load` (create, memory, paged walk, watch) or `restart` (after the
+    /// server was started again on the same data).
+    #[arg(long, default_value = "load")]
+    data_scale_stage: String,
+    /// `--data-scale restart`: when the server was started again, in ms since the Unix epoch.
+    #[arg(long)]
+    started_ms: Option<u64>,
 }
 
 impl Args {
@@ -366,6 +383,9 @@ async fn main() -> Result<()> {
     }
     if let Some(kubeconfig) = &args.cluster_load {
         return cluster::run(&args, kubeconfig).await;
+    }
+    if let Some(kubeconfig) = &args.data_scale {
+        return data_scale::run(&args, kubeconfig).await;
     }
     if args.startup {
         let server = args.server.as_ref().context("--server is needed")?;

@@ -367,6 +367,9 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     // Every failure counts: no retry behind the measurement's back.
     config.default_retry = false;
     let client = kube::Client::try_from(config)?;
+    // Whether the machine itself was the limit: its busy share over the run, and ours.
+    let (machine_busy0, machine_total0) = crate::cpu::machine()?;
+    let own0 = crate::cpu::process("self")?;
     let n = args.nodes;
     let pods = args.pods_per_node * n;
     let namespaces = if args.namespaces > 0 {
@@ -583,10 +586,18 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     let w = |name: &str| worst.get(name).map_or(f64::NAN, |(p, _)| p * 1000.0);
     let sw = |name: &str| server_worst.get(name).map_or(f64::NAN, |(p, _)| p * 1000.0);
     let pass = worst.values().all(|(_, ok)| *ok) && p99 <= 5.0 && ooo == 0;
+    let (machine_busy1, machine_total1) = crate::cpu::machine()?;
+    let machine_busy = (machine_busy1 - machine_busy0).as_secs_f64()
+        / (machine_total1 - machine_total0).as_secs_f64().max(f64::MIN_POSITIVE);
+    let own = (crate::cpu::process("self")? - own0).as_secs_f64();
+    println!(
+        "machine: {:.0}% of every core busy over the run; this generator used {own:.1} CPU s",
+        machine_busy * 100.0
+    );
     println!(
         "summary label={label} nodes={n} pods={pods} mutating_p99_ms={:.1} read_p99_ms={:.1} list_ns_p99_ms={:.1} list_cluster_p99_ms={:.1} \
          startup_p50_s={:.2} startup_p99_s={p99:.2} out_of_order={ooo} server_mutating_p99_ms={:.1} server_read_p99_ms={:.1} \
-         server_list_ns_p99_ms={:.1} server_list_cluster_p99_ms={:.1} slo={}",
+         server_list_ns_p99_ms={:.1} server_list_cluster_p99_ms={:.1} machine_busy_pct={:.0} generator_cpu_s={own:.1} slo={}",
         w("mutating"),
         w("read object"),
         w("LIST namespace"),
@@ -596,6 +607,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         sw("read object"),
         sw("LIST namespace"),
         sw("LIST cluster"),
+        machine_busy * 100.0,
         if pass { "pass" } else { "FAIL" }
     );
     drop(t);

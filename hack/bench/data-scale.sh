@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Data at scale: N ConfigMaps stored (default 1,000,000) on kapi (embedded store and etcd)
+# beside upstream's kube-apiserver v1.28.7 (on its own fresh etcd), one server at a time. For
+# each: start it, `kapi-bench-apiserver --data-scale` creates the objects and prints the
+# server's memory per object against their encoded size, a paged walk of all (limit=500) and a
+# watch from a recent resourceVersion; then the server is stopped and started again on the
+# same data and the driver times /readyz, the first consistent LIST and the first LIST from
+# the watch cache, and repeats the walk and the watch (see
+# hack/bench/apiserver/src/data_scale.rs). Prints one table at the end.
+#
+#   hack/bench/data-scale.sh <kapi-apiserver release binary> [N]
+#   BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"), BENCH_DRIVER (default:
+#   kapi-bench-apiserver beside the binary), BENCH_CONCURRENCY (creates in flight, default 16),
+#   BENCH_KEEP=1 keeps the run's directory. kube-apiserver comes from KAPI_UPSTREAM_BIN, else
+#   ../shared/upstream. Each etcd gets an 8 GiB quota (a million objects outgrow the default
+#   2 GiB before a compaction). Everything listens on 127.0.0.1 only.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+bin=${1:?usage: hack/bench/data-scale.sh <kapi-apiserver binary> [N]}
+bin=$(realpath "$bin")
+n=${2:-1000000}
+driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
+[ -x "$driver" ] || { echo "data-scale: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
+servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
+concurrency=${BENCH_CONCURRENCY:-16}
+ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
+ETCD_EXTRA_ARGS="--quota-backend-bytes=8589934592"
+
+UP=${KAPI_UPSTREAM_BIN:-}
+if [ -z "$UP" ] && [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
+  UP=$("$ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
+fi
+if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
+  echo "data-scale: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
+  servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')
+fi
+
+base=$(mktemp -d /var/tmp/kapi-bench-data-scale.XXXXXX)
+# shellcheck source=hack/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+cleanup() {
+  stop_all
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "data-scale: kept $base"; else rm -rf "$base"; fi
+}
+trap cleanup EXIT
+rows="$base/rows.txt"; : >"$rows"
+
+# start_server SERVER DIR PORT ETCD_URL: starts it in the background, sets server_pid and
+# started_ms (the start, in ms since the epoch).
+start_server() {
+  local server=$1 dir=$2 port=$3 etcd_url=$4
+  started_ms=$(date +%s%3N)
+  if [ "$server" = reference ]; then
+    local P="$dir/pki"
+    "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
+      --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
+      --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+      --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+      --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
+      --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=Node,RBAC >>"$dir/server.log" 2>&1 &
+  else
+    local args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1)
+    [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
+    "$bin" "${args[@]}" >>"$dir/server.log" 2>&1 &
+  fi
+  server_pid=$!
+}
+
+for server in $servers; do
+  dir="$base/$server"; mkdir -p "$dir"
+  port=$(free_port) etcd_url=""
+  if [ "$server" != kapi-embedded ]; then
+    start_etcd "$dir"
+    etcd_url=$ETCD_URL
+  fi
+  if [ "$server" = reference ]; then
+    # shellcheck source=hack/reference-pki.sh
+    . "$ROOT/hack/reference-pki.sh"
+    kubeconfig="$dir/admin.kubeconfig"
+    reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
+  else
+    kubeconfig="$dir/data/admin.kubeconfig"
+  fi
+  start_server "$server" "$dir" "$port" "$etcd_url"
+  ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
+  wait_until 120 ready || { echo "data-scale: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
+  # What start-up allocated and freed (the OpenAPI documents) is returned before the idle read.
+  sleep 30
+  pids=(--server-pid "$server_pid")
+  [ -n "$etcd_pid" ] && pids+=(--etcd-pid "$etcd_pid")
+  echo "== $server: $n ConfigMaps"
+  "$driver" --data-scale "$kubeconfig" --data-scale-stage load --label "$server" --objects "$n" \
+    --concurrency "$concurrency" "${pids[@]}" | tee -a "$rows"
+  # A clean stop, then a start on the same data.
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
+  start_server "$server" "$dir" "$port" "$etcd_url"
+  "$driver" --data-scale "$kubeconfig" --data-scale-stage restart --label "$server" --objects "$n" \
+    --started-ms "$started_ms" --server-pid "$server_pid" | tee -a "$rows"
+  [ -n "$etcd_pid" ] && echo "data-scale: $server: etcd peak RSS $(peak_mb "$etcd_pid") MB, its data $(du -sm "$dir/etcd" | cut -f1) MB" | tee -a "$rows"
+  [ "$server" = kapi-embedded ] && echo "data-scale: $server: its data $(du -sm "$dir/data" | cut -f1) MB" | tee -a "$rows"
+  stop_all
+done
+
+echo
+echo "data-scale: $(date -u +%Y-%m-%d), $(nproc) cores, $n ConfigMaps, $concurrency creates in flight"
+python3 - "$rows" <<'PY'
+import sys
+load, restart = {}, {}
+for line in open(sys.argv[1]):
+    if not line.startswith("data-scale "):
+        continue
+    f = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    (load if f.get("stage") == "load" else restart)[f["label"]] = f
+print("| server | creates/s | RSS idle → loaded MB | RssAnon / PSS / Private_Dirty MB | RSS per object / encoded bytes | ratio | paged walk s (pages) | watch from recent rv ms | restart: ready / first LIST / cache loaded s | RSS after restart MB | walk / watch after restart |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for label, l in load.items():
+    r = restart.get(label, {})
+    print(f"| {label} | {l['create_per_s']} | {l['idle_rss_mb']} → {l['rss_mb']} | {l['anon_mb']} / {l['pss_mb']} / {l['private_dirty_mb']} | "
+          f"{l['per_object_b']} / {l['encoded_b']} | {l['ratio']}× | {l['walk_s']} ({l['pages']}) | {l['watch_ms']} | "
+          f"{r.get('ready_s', '–')} / {r.get('first_list_s', '–')} / {r.get('cache_s', '–')} | {r.get('rss_mb', '–')} | "
+          f"{r.get('walk_s', '–')} s / {r.get('watch_ms', '–')} ms |")
+PY
