@@ -4,8 +4,9 @@
 //! - `load`: creates `--objects` ConfigMaps (the bench's ~690-byte shape) in one namespace, a
 //!   fifth first, then the rest; reads the server's memory 12 s after each step (past
 //!   jemalloc's 10 s decay; Go's heap has no such delay to wait for); walks all of them in
-//!   pages of 500 (the encoded size is the walk's bytes); then a watch from a recent
-//!   resourceVersion (see [`watch_from_recent`]).
+//!   pages of 500 (the encoded size is the walk's bytes per item; a walk that outlives the
+//!   server's compaction interval ends in 410 Expired, reported as such); then a watch from a
+//!   recent resourceVersion (see [`watch_from_recent`]).
 //! - `restart`: the server was just started again on the same data at `--started-ms`: time
 //!   to `/readyz`, to its first consistent LIST (`limit=1`), to its first LIST from the watch
 //!   cache (`resourceVersion=0`, a selector matching nothing), its memory then, the paged
@@ -101,27 +102,64 @@ async fn create(client: &kube::Client, from: usize, n: usize, concurrency: usize
     Ok(n as f64 / started.elapsed().as_secs_f64())
 }
 
-/// A walk over every ConfigMap of `NS` in pages of 500: (time, pages, the bench's `cm-*`
-/// items among them, body bytes). The namespace may also hold `kube-root-ca.crt` (kapi's
-/// controllers publish it; a bare kube-apiserver has no controller manager to) and the
-/// watches' `recent-*` objects.
-async fn walk(client: &kube::Client) -> Result<(Duration, usize, usize, usize)> {
+/// What a paged walk saw.
+struct Walk {
+    took: Duration,
+    pages: usize,
+    /// The bench's `cm-*` items among the pages' items.
+    items: usize,
+    /// Bytes of the pages' bodies.
+    bytes: usize,
+    /// The walk ended with 410 Expired: the continue token's revision was compacted (the
+    /// walk took longer than the server's compaction interval).
+    expired: bool,
+}
+
+impl Walk {
+    /// The walk's time, or where it expired.
+    fn outcome(&self) -> String {
+        if self.expired {
+            format!("expired@{:.1}", self.took.as_secs_f64())
+        } else {
+            format!("{:.1}", self.took.as_secs_f64())
+        }
+    }
+}
+
+/// A walk over every ConfigMap of `NS` in pages of 500. The namespace may also hold
+/// `kube-root-ca.crt` (kapi's controllers publish it; a bare kube-apiserver has no controller
+/// manager to) and the watches' `recent-*` objects, which are not counted as items.
+async fn walk(client: &kube::Client) -> Result<Walk> {
     let base = format!("/api/v1/namespaces/{NS}/configmaps?limit=500");
     let started = Instant::now();
-    let (mut pages, mut items, mut bytes) = (0, 0, 0);
+    let mut walk = Walk {
+        took: Duration::ZERO,
+        pages: 0,
+        items: 0,
+        bytes: 0,
+        expired: false,
+    };
     let mut token: Option<String> = None;
     loop {
         let path = match &token {
             Some(t) => format!("{base}&continue={}", crate::lists::urlencode(t)),
             None => base.clone(),
         };
-        let text = client
+        let text = match client
             .request_text(http::Request::get(path).body(Vec::new())?)
-            .await?;
-        bytes += text.len();
+            .await
+        {
+            Ok(text) => text,
+            Err(kube::Error::Api(e)) if e.code == 410 => {
+                walk.expired = true;
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        walk.bytes += text.len();
         let list: serde_json::Value = serde_json::from_str(&text)?;
-        pages += 1;
-        items += list["items"].as_array().map_or(0, |items| {
+        walk.pages += 1;
+        walk.items += list["items"].as_array().map_or(0, |items| {
             items
                 .iter()
                 .filter(|i| {
@@ -139,7 +177,8 @@ async fn walk(client: &kube::Client) -> Result<(Duration, usize, usize, usize)> 
             break;
         }
     }
-    Ok((started.elapsed(), pages, items, bytes))
+    walk.took = started.elapsed();
+    Ok(walk)
 }
 
 /// The resourceVersion of a consistent `limit=1` LIST of `NS`.
@@ -244,42 +283,53 @@ async fn load(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize) -
     let rate = n as f64 / (fill_first + t.elapsed()).as_secs_f64();
     tokio::time::sleep(SETTLED).await;
     let loaded = Memory::read(pid)?;
-    let (took, pages, items, bytes) = walk(&client).await?;
-    if items != n {
-        bail!("the paged walk found {items} ConfigMaps, {n} were created");
-    }
-    let per_object = loaded.rss.saturating_sub(at_first.rss) as f64 * 1024.0 / (n - first) as f64;
-    let encoded = bytes as f64 / n as f64;
-    let watch = watch_from_recent(&client, "load").await?;
-    let after = Memory::read(pid)?;
-    let etcd = match args.etcd_pid {
-        Some(p) => format!("{:.0}", mb(Memory::read(p)?.rss)),
-        None => "0".to_string(),
-    };
+    // Printed as soon as measured: a later step may fail on a server that does not hold.
     println!("| {label}: {n} ConfigMaps created | {rate:.0} /s |");
     println!(
         "| {label}: memory idle → loaded (12 s after) | RSS {:.1} → {:.1} MB, RssAnon {:.1} → {:.1}, PSS {:.1} → {:.1}, Private_Dirty {:.1} → {:.1} |",
         mb(idle.rss), mb(loaded.rss), mb(idle.anon), mb(loaded.anon), mb(idle.pss), mb(loaded.pss),
         mb(idle.private_dirty), mb(loaded.private_dirty)
     );
+    let walk = walk(&client).await?;
+    if !walk.expired && walk.items != n {
+        bail!("the paged walk found {} ConfigMaps, {n} were created", walk.items);
+    }
+    let per_object = loaded.rss.saturating_sub(at_first.rss) as f64 * 1024.0 / (n - first) as f64;
+    // Every object has the same shape: the pages read give the size even when the walk expired.
+    let encoded = walk.bytes as f64 / walk.items.max(1) as f64;
     println!(
         "| {label}: RSS per object of the last {} / encoded size (JSON, from the walk) | {per_object:.0} / {encoded:.0} bytes: {:.2}× |",
         n - first,
         per_object / encoded
     );
-    println!(
-        "| {label}: paged walk of all (limit=500) | {:.1} s, {pages} pages, {:.0} MB |",
-        took.as_secs_f64(),
-        bytes as f64 / 1_048_576.0
-    );
+    if walk.expired {
+        println!(
+            "| {label}: paged walk of all (limit=500) | 410 Expired after {:.1} s, {} pages: the continue token's revision was compacted |",
+            walk.took.as_secs_f64(),
+            walk.pages
+        );
+    } else {
+        println!(
+            "| {label}: paged walk of all (limit=500) | {:.1} s, {} pages, {:.0} MB |",
+            walk.took.as_secs_f64(),
+            walk.pages,
+            walk.bytes as f64 / 1_048_576.0
+        );
+    }
+    let watch = watch_from_recent(&client, "load").await?;
+    let after = Memory::read(pid)?;
+    let etcd = match args.etcd_pid {
+        Some(p) => format!("{:.0}", mb(Memory::read(p)?.rss)),
+        None => "0".to_string(),
+    };
     println!(
         "| {label}: watch from a recent resourceVersion ({RECENT} events replayed) | {:.1} ms |",
         ms(watch)
     );
     println!(
-        "data-scale stage=load label={label} objects={n} create_per_s={rate:.0} idle_rss_mb={:.1} rss_mb={:.1} anon_mb={:.1} pss_mb={:.1} private_dirty_mb={:.1} rss_after_walk_mb={:.1} per_object_b={per_object:.0} encoded_b={encoded:.0} ratio={:.2} walk_s={:.1} pages={pages} watch_ms={:.1} etcd_rss_mb={etcd}",
+        "data-scale stage=load label={label} objects={n} create_per_s={rate:.0} idle_rss_mb={:.1} rss_mb={:.1} anon_mb={:.1} pss_mb={:.1} private_dirty_mb={:.1} rss_after_walk_mb={:.1} per_object_b={per_object:.0} encoded_b={encoded:.0} ratio={:.2} walk_s={} pages={} watch_ms={:.1} etcd_rss_mb={etcd}",
         mb(idle.rss), mb(loaded.rss), mb(loaded.anon), mb(loaded.pss), mb(loaded.private_dirty),
-        mb(after.rss), per_object / encoded, took.as_secs_f64(), ms(watch)
+        mb(after.rss), per_object / encoded, walk.outcome(), walk.pages, ms(watch)
     );
     Ok(())
 }
@@ -319,9 +369,12 @@ async fn restart(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize
     let cache = since();
     tokio::time::sleep(SETTLED).await;
     let settled = Memory::read(pid)?;
-    let (took, pages, items, _) = walk(&client).await?;
-    if items != n {
-        bail!("after the restart the paged walk found {items} ConfigMaps, {n} were created");
+    let walk = walk(&client).await?;
+    if !walk.expired && walk.items != n {
+        bail!(
+            "after the restart the paged walk found {} ConfigMaps, {n} were created",
+            walk.items
+        );
     }
     let watch = watch_from_recent(&client, "restart").await?;
     println!(
@@ -333,13 +386,13 @@ async fn restart(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize
         mb(settled.rss), mb(settled.anon), mb(settled.pss), mb(settled.private_dirty)
     );
     println!(
-        "| {label}: after the restart, paged walk / watch from a recent resourceVersion | {:.1} s ({pages} pages) / {:.1} ms |",
-        took.as_secs_f64(), ms(watch)
+        "| {label}: after the restart, paged walk / watch from a recent resourceVersion | {} s ({} pages) / {:.1} ms |",
+        walk.outcome(), walk.pages, ms(watch)
     );
     println!(
-        "data-scale stage=restart label={label} ready_s={:.2} first_list_s={:.2} cache_s={:.2} rss_mb={:.1} anon_mb={:.1} walk_s={:.1} watch_ms={:.1}",
+        "data-scale stage=restart label={label} ready_s={:.2} first_list_s={:.2} cache_s={:.2} rss_mb={:.1} anon_mb={:.1} walk_s={} watch_ms={:.1}",
         ready.as_secs_f64(), first_list.as_secs_f64(), cache.as_secs_f64(), mb(settled.rss),
-        mb(settled.anon), took.as_secs_f64(), ms(watch)
+        mb(settled.anon), walk.outcome(), ms(watch)
     );
     Ok(())
 }
