@@ -264,14 +264,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
 async fn load(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize) -> Result<()> {
     let client = crate::client_for(&kubeconfig.to_path_buf()).await?;
     let idle = Memory::read(pid)?;
-    let ns = format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{NS}"}}}}"#);
-    client
-        .request_text(
-            http::Request::post("/api/v1/namespaces")
-                .header("content-type", "application/json")
-                .body(ns.into_bytes())?,
-        )
-        .await?;
+    crate::lists::create_namespace(&client, NS).await?;
     let first = n / 5;
     let t = Instant::now();
     create(&client, 0, first, args.concurrency).await?;
@@ -292,7 +285,10 @@ async fn load(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize) -
     );
     let walk = walk(&client).await?;
     if !walk.expired && walk.items != n {
-        bail!("the paged walk found {} ConfigMaps, {n} were created", walk.items);
+        bail!(
+            "the paged walk found {} ConfigMaps, {n} were created",
+            walk.items
+        );
     }
     let per_object = loaded.rss.saturating_sub(at_first.rss) as f64 * 1024.0 / (n - first) as f64;
     // Every object has the same shape: the pages read give the size even when the walk expired.
@@ -339,7 +335,11 @@ async fn restart(args: &Args, kubeconfig: &Path, pid: u32, label: &str, n: usize
         .started_ms
         .context("--started-ms is needed for the restart stage")?;
     let started = UNIX_EPOCH + Duration::from_millis(started_ms);
-    let since = || SystemTime::now().duration_since(started).unwrap_or_default();
+    let since = || {
+        SystemTime::now()
+            .duration_since(started)
+            .unwrap_or_default()
+    };
     // Ready: /readyz answers 200 (the kubeconfig may be rewritten while the server starts).
     let deadline = Instant::now() + Duration::from_secs(600);
     let client = loop {

@@ -33,6 +33,12 @@ pub fn configmap(ns: &str, i: usize) -> http::Request<Vec<u8>> {
 
 /// Creates namespace `ns` and `n` ConfigMaps in it, `concurrency` at a time.
 pub async fn fill(client: &kube::Client, ns: &str, n: usize, concurrency: usize) -> Result<()> {
+    create_namespace(client, ns).await?;
+    add(client, ns, 0, n, concurrency).await
+}
+
+/// Creates namespace `ns`.
+pub async fn create_namespace(client: &kube::Client, ns: &str) -> Result<()> {
     let body = format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{ns}"}}}}"#);
     client
         .request_text(
@@ -41,7 +47,7 @@ pub async fn fill(client: &kube::Client, ns: &str, n: usize, concurrency: usize)
                 .body(body.into_bytes())?,
         )
         .await?;
-    add(client, ns, 0, n, concurrency).await
+    Ok(())
 }
 
 /// Creates ConfigMaps `from..from + n` of the benchmark's shape in an existing `ns`.

@@ -588,7 +588,9 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     let pass = worst.values().all(|(_, ok)| *ok) && p99 <= 5.0 && ooo == 0;
     let (machine_busy1, machine_total1) = crate::cpu::machine()?;
     let machine_busy = (machine_busy1 - machine_busy0).as_secs_f64()
-        / (machine_total1 - machine_total0).as_secs_f64().max(f64::MIN_POSITIVE);
+        / (machine_total1 - machine_total0)
+            .as_secs_f64()
+            .max(f64::MIN_POSITIVE);
     let own = (crate::cpu::process("self")? - own0).as_secs_f64();
     println!(
         "machine: {:.0}% of every core busy over the run; this generator used {own:.1} CPU s",
