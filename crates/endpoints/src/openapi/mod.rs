@@ -16,6 +16,7 @@ pub mod params;
 pub mod paths;
 mod render;
 pub mod schemas;
+mod stream;
 #[cfg(test)]
 mod tests;
 pub mod v2proto;
@@ -23,7 +24,7 @@ pub mod v2proto;
 mod v2proto_tests;
 
 use crate::discovery::accept::parse_accept;
-use crate::discovery::{core_group, ordered_groups, sha512_hex};
+use crate::discovery::{core_group, ordered_groups};
 use crate::GZIP_THRESHOLD_BYTES;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
@@ -32,9 +33,11 @@ use k8s_openapi::apimachinery::pkg::version::Info as VersionInfo;
 use kapi_registry::rest::ApiGroupInfo;
 use paths::{group_names, group_version_routes, Operation, Route, PRODUCES};
 use schemas::{Definitions, RefStyle};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
 use std::sync::OnceLock;
+use stream::{Object, Sink};
 
 /// A serialized document, kept gzipped: the documents are megabytes of JSON (and the v2
 /// protobuf) that compress about tenfold, and the clients that read them (kubectl, client-go)
@@ -48,7 +51,8 @@ struct Compressed {
 impl Compressed {
     fn new(plain: &[u8]) -> Self {
         Self {
-            gzip: gzip_bytes(plain),
+            // Compressing into memory cannot fail.
+            gzip: stream::gzip(plain).unwrap_or_default(),
             plain_len: plain.len(),
         }
     }
@@ -81,11 +85,21 @@ struct Served {
 
 impl Served {
     fn new(doc: &Value) -> Self {
-        let plain = serde_json::to_vec(doc).unwrap_or_default();
-        Self {
-            hash: sha512_hex(&plain),
-            body: Compressed::new(&plain),
-        }
+        Self::write(|out| Ok(serde_json::to_writer(out, doc)?))
+    }
+
+    /// The document `write` serializes, compressed and hashed as it is written.
+    fn write(write: impl FnOnce(&mut Sink) -> io::Result<()>) -> Self {
+        let mut sink = Sink::hashed();
+        let (body, hash) = write(&mut sink)
+            .and_then(|()| sink.finish())
+            .unwrap_or_else(|e| {
+                // Writing into memory cannot fail; should it, the document is empty rather than
+                // the server gone.
+                tracing::error!(error = %e, "serializing an OpenAPI document");
+                (Compressed::new(b""), String::new())
+            });
+        Self { body, hash }
     }
 }
 
@@ -167,17 +181,15 @@ impl V2Format {
 }
 
 impl V2 {
+    /// From a whole document (the aggregation layer's merge).
     fn new(doc: &Value) -> Self {
         let (message, unplaced) = v2proto::document(doc);
-        if !unplaced.is_empty() {
-            tracing::warn!(
-                ?unplaced,
-                "OpenAPI v2 keys with no place in the protobuf form"
-            );
-        }
+        warn_unplaced(unplaced);
+        let protobuf = prost::Message::encode_to_vec(&message);
+        drop(message);
         Self {
+            protobuf: Compressed::new(&protobuf),
             json: Served::new(doc),
-            protobuf: Compressed::new(&prost::Message::encode_to_vec(&message)),
         }
     }
 
@@ -189,13 +201,13 @@ impl V2 {
     }
 }
 
-/// gzip at the default level (gziphandler's `gzip.DefaultCompression`).
-fn gzip_bytes(plain: &[u8]) -> Bytes {
-    use std::io::Write;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(plain);
-    Bytes::from(enc.finish().unwrap_or_default())
+fn warn_unplaced(unplaced: Vec<String>) {
+    if !unplaced.is_empty() {
+        tracing::warn!(
+            ?unplaced,
+            "OpenAPI v2 keys with no place in the protobuf form"
+        );
+    }
 }
 
 /// Whether `Accept-Encoding` names gzip with a non-zero quality (gziphandler's test; `*` does
@@ -312,18 +324,41 @@ fn info(version: &str) -> Value {
     json!({ "title": "Kubernetes", "version": version })
 }
 
-fn v3_document(routes: &[Route], defs: Definitions, version: &str) -> Value {
-    let mut doc = Map::new();
-    let mut components = Map::new();
-    let schemas: Map<String, Value> = defs.finish(RefStyle::V3).into_iter().collect();
-    components.insert("schemas".into(), Value::Object(schemas));
-    components.insert("securitySchemes".into(), render::bearer_scheme());
-    doc.insert("components".into(), Value::Object(components));
-    doc.insert("info".into(), info(version));
-    doc.insert("openapi".into(), json!("3.0.0"));
-    doc.insert("paths".into(), render::paths(routes, RefStyle::V3));
-    doc.insert("security".into(), json!([{ "BearerToken": [] }]));
-    Value::Object(doc)
+fn security() -> Value {
+    json!([{ "BearerToken": [] }])
+}
+
+/// A v3 document: `components` (`schemas`, `securitySchemes`), `info`, `openapi`, `paths`,
+/// `security`. Each schema is dropped once written, and each path made into JSON only as it
+/// is written.
+fn v3_document(routes: &[Route], defs: Definitions, version: &str) -> Served {
+    Served::write(|out| write_v3(out, defs.finish(RefStyle::V3), routes, version))
+}
+
+fn write_v3(
+    out: &mut impl Write,
+    schemas: BTreeMap<String, Value>,
+    routes: &[Route],
+    version: &str,
+) -> io::Result<()> {
+    let mut doc = Object::begin(out)?;
+    let mut components = Object::begin(doc.key("components")?)?;
+    let mut members = Object::begin(components.key("schemas")?)?;
+    for (name, schema) in schemas {
+        members.member(&name, &schema)?;
+    }
+    members.end()?;
+    components.member("securitySchemes", &render::bearer_scheme())?;
+    components.end()?;
+    doc.member("info", &info(version))?;
+    doc.member("openapi", "3.0.0")?;
+    let mut paths = Object::begin(doc.key("paths")?)?;
+    for (path, item) in render::path_items(routes, RefStyle::V3) {
+        paths.member(path, &item)?;
+    }
+    paths.end()?;
+    doc.member("security", &security())?;
+    doc.end()
 }
 
 /// Installed group/versions with their index key and group name, core first.
@@ -372,7 +407,7 @@ impl OpenApi {
 
     fn v2(&self) -> &V2 {
         self.v2
-            .get_or_init(|| V2::new(&build_v2(&self.groups, &self.server_version)))
+            .get_or_init(|| build_v2(&self.groups, &self.server_version))
     }
 
     /// The `/openapi/v3` index keys (`api/v1`, `apis/apps/v1`, ...).
@@ -660,10 +695,7 @@ fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
         let mut defs = Definitions::new();
         let routes = group_version_routes(&group.group, version, &mut defs);
         add_shared_gvks(&mut defs, &gvs);
-        docs.insert(
-            key.clone(),
-            Served::new(&v3_document(&routes, defs, server_version)),
-        );
+        docs.insert(key.clone(), v3_document(&routes, defs, server_version));
     }
     let ordered = ordered_groups(groups);
     let mut defs = Definitions::new();
@@ -671,10 +703,7 @@ fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
         let mut own = Definitions::new();
         // Registers just this route's schemas in its own document.
         let _ = root_routes(&ordered, &mut own);
-        docs.insert(
-            key,
-            Served::new(&v3_document(&[route], own, server_version)),
-        );
+        docs.insert(key, v3_document(&[route], own, server_version));
     }
     let index: BTreeMap<&String, Value> = docs
         .iter()
@@ -689,8 +718,9 @@ fn build_v3(groups: &[ApiGroupInfo], server_version: &str) -> V3 {
     V3 { index, docs }
 }
 
-/// The one Swagger 2.0 document.
-fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Value {
+/// The one Swagger 2.0 document, as JSON and as gnostic's protobuf message. Each definition
+/// and path is made into JSON, and into its protobuf entry, only as it is written.
+fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> V2 {
     let gvs = group_versions(groups);
     let mut defs = Definitions::v2();
     let mut routes = Vec::new();
@@ -703,15 +733,176 @@ fn build_v2(groups: &[ApiGroupInfo], server_version: &str) -> Value {
             .into_iter()
             .map(|(_, r)| r),
     );
-    let mut doc = Map::new();
-    doc.insert(
-        "definitions".into(),
-        Value::Object(defs.finish(RefStyle::V2).into_iter().collect()),
-    );
-    doc.insert("info".into(), info(server_version));
-    doc.insert("paths".into(), render::paths(&routes, RefStyle::V2));
-    doc.insert("security".into(), json!([{ "BearerToken": [] }]));
-    doc.insert("securityDefinitions".into(), render::bearer_scheme());
-    doc.insert("swagger".into(), json!("2.0"));
-    Value::Object(doc)
+    let rest = V2Rest {
+        info: info(server_version),
+        security: security(),
+        security_definitions: render::bearer_scheme(),
+        swagger: json!("2.0"),
+    };
+    // The message's fields go by number: `paths` (8) before `definitions` (9), the other way
+    // round from the JSON. The definitions' entries wait in a buffer (a fraction of what
+    // their trees take); the paths are rendered again for theirs, which only need counting
+    // now.
+    let mut convert = v2proto::Converter::default();
+    let mut definitions_pb = Vec::new();
+    let mut path_extensions_pb = Vec::new();
+    let mut paths_len = 0usize;
+    let json = Served::write(|out| {
+        write_v2(
+            out,
+            defs.finish(RefStyle::V2),
+            &routes,
+            &rest,
+            |member| match member {
+                V2Member::Definition(name, schema) => {
+                    let entry = gnostic::Definitions {
+                        additional_properties: vec![convert.definition(name, schema)],
+                    };
+                    encode(&entry, &mut definitions_pb)
+                }
+                V2Member::Path(path, item) => {
+                    let entry = convert.path(path, item);
+                    if entry.path.is_empty() {
+                        encode(&entry, &mut path_extensions_pb)
+                    } else {
+                        paths_len = paths_len.saturating_add(prost::Message::encoded_len(&entry));
+                        Ok(())
+                    }
+                }
+            },
+        )
+    });
+    let V2Rest {
+        info,
+        security,
+        security_definitions,
+        swagger,
+    } = rest;
+    let rest = json!({
+        "info": info,
+        "security": security,
+        "securityDefinitions": security_definitions,
+        "swagger": swagger,
+    });
+    let mut tail = convert.document(&rest);
+    warn_unplaced(convert.unplaced());
+    // Fields 1 to 7, `paths`, `definitions`, then the rest (10 and up).
+    let head = gnostic::Document {
+        swagger: std::mem::take(&mut tail.swagger),
+        info: tail.info.take(),
+        host: std::mem::take(&mut tail.host),
+        base_path: std::mem::take(&mut tail.base_path),
+        schemes: std::mem::take(&mut tail.schemes),
+        consumes: std::mem::take(&mut tail.consumes),
+        produces: std::mem::take(&mut tail.produces),
+        ..Default::default()
+    };
+    let head = prost::Message::encode_to_vec(&head);
+    let tail = prost::Message::encode_to_vec(&tail);
+    let paths_len = paths_len.saturating_add(path_extensions_pb.len());
+    let mut protobuf = Sink::plain();
+    let written = (|| {
+        protobuf.write_all(&head)?;
+        write_key_and_len(&mut protobuf, PATHS_KEY, paths_len)?;
+        protobuf.write_all(&path_extensions_pb)?;
+        // Converted again: what is unplaced was reported on the first pass.
+        let mut again = v2proto::Converter::default();
+        let mut written = path_extensions_pb.len();
+        for (path, item) in render::path_items(&routes, RefStyle::V2) {
+            let entry = again.path(path, &item);
+            if !entry.path.is_empty() {
+                let bytes = prost::Message::encode_to_vec(&entry);
+                written = written.saturating_add(bytes.len());
+                protobuf.write_all(&bytes)?;
+            }
+        }
+        if written != paths_len {
+            return Err(io::Error::other(
+                "the paths encoded differently on the second pass",
+            ));
+        }
+        drop(routes);
+        write_key_and_len(&mut protobuf, DEFINITIONS_KEY, definitions_pb.len())?;
+        protobuf.write_all(&definitions_pb)?;
+        drop(definitions_pb);
+        protobuf.write_all(&tail)?;
+        protobuf.finish()
+    })();
+    let protobuf = written.map(|(c, _)| c).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "encoding the OpenAPI v2 protobuf document");
+        Compressed::new(b"")
+    });
+    V2 { json, protobuf }
+}
+
+/// The v2 document's members besides `definitions` and `paths`.
+struct V2Rest {
+    info: Value,
+    security: Value,
+    security_definitions: Value,
+    swagger: Value,
+}
+
+/// A definition or path of the v2 document, as it is written.
+enum V2Member<'a> {
+    Definition(&'a str, &'a Value),
+    Path(&'a str, &'a Value),
+}
+
+/// The v2 JSON document: `definitions`, `info`, `paths`, `security`, `securityDefinitions`,
+/// `swagger`. Each definition is dropped once written, and each path made into JSON only as
+/// it is written; `each` sees them in between.
+fn write_v2(
+    out: &mut impl Write,
+    definitions: BTreeMap<String, Value>,
+    routes: &[Route],
+    rest: &V2Rest,
+    mut each: impl FnMut(V2Member<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut doc = Object::begin(out)?;
+    let mut members = Object::begin(doc.key("definitions")?)?;
+    for (name, schema) in definitions {
+        members.member(&name, &schema)?;
+        each(V2Member::Definition(&name, &schema))?;
+    }
+    members.end()?;
+    doc.member("info", &rest.info)?;
+    let mut paths = Object::begin(doc.key("paths")?)?;
+    for (path, item) in render::path_items(routes, RefStyle::V2) {
+        paths.member(path, &item)?;
+        each(V2Member::Path(path, &item))?;
+    }
+    paths.end()?;
+    doc.member("security", &rest.security)?;
+    doc.member("securityDefinitions", &rest.security_definitions)?;
+    doc.member("swagger", &rest.swagger)?;
+    doc.end()
+}
+
+/// The keys of `openapi.v2.Document`'s `paths` (field 8) and `definitions` (field 9), both
+/// length-delimited (wire type 2): `field << 3 | 2`.
+const PATHS_KEY: u8 = 0x42;
+const DEFINITIONS_KEY: u8 = 0x4a;
+
+fn encode(message: &impl prost::Message, out: &mut Vec<u8>) -> io::Result<()> {
+    message.encode(out).map_err(io::Error::other)
+}
+
+/// The start of a length-delimited field: its key and the length of what follows.
+fn write_key_and_len(out: &mut impl Write, key: u8, len: usize) -> io::Result<()> {
+    out.write_all(&[key])?;
+    write_varint(out, u64::try_from(len).unwrap_or(u64::MAX))
+}
+
+/// A protobuf base-128 varint: seven bits a byte, low first, the high bit set on all but the
+/// last.
+fn write_varint(out: &mut impl Write, mut value: u64) -> io::Result<()> {
+    loop {
+        let low = u8::try_from(value & 0x7f).unwrap_or(0);
+        value = value.checked_shr(7).unwrap_or(0);
+        if value == 0 {
+            return out.write_all(&[low]);
+        }
+        out.write_all(&[low | 0x80])?;
+    }
 }

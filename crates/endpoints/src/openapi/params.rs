@@ -1,11 +1,15 @@
 //! Operation parameters with kube-apiserver's names, types and descriptions.
 
+use std::borrow::Cow;
+
 /// One parameter (`in: path` or `in: query`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     pub name: &'static str,
     pub location: &'static str,
-    pub description: String,
+    /// Borrowed where it is fixed text: every operation lists the same long query parameter
+    /// descriptions, and all routes are held while the v2 document is built.
+    pub description: Cow<'static, str>,
     /// `string`, `boolean` or `integer`.
     pub ty: &'static str,
     pub required: bool,
@@ -26,7 +30,7 @@ impl Param {
         Self {
             name: "name",
             location: "path",
-            description: format!("name of the {kind}"),
+            description: format!("name of the {kind}").into(),
             ty: "string",
             required: true,
         }
@@ -35,7 +39,7 @@ impl Param {
     /// `fieldManager` of a PATCH, which upstream documents with the apply requirement.
     pub fn patch_field_manager() -> Self {
         let mut p = query("fieldManager");
-        p.description.push_str(" This field is required for apply requests (application/apply-patch) but optional for non-apply patch types (JsonPatch, MergePatch, StrategicMergePatch).");
+        p.description.to_mut().push_str(" This field is required for apply requests (application/apply-patch) but optional for non-apply patch types (JsonPatch, MergePatch, StrategicMergePatch).");
         p
     }
 }
@@ -71,7 +75,7 @@ fn query(name: &'static str) -> Param {
     Param {
         name,
         location: "query",
-        description: description.to_string(),
+        description: description.into(),
         ty,
         required: false,
     }

@@ -125,34 +125,43 @@ fn operation(op: &Operation, tag: &str, style: RefStyle) -> Value {
     Value::Object(m)
 }
 
-/// The `paths` object for `routes`.
-pub fn paths(routes: &[Route], style: RefStyle) -> Value {
+/// The members of the `paths` object for `routes`, in order, each rendered only when the
+/// iterator reaches it. Of routes with the same path the last one is the member (the place
+/// is the first one's: they are adjacent once sorted), as inserting each into a map gives.
+pub fn path_items(routes: &[Route], style: RefStyle) -> impl Iterator<Item = (&str, Value)> {
     let mut sorted: Vec<&Route> = routes.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut out = Map::new();
-    for route in sorted {
-        let mut item = Map::new();
-        let mut ops: Vec<&Operation> = route.operations.iter().collect();
-        ops.sort_by_key(|o| o.method);
-        for op in ops {
-            item.insert(op.method.to_string(), operation(op, &route.tag, style));
+    let mut sorted = sorted.into_iter().peekable();
+    std::iter::from_fn(move || loop {
+        let route = sorted.next()?;
+        if sorted.peek().is_some_and(|next| next.path == route.path) {
+            continue;
         }
-        if !route.params.is_empty() {
-            item.insert(
-                "parameters".into(),
-                Value::Array(route.params.iter().map(|p| param(p, style)).collect()),
-            );
-        }
-        // "parameters" sorts among the methods in Go's key order.
-        let mut keys: Vec<String> = item.keys().cloned().collect();
-        keys.sort();
-        let ordered: Map<String, Value> = keys
-            .into_iter()
-            .filter_map(|k| item.remove(&k).map(|v| (k, v)))
-            .collect();
-        out.insert(route.path.clone(), Value::Object(ordered));
+        return Some((route.path.as_str(), path_item(route, style)));
+    })
+}
+
+fn path_item(route: &Route, style: RefStyle) -> Value {
+    let mut item = Map::new();
+    let mut ops: Vec<&Operation> = route.operations.iter().collect();
+    ops.sort_by_key(|o| o.method);
+    for op in ops {
+        item.insert(op.method.to_string(), operation(op, &route.tag, style));
     }
-    Value::Object(out)
+    if !route.params.is_empty() {
+        item.insert(
+            "parameters".into(),
+            Value::Array(route.params.iter().map(|p| param(p, style)).collect()),
+        );
+    }
+    // "parameters" sorts among the methods in Go's key order.
+    let mut keys: Vec<String> = item.keys().cloned().collect();
+    keys.sort();
+    let ordered: Map<String, Value> = keys
+        .into_iter()
+        .filter_map(|k| item.remove(&k).map(|v| (k, v)))
+        .collect();
+    Value::Object(ordered)
 }
 
 /// The bearer-token security scheme every kube-apiserver document declares.

@@ -8,6 +8,7 @@
 )]
 
 use super::*;
+use crate::discovery::sha512_hex;
 use crate::discovery::testing::{group, storage, Caps};
 use serde_json::Value;
 
@@ -641,4 +642,73 @@ fn v3_documents_are_gzipped_as_the_compression_filter_would() {
         }
     }
     assert!(large > 0, "no document reaches the threshold");
+}
+
+/// Members written one by one make the bytes serde_json makes of the whole map (escaped keys,
+/// nesting, the empty object).
+#[test]
+fn objects_written_member_by_member_are_serde_json_bytes() {
+    let members = json!({
+        "plain": 1,
+        "quote \" and \\ backslash": [true, null, 1.5, "x"],
+        "ünïcode\n\t": {"nested": {"deeper": []}, "n": -7},
+        "empty": {},
+    });
+    let mut out = Vec::new();
+    let mut obj = stream::Object::begin(&mut out).unwrap();
+    for (k, v) in members.as_object().unwrap() {
+        obj.member(k, v).unwrap();
+    }
+    obj.end().unwrap();
+    assert_eq!(out, serde_json::to_vec(&members).unwrap());
+    let mut empty = Vec::new();
+    stream::Object::begin(&mut empty).unwrap().end().unwrap();
+    assert_eq!(empty, b"{}");
+}
+
+/// A document written in small pieces, longer than the compressor is kept behind, is gzipped
+/// byte for byte as the whole document given at once, and hashed as it.
+#[test]
+fn documents_written_in_pieces_gzip_as_one_piece() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let doc = api.v2_document().unwrap();
+    let mut whole = Vec::new();
+    let mut sink = stream::Sink::hashed();
+    let mut copy = 0;
+    while whole.len() < 3 << 20 {
+        let piece = serde_json::to_vec(&json!({ "copy": copy, "doc": doc })).unwrap();
+        for token in piece.chunks(7) {
+            sink.write_all(token).unwrap();
+        }
+        whole.extend_from_slice(&piece);
+        copy += 1;
+    }
+    let (compressed, hash) = sink.finish().unwrap();
+    assert_eq!(compressed.plain_len, whole.len());
+    assert_eq!(hash, sha512_hex(&whole));
+    let one_piece = stream::gzip(&whole).unwrap();
+    assert!(
+        compressed.gzip == one_piece,
+        "gzip differs: {} bytes, in one piece {}",
+        compressed.gzip.len(),
+        one_piece.len()
+    );
+    assert!(compressed.plain() == whole);
+}
+
+/// The protobuf v2 document, put together field by field, is the whole message encoded.
+#[test]
+fn v2_protobuf_is_the_whole_message_encoded() {
+    let api = OpenApi::new(&groups(), "v1.33.0");
+    let resp = get(&api, "/openapi/v2", None, &[("accept", V2_PROTOBUF)]);
+    assert_eq!(resp.status(), 200);
+    let (message, unplaced) = v2proto::document(&api.v2_document().unwrap());
+    assert!(unplaced.is_empty(), "{unplaced:?}");
+    let whole = prost::Message::encode_to_vec(&message);
+    assert!(
+        resp.body().as_ref() == whole.as_slice(),
+        "{} bytes, the whole message {}",
+        resp.body().len(),
+        whole.len()
+    );
 }

@@ -20,6 +20,39 @@ pub fn document(doc: &Value) -> (g::Document, Vec<String>) {
     (out, cx.unplaced)
 }
 
+/// Converts a document piece by piece, for a caller that never holds it whole: each
+/// definition, each path, then the other members. The pieces are what [`document`] puts in
+/// `definitions`, `paths` and the rest of the message.
+#[derive(Default)]
+pub(crate) struct Converter {
+    cx: Cx,
+}
+
+impl Converter {
+    /// Definition `name`: one entry of `Document.definitions`.
+    pub(crate) fn definition(&mut self, name: &str, schema: &Value) -> g::NamedSchema {
+        self.cx.named_schema(name, schema, "$.definitions")
+    }
+
+    /// Member `key` of `paths`, as a `Paths` message holding just that entry (a path, or a
+    /// vendor extension for a key that is not one).
+    pub(crate) fn path(&mut self, key: &str, item: &Value) -> g::Paths {
+        let mut paths = g::Paths::default();
+        self.cx.path_entry(&mut paths, key, item);
+        paths
+    }
+
+    /// A document (here: one without `definitions` and `paths`).
+    pub(crate) fn document(&mut self, doc: &Value) -> g::Document {
+        self.cx.document(doc)
+    }
+
+    /// The keys that had no place, so far.
+    pub(crate) fn unplaced(self) -> Vec<String> {
+        self.cx.unplaced
+    }
+}
+
 /// Conversion state: where unplaceable keys were seen.
 #[derive(Default)]
 struct Cx {
@@ -343,16 +376,20 @@ impl Cx {
     fn paths(&mut self, v: &Value) -> g::Paths {
         let mut paths = g::Paths::default();
         for (k, item) in object(v) {
-            if k.starts_with('/') {
-                paths.path.push(g::NamedPathItem {
-                    name: k.clone(),
-                    value: Some(self.path_item(item, &format!("$.paths.{k}"))),
-                });
-            } else {
-                self.extension(&mut paths.vendor_extension, "$.paths", k, item);
-            }
+            self.path_entry(&mut paths, k, item);
         }
         paths
+    }
+
+    fn path_entry(&mut self, paths: &mut g::Paths, k: &str, item: &Value) {
+        if k.starts_with('/') {
+            paths.path.push(g::NamedPathItem {
+                name: k.to_string(),
+                value: Some(self.path_item(item, &format!("$.paths.{k}"))),
+            });
+        } else {
+            self.extension(&mut paths.vendor_extension, "$.paths", k, item);
+        }
     }
 
     fn path_item(&mut self, v: &Value, path: &str) -> g::PathItem {
@@ -616,11 +653,15 @@ impl Cx {
     fn named_schemas(&mut self, v: &Value, path: &str) -> Vec<g::NamedSchema> {
         object(v)
             .iter()
-            .map(|(name, s)| g::NamedSchema {
-                name: name.clone(),
-                value: Some(self.schema(s, &format!("{path}.{name}"))),
-            })
+            .map(|(name, s)| self.named_schema(name, s, path))
             .collect()
+    }
+
+    fn named_schema(&mut self, name: &str, s: &Value, path: &str) -> g::NamedSchema {
+        g::NamedSchema {
+            name: name.to_string(),
+            value: Some(self.schema(s, &format!("{path}.{name}"))),
+        }
     }
 
     pub(crate) fn schema(&mut self, v: &Value, path: &str) -> g::Schema {

@@ -6,7 +6,7 @@ use super::gnostic as g;
 use super::tests::{get, groups};
 use super::*;
 use prost::Message;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// A value carried as gnostic `Any` YAML, read back.
 pub(super) fn any_value(a: &g::Any) -> Value {
