@@ -42,7 +42,7 @@ impl ServedCrd {
         let prefix = format!("/{}/{}/", crd.group, crd.spec_names.plural);
         // A custom resource's selectable fields are declared per version: the cache keeps
         // none, and reads them from the object.
-        let storage = ctx.storage_for(&prefix, &[]);
+        let storage = ctx.storage_for(&prefix, &[], None);
         let mut versions = Vec::new();
         let mut storage_store = None;
         for v in &crd.versions {

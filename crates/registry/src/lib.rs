@@ -65,11 +65,17 @@ impl Stores {
 
     /// The storage a resource's Store uses (the backend; the watch cache where enabled and
     /// available). `fields` are the field labels the cache keeps the values of, so that
-    /// selectors on them decode no object.
-    pub fn storage_for(&self, prefix: &str, fields: &'static [&'static str]) -> DynStorage {
+    /// selectors on them decode no object; watches of one value of `trigger` are indexed.
+    pub fn storage_for(
+        &self,
+        prefix: &str,
+        fields: &'static [&'static str],
+        trigger: Option<&'static str>,
+    ) -> DynStorage {
         if self.watch_cache {
             let config = kapi_storage::cacher::CacherConfig {
                 fields,
+                trigger,
                 ..Default::default()
             };
             kapi_storage::cacher::Cacher::with_config(self.storage.clone(), prefix, config)
@@ -86,7 +92,8 @@ impl Stores {
         let fields = strategy
             .field_label_conversion()
             .map_or(&[][..], |c| c.labels);
-        Store::new(strategy, self.storage_for(&prefix, fields))
+        let trigger = strategy.watch_trigger_field();
+        Store::new(strategy, self.storage_for(&prefix, fields, trigger))
             .with_namespace_lifecycle(self.namespaces.clone())
     }
 }

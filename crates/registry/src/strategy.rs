@@ -270,6 +270,13 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// The field label whose exact-match watches the watch cache indexes (upstream's
+    /// `TriggerFunc`): `spec.nodeName` for pods, `metadata.name` for the kinds kubelets watch
+    /// one object at a time. A change is then matched only against the watches of its values.
+    fn watch_trigger_field(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Field labels whose value is a boolean that is absent when false (`spec.hostNetwork`).
     fn bool_field_labels(&self) -> &'static [&'static str] {
         &[]

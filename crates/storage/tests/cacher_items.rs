@@ -27,10 +27,20 @@ fn setup_keeping(
     dir: &std::path::Path,
     fields: &'static [&'static str],
 ) -> (DynStorage, Arc<Cacher>) {
+    setup_indexed(dir, fields, None)
+}
+
+/// [`setup_keeping`] with watchers indexed by the values of `trigger`.
+fn setup_indexed(
+    dir: &std::path::Path,
+    fields: &'static [&'static str],
+    trigger: Option<&'static str>,
+) -> (DynStorage, Arc<Cacher>) {
     let backend: DynStorage =
         Arc::new(EmbeddedStorage::open_with(dir, EmbeddedConfig::default()).unwrap());
     let config = CacherConfig {
         fields,
+        trigger,
         ..Default::default()
     };
     (
@@ -272,6 +282,90 @@ async fn leaving_a_field_selector(fields: &'static [&'static str]) {
         let mut old = created.clone();
         old.set_resource_version(&rv(&moved).to_string());
         assert_eq!(ev.object.to_vec(), old.to_vec());
+    }
+}
+
+/// Watchers indexed by `spec.nodeName` (as upstream's pod trigger) get what unindexed ones
+/// get: a pod scheduled, moved and deleted reaches each node's watch as it enters and leaves,
+/// the scheduler's watch of unassigned pods, a negated selector and a watch of everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_indexed_by_node_get_what_unindexed_ones_get() {
+    for trigger in [None, Some("spec.nodeName")] {
+        watches_by_node(trigger).await;
+    }
+}
+
+async fn watches_by_node(trigger: Option<&'static str>) {
+    use futures::{FutureExt, StreamExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup_indexed(tmp.path(), &["spec.nodeName"], trigger);
+    let start = cache
+        .create(&key("a", "start"), on_node("a", "start", "web", "n9"), None)
+        .await
+        .unwrap();
+    caught_up(&cache, &backend).await;
+    let selectors = [
+        "spec.nodeName=n1",
+        "spec.nodeName=n2",
+        "spec.nodeName=",
+        "spec.nodeName!=n1",
+        "",
+        "spec.nodeName=n3,metadata.name=q",
+    ];
+    let mut watches = Vec::new();
+    for selector in selectors {
+        let mut opts = WatchOptions {
+            from_revision: Some(rv(&start)),
+            recursive: true,
+            ..Default::default()
+        };
+        opts.predicate.field = FieldSelector::parse(selector).unwrap();
+        watches.push(cache.watch(PREFIX, opts).await.unwrap());
+    }
+    let k = key("a", "p");
+    let mut revs = vec![];
+    let created = cache.create(&k, pod("a", "p", &[]), None).await.unwrap();
+    revs.push(rv(&created));
+    for node in ["n1", "n2"] {
+        let moved = cache
+            .guaranteed_update(&k, None, false, &mut |_| {
+                Box::pin(async move { Ok(on_node("a", "p", "web", node)) })
+            })
+            .await
+            .unwrap();
+        revs.push(rv(&moved));
+    }
+    let no_check = |_: &Object| -> futures::future::BoxFuture<'static, kapi_storage::Result<()>> {
+        Box::pin(async { Ok(()) })
+    };
+    cache.delete(&k, None, &no_check).await.unwrap();
+    revs.push(backend.current_revision().await.unwrap());
+    let q = cache
+        .create(&key("a", "q"), on_node("a", "q", "web", "n3"), None)
+        .await
+        .unwrap();
+    revs.push(rv(&q));
+    caught_up(&cache, &backend).await;
+
+    use EventType::{Added as A, Deleted as D, Modified as M};
+    let expected: [&[(EventType, usize)]; 6] = [
+        &[(A, 1), (D, 2)],
+        &[(A, 2), (D, 3)],
+        &[(A, 0), (D, 1)],
+        &[(A, 0), (D, 1), (A, 2), (D, 3), (A, 4)],
+        &[(A, 0), (M, 1), (M, 2), (D, 3), (A, 4)],
+        &[(A, 4)],
+    ];
+    for ((selector, watch), want) in selectors.iter().zip(&mut watches).zip(expected) {
+        // The cache has applied every change, so each watcher's events are queued.
+        let mut got = vec![];
+        while let Some(Some(Ok(ev))) = watch.next().now_or_never() {
+            if ev.event_type != EventType::Bookmark {
+                got.push((ev.event_type, ev.revision));
+            }
+        }
+        let want: Vec<_> = want.iter().map(|(t, i)| (*t, revs[*i])).collect();
+        assert_eq!(got, want, "{selector:?} (trigger {trigger:?})");
     }
 }
 

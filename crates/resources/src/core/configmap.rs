@@ -76,6 +76,9 @@ pub fn validate_immutable(errs: &mut Vec<FieldError>, new: &Object, old: &Object
 pub struct ConfigMapStrategy;
 
 impl Strategy for ConfigMapStrategy {
+    fn watch_trigger_field(&self) -> Option<&'static str> {
+        Some("metadata.name")
+    }
     typed!(ConfigMap);
 
     fn info(&self) -> ResourceInfo {

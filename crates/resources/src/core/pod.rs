@@ -273,6 +273,9 @@ fn immutable_view(obj: &Object) -> Value {
 }
 
 impl Strategy for PodStrategy {
+    fn watch_trigger_field(&self) -> Option<&'static str> {
+        Some("spec.nodeName")
+    }
     // upstream's storage sets `ReturnDeletedObject: true`
     fn return_deleted_object(&self) -> bool {
         true

@@ -24,6 +24,9 @@ fn required_keys(secret_type: &str) -> &'static [&'static str] {
 }
 
 impl Strategy for SecretStrategy {
+    fn watch_trigger_field(&self) -> Option<&'static str> {
+        Some("metadata.name")
+    }
     typed!(Secret);
 
     fn info(&self) -> ResourceInfo {

@@ -320,6 +320,9 @@ impl Strategy for PvStrategy {
 
 pub struct NodeStrategy;
 impl Strategy for NodeStrategy {
+    fn watch_trigger_field(&self) -> Option<&'static str> {
+        Some("metadata.name")
+    }
     typed!(core::Node);
     fn info(&self) -> ResourceInfo {
         info("", "v1", "nodes", "Node", false, &["no"], &[])

@@ -98,6 +98,21 @@ impl Cached {
             .ok()
     }
 
+    /// The value of field label `field` when the cache keeps it (name and namespace from
+    /// `rest`, the key below the cache's prefix).
+    pub fn field<'a>(&'a self, rest: &'a str, field: &str) -> Option<&'a str> {
+        let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
+        match field {
+            "metadata.name" => Some(name),
+            "metadata.namespace" => Some(namespace),
+            field => self
+                .fields
+                .iter()
+                .find(|(f, _)| *f == field)
+                .map(|(_, value)| &**value),
+        }
+    }
+
     /// Whether the object matches `pred`; `rest` is its key below the cache's prefix
     /// (`ns/name`, or `name` for a cluster-scoped one). Labels, name, namespace and the
     /// resource's selectable fields are read from what is kept; any other field from the
@@ -117,19 +132,11 @@ impl Cached {
         if pred.field.is_empty() {
             return true;
         }
-        let (namespace, name) = rest.split_once('/').unwrap_or(("", rest));
         let mut other = false;
         for r in &pred.field.requirements {
-            let value = match r.field.as_str() {
-                "metadata.name" => name,
-                "metadata.namespace" => namespace,
-                field => match self.fields.iter().find(|(f, _)| *f == field) {
-                    Some((_, value)) => value,
-                    None => {
-                        other = true;
-                        continue;
-                    }
-                },
+            let Some(value) = self.field(rest, &r.field) else {
+                other = true;
+                continue;
             };
             if (value == r.value) == r.negated {
                 return false;

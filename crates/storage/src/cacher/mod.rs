@@ -27,6 +27,7 @@ mod decoded;
 mod item;
 mod planted;
 mod state;
+mod watchers;
 
 use crate::continuation;
 use crate::error::{Error, Result};
@@ -41,12 +42,13 @@ use futures::StreamExt;
 use item::{Cached, ItemEncoder, Kept};
 use kapi_machinery::options::parse_resource_version;
 use kapi_machinery::{ListOptions, Object, Preconditions};
-use state::{Slot, State};
+use state::State;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
+use watchers::{Slot, Watchers};
 
 /// Settings of a watch cache.
 #[derive(Clone, Debug)]
@@ -64,6 +66,11 @@ pub struct CacherConfig {
     /// upstream's `storeElement` keeps its `Fields`, so a field selector on them decodes no
     /// object.
     pub fields: &'static [&'static str],
+    /// The field whose exact-match selectors index watchers (upstream's `TriggerFunc`:
+    /// `spec.nodeName` for pods, `metadata.name` for nodes), so that a change is matched only
+    /// against the watchers that may see it. It must be `metadata.name`, `metadata.namespace`
+    /// or one of `fields`; another is ignored.
+    pub trigger: Option<&'static str>,
 }
 
 impl Default for CacherConfig {
@@ -74,6 +81,7 @@ impl Default for CacherConfig {
             bookmark_interval: Duration::from_secs(60),
             freshness_timeout: Duration::from_secs(3),
             fields: &[],
+            trigger: None,
         }
     }
 }
@@ -140,6 +148,9 @@ impl Cacher {
         planted::announce();
         let (revision, _) = watch::channel(0);
         let items = ItemEncoder::new(config.fields);
+        let trigger = config.trigger.filter(|t| {
+            matches!(*t, "metadata.name" | "metadata.namespace") || config.fields.contains(t)
+        });
         let shared = Arc::new(Shared {
             backend,
             prefix: prefix.to_string(),
@@ -147,6 +158,7 @@ impl Cacher {
             state: Mutex::new(State {
                 prefix_len: prefix.len(),
                 items,
+                watchers: Watchers::new(trigger),
                 ..State::default()
             }),
             revision,
@@ -704,7 +716,7 @@ impl Storage for Cacher {
                 predicate: opts.predicate,
                 bookmarks: opts.bookmarks,
                 deadline,
-                next_bookmark: state::next_bookmark_time(
+                next_bookmark: watchers::next_bookmark_time(
                     opts.bookmarks,
                     now,
                     self.shared.config.bookmark_interval,

@@ -2,58 +2,15 @@
 //! watchers to fan changes out to. Guarded by one mutex that is never held across an await.
 
 use super::item::{Cached, Former, ItemEncoder, Kept};
+use super::watchers::{next_bookmark_time, Watchers};
 use crate::events::{bookmark, key_matches, prefix_end, to_event, Change, ChangeKind};
 use crate::interface::{EncodedItem, Event, Revision};
-use crate::Result;
 use kapi_machinery::{EventType, SelectionPredicate};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
-
-/// How long before a watch's deadline its last bookmark is due (upstream: 2s).
-const PRE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// One registered watcher. Its channel is bounded: a watcher that cannot keep up is dropped
-/// (its stream ends), never waited for.
-pub(super) struct Slot {
-    pub key: String,
-    pub recursive: bool,
-    pub predicate: SelectionPredicate,
-    pub bookmarks: bool,
-    /// When the watch ends (its `timeoutSeconds`), if it has a deadline.
-    pub deadline: Option<Instant>,
-    /// When this watcher's next bookmark is due; `None` when no more will be sent.
-    pub next_bookmark: Option<Instant>,
-    pub tx: mpsc::Sender<Result<Event>>,
-}
-
-/// Upstream's `nextBookmarkTime`: a watcher that asked for bookmarks gets one every
-/// `frequency`, and one shortly before its deadline so that a client resuming after the
-/// timeout starts from a recent revision; none once that moment has passed.
-pub(super) fn next_bookmark_time(
-    bookmarks: bool,
-    now: Instant,
-    frequency: Duration,
-    deadline: Option<Instant>,
-) -> Option<Instant> {
-    if !bookmarks {
-        return None;
-    }
-    let periodic = now.checked_add(frequency).unwrap_or(now);
-    let Some(deadline) = deadline else {
-        return Some(periodic);
-    };
-    let due = match deadline.checked_sub(PRE_TIMEOUT) {
-        Some(pre_timeout) if pre_timeout < periodic => pre_timeout,
-        Some(_) => periodic,
-        // A deadline closer than the margin (only possible this early in a process's life).
-        None => return None,
-    };
-    (due >= now).then_some(due)
-}
 
 #[derive(Default)]
 pub(super) struct State {
@@ -76,7 +33,7 @@ pub(super) struct State {
     pub unchanged_since: Revision,
     /// The backend's history is compacted up to here, as far as the cache was told.
     pub compacted_to: Revision,
-    pub watchers: HashMap<u64, Slot>,
+    pub watchers: Watchers,
     pub next_id: u64,
 }
 
@@ -144,7 +101,17 @@ impl State {
             object: Some(event.object.clone()),
             prev,
         };
-        self.watchers.retain(|_, slot| {
+        // The watchers that may see the change: those indexed under the trigger field's value
+        // in its new or old state, and the unindexed.
+        let rest = change.key.get(self.prefix_len..).unwrap_or_default();
+        let values = match self.watchers.trigger() {
+            Some(field) => [
+                item.field(rest, field),
+                change.prev.as_ref().and_then(|p| p.item.field(rest, field)),
+            ],
+            None => [None, None],
+        };
+        self.watchers.offer(&values, |slot| {
             if !key_matches(&slot.key, slot.recursive, &change.key) {
                 return true;
             }
@@ -175,7 +142,7 @@ impl State {
     /// Sends a BOOKMARK at the cache's revision to every watcher that asked for them.
     pub fn send_bookmarks(&mut self) {
         let rev = self.revision;
-        self.watchers.retain(|_, slot| {
+        self.watchers.retain(|slot| {
             if slot.bookmarks {
                 slot.tx.try_send(Ok(bookmark(rev))).is_ok()
             } else {
@@ -188,7 +155,7 @@ impl State {
     /// `now`, and schedules its next one.
     pub fn send_due_bookmarks(&mut self, now: Instant, frequency: Duration) {
         let rev = self.revision;
-        self.watchers.retain(|_, slot| {
+        self.watchers.retain(|slot| {
             if slot.next_bookmark.is_none_or(|due| due > now) {
                 return !slot.tx.is_closed();
             }
@@ -271,38 +238,4 @@ pub(super) struct Page<'a> {
     pub more: bool,
     /// How many keys follow, when there is no selector.
     pub remaining: Option<i64>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bookmarks_are_due_periodically_and_before_the_deadline() {
-        let now = Instant::now();
-        let minute = Duration::from_secs(60);
-        assert_eq!(next_bookmark_time(false, now, minute, None), None);
-        assert_eq!(
-            next_bookmark_time(true, now, minute, None),
-            Some(now + minute)
-        );
-        // A 3s watch: due 2s before its end, i.e. after 1s.
-        let deadline = now + Duration::from_secs(3);
-        assert_eq!(
-            next_bookmark_time(true, now, minute, Some(deadline)),
-            Some(now + Duration::from_secs(1))
-        );
-        // A long watch: the periodic one comes first.
-        let long = now + Duration::from_secs(600);
-        assert_eq!(
-            next_bookmark_time(true, now, minute, Some(long)),
-            Some(now + minute)
-        );
-        // Once the pre-timeout bookmark has gone out, no more.
-        let later = now + Duration::from_secs(2);
-        assert_eq!(
-            next_bookmark_time(true, later, minute, Some(deadline)),
-            None
-        );
-    }
 }
