@@ -29,6 +29,36 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (k, v) VALUES ('current', 1), ('compacted', 0);
 ";
 
+// The queries, each prepared once per connection and kept. Written so that SQLite never
+// prepares them again for new parameter values: it re-plans a statement whenever a parameter it
+// looked at while planning changes, and it looks at a `LIMIT ?` (hence `CAST`) and, with the
+// `ORDER BY` of the newest row, at a key compared with `=` (hence `COLLATE BINARY`, the column's
+// own collation). Planning every read of a row again was about 7% of a busy server's CPU.
+// The test `no_statement_is_planned_again` holds them to it.
+const META: &str = "SELECT v FROM meta WHERE k = ?1";
+const MAX_ID: &str = "SELECT MAX(id) FROM kv";
+const LATEST_ROW: &str = "SELECT id, deleted, create_revision, expires_at, value FROM kv
+     WHERE name = ?1 COLLATE BINARY AND id <= ?2 ORDER BY id DESC LIMIT 1";
+const RANGE: &str = "SELECT k.name, k.id, k.value FROM kv k
+     WHERE k.name >= ?1 COLLATE BINARY AND k.name < ?2 COLLATE BINARY AND k.id <= ?3 AND k.deleted = 0
+       AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)
+     ORDER BY k.name LIMIT CAST(?4 AS INTEGER)";
+const COUNT: &str = "SELECT COUNT(*) FROM kv k
+     WHERE k.name >= ?1 COLLATE BINARY AND k.name < ?2 COLLATE BINARY AND k.id <= ?3 AND k.deleted = 0
+       AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)";
+const HISTORY: &str = "SELECT k.id, k.name, k.created, k.deleted, k.value, p.value FROM kv k
+     LEFT JOIN kv p ON p.id = k.prev_revision AND k.created = 0 AND k.deleted = 0
+     WHERE k.id > ?1 AND k.id <= ?2 AND k.name >= ?3 COLLATE BINARY AND k.name < ?4 COLLATE BINARY
+     ORDER BY k.id LIMIT CAST(?5 AS INTEGER)";
+/// The writer's: keys whose TTL has passed at `?1` (ms), as (name, id, value).
+pub(crate) const EXPIRED: &str = "SELECT k.name, k.id, k.value FROM kv k
+     WHERE k.expires_at > 0 AND k.expires_at <= ?1 AND k.deleted = 0
+       AND k.id = (SELECT MAX(id) FROM kv WHERE name = k.name)";
+pub(crate) const SET_META: &str = "UPDATE meta SET v = ?1 WHERE k = ?2";
+pub(crate) const INSERT: &str = "INSERT INTO kv
+     (id, name, created, deleted, create_revision, prev_revision, expires_at, value)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
 pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
     Error::Internal(format!("sqlite: {e}"))
 }
@@ -99,7 +129,7 @@ pub(crate) fn open(path: &Path, writer: bool) -> Result<Connection> {
 pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
     // Every read runs this: the statements are prepared once per connection, not parsed again.
     let get = |k: &str| {
-        conn.prepare_cached("SELECT v FROM meta WHERE k = ?1")
+        conn.prepare_cached(META)
             .and_then(|mut s| s.query_row([k], |r| r.get::<_, i64>(0)))
             .map_err(sql_err)
     };
@@ -107,7 +137,7 @@ pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
     let compacted = get("compacted")?;
     // Rows are the source of truth if meta ever lagged (it is written in the same transaction).
     let max_id: Option<i64> = conn
-        .prepare_cached("SELECT MAX(id) FROM kv")
+        .prepare_cached(MAX_ID)
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(sql_err)?;
     Ok((current.max(max_id.unwrap_or(0)), compacted))
@@ -123,15 +153,19 @@ pub(crate) struct Row {
 }
 
 pub(crate) fn latest_row(conn: &Connection, key: &str, revision: Revision) -> Result<Option<Row>> {
-    conn.prepare_cached(
-        "SELECT id, deleted, create_revision, expires_at, value FROM kv WHERE name = ?1 AND id <= ?2 ORDER BY id DESC LIMIT 1",
-    )
-    .map_err(sql_err)?
-    .query_row(params![key, revision], |r| {
-        Ok(Row { id: r.get(0)?, deleted: r.get::<_, i64>(1)? != 0, create_revision: r.get(2)?, expires_at: r.get(3)?, value: r.get(4)? })
-    })
-    .optional()
-    .map_err(sql_err)
+    conn.prepare_cached(LATEST_ROW)
+        .map_err(sql_err)?
+        .query_row(params![key, revision], |r| {
+            Ok(Row {
+                id: r.get(0)?,
+                deleted: r.get::<_, i64>(1)? != 0,
+                create_revision: r.get(2)?,
+                expires_at: r.get(3)?,
+                value: r.get(4)?,
+            })
+        })
+        .optional()
+        .map_err(sql_err)
 }
 
 /// Live keys in `[start, end)` at `revision`, in key order, at most `limit` (0 = all).
@@ -147,14 +181,7 @@ pub(crate) fn range(
     } else {
         i64::try_from(limit).unwrap_or(i64::MAX)
     };
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT k.name, k.id, k.value FROM kv k
-             WHERE k.name >= ?1 AND k.name < ?2 AND k.id <= ?3 AND k.deleted = 0
-               AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)
-             ORDER BY k.name LIMIT ?4",
-        )
-        .map_err(sql_err)?;
+    let mut stmt = conn.prepare_cached(RANGE).map_err(sql_err)?;
     let rows = stmt
         .query_map(params![start, end, revision, limit], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -166,14 +193,10 @@ pub(crate) fn range(
 
 /// How many live keys `[start, end)` holds at `revision`.
 pub(crate) fn count(conn: &Connection, start: &str, end: &str, revision: Revision) -> Result<i64> {
-    conn.prepare_cached(
-        "SELECT COUNT(*) FROM kv k
-         WHERE k.name >= ?1 AND k.name < ?2 AND k.id <= ?3 AND k.deleted = 0
-           AND NOT EXISTS (SELECT 1 FROM kv n WHERE n.name = k.name AND n.id > k.id AND n.id <= ?3)",
-    )
-    .map_err(sql_err)?
-    .query_row(params![start, end, revision], |r| r.get(0))
-    .map_err(sql_err)
+    conn.prepare_cached(COUNT)
+        .map_err(sql_err)?
+        .query_row(params![start, end, revision], |r| r.get(0))
+        .map_err(sql_err)
 }
 
 /// One row of history, for replaying a watch.
@@ -195,14 +218,7 @@ pub(crate) fn history(
     upto: Revision,
     limit: usize,
 ) -> Result<Vec<HistoryRow>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT k.id, k.name, k.created, k.deleted, k.value, p.value FROM kv k
-             LEFT JOIN kv p ON p.id = k.prev_revision AND k.created = 0 AND k.deleted = 0
-             WHERE k.id > ?1 AND k.id <= ?2 AND k.name >= ?3 AND k.name < ?4
-             ORDER BY k.id LIMIT ?5",
-        )
-        .map_err(sql_err)?;
+    let mut stmt = conn.prepare_cached(HISTORY).map_err(sql_err)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = stmt
         .query_map(params![after, upto, start, end, limit], |r| {
@@ -218,4 +234,108 @@ pub(crate) fn history(
         .map_err(sql_err)?;
     rows.collect::<std::result::Result<Vec<_>, _>>()
         .map_err(sql_err)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// Every statement runs twice with other parameters and is planned once; the reads use the
+    /// `(name, id)` index or the revision itself.
+    #[test]
+    fn no_statement_is_planned_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("db.sqlite"), true).unwrap();
+        for i in 1..=20i64 {
+            conn.prepare_cached(INSERT)
+                .unwrap()
+                .execute(params![
+                    i,
+                    format!("/pods/a/p{}", i % 5),
+                    0,
+                    0,
+                    i,
+                    0,
+                    i % 3,
+                    b"v".as_slice()
+                ])
+                .unwrap();
+        }
+        for i in 0..3i64 {
+            let key = format!("/pods/a/p{i}");
+            latest_row(&conn, &key, 10 + i).unwrap();
+            range(
+                &conn,
+                "/pods/a/",
+                &format!("/pods/a/p{i}"),
+                10 + i,
+                usize::try_from(i).unwrap(),
+            )
+            .unwrap();
+            count(&conn, "/pods/", &format!("/pods/a/p{i}"), 10 + i).unwrap();
+            history(
+                &conn,
+                "/pods/",
+                &format!("/pods/a/p{i}"),
+                i,
+                15 + i,
+                5 + usize::try_from(i).unwrap(),
+            )
+            .unwrap();
+            revisions(&conn).unwrap();
+            conn.prepare_cached(EXPIRED)
+                .unwrap()
+                .query_map([i], |_| Ok(()))
+                .unwrap()
+                .for_each(drop);
+            conn.prepare_cached(SET_META)
+                .unwrap()
+                .execute(params![20 + i, "current"])
+                .unwrap();
+        }
+        for sql in [
+            META, MAX_ID, LATEST_ROW, RANGE, COUNT, HISTORY, EXPIRED, SET_META, INSERT,
+        ] {
+            let stmt = conn.prepare_cached(sql).unwrap();
+            assert_eq!(
+                stmt.get_status(StatementStatus::RePrepare),
+                0,
+                "planned again: {sql}"
+            );
+        }
+        let plan = |sql: &str| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            for i in 1..=stmt.parameter_count() {
+                stmt.raw_bind_parameter(i, 1i64).unwrap();
+            }
+            let mut rows = stmt.raw_query();
+            let mut plan = Vec::new();
+            while let Some(row) = rows.next().unwrap() {
+                plan.push(row.get::<_, String>(3).unwrap());
+            }
+            plan.join("; ")
+        };
+        assert_eq!(
+            plan(LATEST_ROW),
+            "SEARCH kv USING INDEX kv_name_id (name=? AND id<?)"
+        );
+        assert!(
+            plan(RANGE).starts_with("SEARCH k USING INDEX kv_name_id (name>? AND name<?)"),
+            "{}",
+            plan(RANGE)
+        );
+        assert!(
+            plan(COUNT).starts_with("SEARCH k USING COVERING INDEX kv_name_id (name>? AND name<?)")
+                || plan(COUNT).starts_with("SEARCH k USING INDEX kv_name_id (name>? AND name<?)"),
+            "{}",
+            plan(COUNT)
+        );
+        assert!(
+            plan(HISTORY).starts_with("SEARCH k USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"),
+            "{}",
+            plan(HISTORY)
+        );
+    }
 }

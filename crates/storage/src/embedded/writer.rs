@@ -152,16 +152,14 @@ impl Writer {
                 results.push((cmd.reply, applied));
             }
             if self.current != start_rev {
-                tx.prepare_cached("UPDATE meta SET v = ?1 WHERE k = 'current'")
-                    .and_then(|mut s| s.execute([self.current]))
+                tx.prepare_cached(db::SET_META)
+                    .and_then(|mut s| s.execute(params![self.current, "current"]))
                     .map_err(sql_err)?;
             }
             if self.compacted != start_compacted {
-                tx.execute(
-                    "UPDATE meta SET v = ?1 WHERE k = 'compacted'",
-                    [self.compacted],
-                )
-                .map_err(sql_err)?;
+                tx.prepare_cached(db::SET_META)
+                    .and_then(|mut s| s.execute(params![self.compacted, "compacted"]))
+                    .map_err(sql_err)?;
             }
             tx.commit()
         })();
@@ -194,13 +192,7 @@ impl Writer {
     /// Deletes keys whose TTL has passed, as deletions with events.
     fn expire(&mut self) -> Result<()> {
         let due: Vec<(String, Revision, Vec<u8>)> = {
-            let mut stmt = self
-                .conn
-                .prepare_cached(
-                    "SELECT k.name, k.id, k.value FROM kv k WHERE k.expires_at > 0 AND k.expires_at <= ?1 AND k.deleted = 0
-                     AND k.id = (SELECT MAX(id) FROM kv WHERE name = k.name)",
-                )
-                .map_err(sql_err)?;
+            let mut stmt = self.conn.prepare_cached(db::EXPIRED).map_err(sql_err)?;
             let rows = stmt
                 .query_map([now_ms()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .map_err(sql_err)?;
@@ -242,12 +234,19 @@ struct NewRow<'a> {
 }
 
 fn insert(tx: &Connection, r: NewRow<'_>) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO kv (id, name, created, deleted, create_revision, prev_revision, expires_at, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )
-    .map_err(sql_err)?
-    .execute(params![r.rev, r.key, r.created as i64, r.deleted as i64, r.create_rev, r.prev, r.expires, r.value])
-    .map_err(sql_err)?;
+    tx.prepare_cached(db::INSERT)
+        .map_err(sql_err)?
+        .execute(params![
+            r.rev,
+            r.key,
+            r.created as i64,
+            r.deleted as i64,
+            r.create_rev,
+            r.prev,
+            r.expires,
+            r.value
+        ])
+        .map_err(sql_err)?;
     Ok(())
 }
 
