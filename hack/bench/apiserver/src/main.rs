@@ -139,7 +139,9 @@ struct Args {
     /// `--fairness`: length of each phase (alone, flood), in seconds.
     #[arg(long, default_value_t = 20.0)]
     phase_seconds: f64,
-    /// `--fairness`: the flood starts no earlier than this many seconds after the set-up.
+    /// `--fairness`: the flood starts no earlier than this many seconds after the set-up;
+    /// `--cluster-load`: the measurement starts this long after the nodes registered (past
+    /// the 60 s status interval, so every node has renewed and reported once).
     #[arg(long, default_value_t = 65.0)]
     settle_seconds: f64,
     /// `--fairness`: the flooder's concurrent LISTs.

@@ -105,6 +105,14 @@ impl Answer {
 }
 
 impl Stats {
+    /// Forgets every request filed so far: what follows is the measured run.
+    pub fn reset(&self) {
+        self.by_class
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     /// Sends `req`, times it to the end of the body and files it under `class`. Answers in
     /// `expected` (besides 2xx) are not counted as failures: a 404 for a pod deleted
     /// meanwhile, a 409 for a Lease someone else wrote.
