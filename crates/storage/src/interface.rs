@@ -115,6 +115,12 @@ pub struct GuaranteedUpdate<'a, 'f> {
     pub preconditions: Option<&'a Preconditions>,
     pub ignore_not_found: bool,
     pub try_update: &'a mut UpdateFn<'f>,
+    /// The object as a watch cache holds it (with its `resourceVersion`), perhaps stale: a
+    /// store may start from it instead of reading the key (upstream's `cachedExistingObject`).
+    /// Its compare-and-swap catches a stale one, and what the first attempt decides from it
+    /// alone (a failed precondition, an error of the update, no change) is decided again on a
+    /// fresh read.
+    pub cached: Option<Object>,
 }
 
 /// Checks the current object before a delete; an `Err` aborts the delete.
@@ -162,6 +168,7 @@ pub trait Storage: Send + Sync + 'static {
             preconditions,
             ignore_not_found,
             try_update,
+            cached: None,
         };
         self.update(key, update).await
     }

@@ -10,6 +10,7 @@
     reason = "test code: a panic is a failed test"
 )]
 
+mod cached_update;
 mod cacher;
 mod cacher_etcd;
 mod cacher_items;

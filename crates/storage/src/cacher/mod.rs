@@ -194,6 +194,18 @@ enum OneKey {
 }
 
 impl Shared {
+    /// The object of `key` as the cache holds it, decoded (outside the lock), if it holds one.
+    fn cached_object(&self, key: &str) -> Option<Object> {
+        let item = {
+            let st = self.lock();
+            if !st.ready {
+                return None;
+            }
+            st.store.get(key)?.clone()
+        };
+        item.decode().ok()
+    }
+
     /// Decides where a read of `key` is answered (see [`OneKey`]).
     async fn read_one(&self, key: &str, opts: &GetOptions) -> Result<OneKey> {
         let Some(min) = opts.resource_version else {
@@ -643,7 +655,16 @@ impl Storage for Cacher {
         }
     }
 
-    async fn update(&self, key: &str, update: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
+    async fn update(
+        &self,
+        key: &str,
+        mut update: crate::GuaranteedUpdate<'_, '_>,
+    ) -> Result<Object> {
+        // The backend may start from the cache's copy instead of reading the key (upstream's
+        // cacher hands its object to the store's GuaranteedUpdate the same way).
+        if update.cached.is_none() {
+            update.cached = self.shared.cached_object(key);
+        }
         self.shared.backend.update(key, update).await
     }
 

@@ -351,9 +351,22 @@ impl Storage for EmbeddedStorage {
         crate::list::list(self, prefix, opts).await
     }
 
-    async fn update(&self, key: &str, u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
+    async fn update(&self, key: &str, mut u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
+        // The watch cache's copy saves the first read of the key (a read on the blocking pool
+        // for every write); the writer's compare-and-swap catches a stale one.
+        let mut cached = u.cached.take().and_then(|obj| {
+            let rev = obj.resource_version().parse::<Revision>().ok()?;
+            Some((obj, rev))
+        });
         loop {
-            let (current, _) = self.inner.latest(key).await?;
+            let from_cache = cached.is_some();
+            let current = match cached.take() {
+                Some((obj, rev)) => Some((obj, rev, None)),
+                None => {
+                    let (current, _) = self.inner.latest(key).await?;
+                    current.map(|(obj, rev, stored)| (obj, rev, Some(stored)))
+                }
+            };
             let Some((cur, rev, stored)) = current else {
                 if !u.ignore_not_found {
                     return Err(Error::NotFound { key: key.into() });
@@ -376,10 +389,27 @@ impl Storage for EmbeddedStorage {
                     Err(e) => return Err(e),
                 }
             };
-            crate::error::check_preconditions(u.preconditions, key, &cur)?;
-            let object = strip_revision((u.try_update)(Some(cur.clone())).await?);
+            let attempt = match crate::error::check_preconditions(u.preconditions, key, &cur) {
+                Ok(()) => (u.try_update)(Some(cur.clone())).await,
+                Err(e) => Err(e),
+            };
+            let object = match attempt {
+                Ok(object) => strip_revision(object),
+                // Perhaps only because the cache's copy is stale: decided again on a read.
+                Err(_) if from_cache => continue,
+                Err(e) => return Err(e),
+            };
             let value = crate::events::encode_for_storage(&object);
-            if value == stored {
+            let unchanged = match &stored {
+                Some(stored) => value == *stored,
+                None => object == strip_revision(cur.clone()),
+            };
+            if unchanged {
+                if from_cache {
+                    // No change to the cache's copy: whether the stored one is the same is
+                    // decided on a read (upstream's refresh before its short cut).
+                    continue;
+                }
                 // Nothing changed: no write, no event (upstream's short cut).
                 return Ok(cur);
             }
