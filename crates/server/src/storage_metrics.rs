@@ -59,6 +59,10 @@ impl Storage for MeteredStorage {
         r
     }
 
+    fn starts_from_cached_copy(&self) -> bool {
+        self.inner.starts_from_cached_copy()
+    }
+
     async fn update(
         &self,
         key: &str,

@@ -173,6 +173,12 @@ pub trait Storage: Send + Sync + 'static {
         self.update(key, update).await
     }
 
+    /// Whether [`Storage::update`] starts from [`GuaranteedUpdate::cached`] when given one;
+    /// a watch cache over a store that does not decodes no copy for it.
+    fn starts_from_cached_copy(&self) -> bool {
+        false
+    }
+
     /// What a store implements for [`Storage::guaranteed_update`], its arguments in one.
     async fn update(&self, key: &str, update: GuaranteedUpdate<'_, '_>) -> Result<Object>;
 

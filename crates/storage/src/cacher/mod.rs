@@ -661,8 +661,9 @@ impl Storage for Cacher {
         mut update: crate::GuaranteedUpdate<'_, '_>,
     ) -> Result<Object> {
         // The backend may start from the cache's copy instead of reading the key (upstream's
-        // cacher hands its object to the store's GuaranteedUpdate the same way).
-        if update.cached.is_none() {
+        // cacher hands its object to the store's GuaranteedUpdate the same way); decoded only
+        // for a backend that does.
+        if update.cached.is_none() && self.shared.backend.starts_from_cached_copy() {
             update.cached = self.shared.cached_object(key);
         }
         self.shared.backend.update(key, update).await

@@ -60,9 +60,8 @@ pub(super) fn next_bookmark_time(
 pub(super) struct Watchers {
     /// The field whose exact-match selectors index watchers, if the resource has one.
     trigger: Option<&'static str>,
-    slots: HashMap<u64, Slot>,
-    /// Each watcher's indexed value, `None` for those every change is offered to.
-    indexed: HashMap<u64, Option<Box<str>>>,
+    /// Each watcher and the value it is indexed under (`None`: every change is offered to it).
+    slots: HashMap<u64, (Slot, Option<Box<str>>)>,
     /// Watchers offered every change.
     unindexed: HashSet<u64>,
     /// Watchers offered only the changes whose new or old state has the value.
@@ -88,7 +87,6 @@ impl Watchers {
 
     pub fn clear(&mut self) {
         self.slots.clear();
-        self.indexed.clear();
         self.unindexed.clear();
         self.by_value.clear();
     }
@@ -113,13 +111,14 @@ impl Watchers {
                 self.unindexed.insert(id);
             }
         }
-        self.indexed.insert(id, value);
-        self.slots.insert(id, slot);
+        self.slots.insert(id, (slot, value));
     }
 
     fn remove(&mut self, id: u64) {
-        self.slots.remove(&id);
-        match self.indexed.remove(&id).flatten() {
+        let Some((_, value)) = self.slots.remove(&id) else {
+            return;
+        };
+        match value {
             Some(v) => {
                 if let Some(ids) = self.by_value.get_mut(&v) {
                     ids.remove(&id);
@@ -153,7 +152,10 @@ impl Watchers {
             }
         }
         for id in ids {
-            let keep = self.slots.get_mut(&id).is_none_or(&mut deliver);
+            let keep = self
+                .slots
+                .get_mut(&id)
+                .is_none_or(|(slot, _)| deliver(slot));
             if !keep {
                 self.remove(id);
             }
@@ -165,7 +167,7 @@ impl Watchers {
         let gone: Vec<u64> = self
             .slots
             .iter_mut()
-            .filter_map(|(id, slot)| (!visit(slot)).then_some(*id))
+            .filter_map(|(id, (slot, _))| (!visit(slot)).then_some(*id))
             .collect();
         for id in gone {
             self.remove(id);
