@@ -245,25 +245,9 @@ async fn a_watch_from_the_lists_revision_sees_the_next_change() {
     .await;
 }
 
-/// How many ranges etcd has served (its own `etcd_mvcc_range_total`, from `/metrics`).
+/// How many ranges etcd has served.
 async fn etcd_ranges(etcd: &EtcdProcess) -> u64 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let url = etcd.client_url();
-    let host = url.trim_start_matches("http://");
-    let mut conn = tokio::net::TcpStream::connect(host).await.unwrap();
-    conn.write_all(
-        format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .unwrap();
-    let mut body = String::new();
-    conn.read_to_string(&mut body).await.unwrap();
-    body.lines()
-        .find_map(|l| l.strip_prefix("etcd_mvcc_range_total "))
-        .expect("etcd_mvcc_range_total")
-        .trim()
-        .parse::<f64>()
-        .unwrap() as u64
+    etcd.metric("etcd_mvcc_range_total") as u64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

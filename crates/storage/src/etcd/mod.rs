@@ -360,7 +360,7 @@ impl EtcdStorage {
         key: &str,
         expected: Revision,
         value: Vec<u8>,
-        lease: i64,
+        lease: PutLease,
         read_back: bool,
     ) -> Result<std::result::Result<Revision, Option<KeyValue>>> {
         let full = self.full(key);
@@ -369,7 +369,11 @@ impl EtcdStorage {
         } else {
             Compare::mod_revision(full.clone(), CompareOp::Equal, expected)
         };
-        let put_opts = (lease != 0).then(|| PutOptions::new().with_lease(lease));
+        let put_opts = match lease {
+            PutLease::None => None,
+            PutLease::Id(id) => Some(PutOptions::new().with_lease(id)),
+            PutLease::Keep => Some(PutOptions::new().with_ignore_lease()),
+        };
         let mut txn = Txn::new().when([guard]);
         if read_back {
             txn = txn
@@ -385,6 +389,18 @@ impl EtcdStorage {
         }
         Ok(Err(first_kv(&resp.op_responses())))
     }
+}
+
+/// The lease a write attaches to its key.
+#[derive(Clone, Copy)]
+enum PutLease {
+    /// None (an object without a TTL).
+    None,
+    /// This one (a create with a TTL).
+    Id(i64),
+    /// Whichever the key has (an update, which may start from a copy that does not know it;
+    /// etcd refuses this for a missing key, which the update's revision guard rules out).
+    Keep,
 }
 
 fn first_kv(ops: &[TxnOpResponse]) -> Option<KeyValue> {
@@ -517,11 +533,13 @@ impl Storage for EtcdStorage {
                         Ok(lease.await?.id())
                     }
                 };
-                self.leases
-                    .lease_at(std::time::Instant::now(), secs, grant)
-                    .await?
+                PutLease::Id(
+                    self.leases
+                        .lease_at(std::time::Instant::now(), secs, grant)
+                        .await?,
+                )
             }
-            None => 0,
+            None => PutLease::None,
         };
         match self
             .put_if(key, 0, self.codec.encode(key, &object)?, lease, false)
@@ -546,41 +564,87 @@ impl Storage for EtcdStorage {
         crate::list::list(self, prefix, opts).await
     }
 
-    async fn update(&self, key: &str, u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
-        let mut current = self.get_kv(key).await?.0;
+    fn starts_from_cached_copy(&self) -> bool {
+        true
+    }
+
+    async fn update(&self, key: &str, mut u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
+        // The watch cache's copy saves the read of the key before each write (upstream's
+        // cachedExistingObject); the transaction's revision guard catches a stale one, and the
+        // write keeps whatever lease the key has without knowing it.
+        let mut cached = u.cached.take().and_then(|obj| {
+            let rev = obj.resource_version().parse::<Revision>().ok()?;
+            Some((obj, rev))
+        });
+        let mut read: Option<Option<KeyValue>> = None;
         loop {
-            let Some(kv) = current.take() else {
+            let from_cache = cached.is_some();
+            let current = match cached.take() {
+                Some((obj, rev)) => Some((obj, rev, None)),
+                None => {
+                    let kv = match read.take() {
+                        Some(kv) => kv,
+                        None => self.get_kv(key).await?.0,
+                    };
+                    match kv {
+                        Some(kv) => Some((decode_kv(self, &kv)?, kv.mod_revision(), Some(kv))),
+                        None => None,
+                    }
+                }
+            };
+            let Some((cur, rev, kv)) = current else {
                 if !u.ignore_not_found {
                     return Err(Error::NotFound { key: key.into() });
                 }
                 let object = strip_revision((u.try_update)(None).await?);
                 match self
-                    .put_if(key, 0, self.codec.encode(key, &object)?, 0, true)
+                    .put_if(
+                        key,
+                        0,
+                        self.codec.encode(key, &object)?,
+                        PutLease::None,
+                        true,
+                    )
                     .await?
                 {
                     Ok(revision) => return Ok(with_revision(object, revision)),
                     Err(newer) => {
-                        current = newer;
+                        read = Some(newer);
                         continue;
                     }
                 }
             };
-            let cur = decode_kv(self, &kv)?;
-            crate::error::check_preconditions(u.preconditions, &self.full(key), &cur)?;
-            let object = strip_revision((u.try_update)(Some(cur.clone())).await?);
+            let attempt =
+                match crate::error::check_preconditions(u.preconditions, &self.full(key), &cur) {
+                    Ok(()) => (u.try_update)(Some(cur.clone())).await,
+                    Err(e) => Err(e),
+                };
+            let object = match attempt {
+                Ok(object) => strip_revision(object),
+                // Perhaps only because the cache's copy is stale: decided again on a read.
+                Err(_) if from_cache => continue,
+                Err(e) => return Err(e),
+            };
             let value = crate::events::encode_for_storage(&object);
-            if value == *self.codec.plain(key, kv.value())? {
+            let unchanged = match &kv {
+                Some(kv) => value == *self.codec.plain(key, kv.value())?,
+                None => object == strip_revision(cur.clone()),
+            };
+            if unchanged {
+                if from_cache {
+                    // Whether the stored object is the same (and needs no new seal) is
+                    // decided on a read (upstream's refresh before its short cut).
+                    continue;
+                }
                 // Nothing changed: no write, no event (upstream's short cut).
                 return Ok(cur);
             }
             let value = self.codec.seal(key, value)?;
-            match self
-                .put_if(key, kv.mod_revision(), value, kv.lease(), true)
-                .await?
-            {
+            match self.put_if(key, rev, value, PutLease::Keep, true).await? {
                 Ok(revision) => return Ok(with_revision(object, revision)),
-                // Lost the race: retry against the state the transaction returned.
-                Err(newer) => current = newer,
+                // Lost the race (or the copy was stale): retry against the state the
+                // transaction returned.
+                Err(newer) => read = Some(newer),
             }
         }
     }

@@ -170,6 +170,21 @@ impl EtcdProcess {
         body.contains("\"health\":\"true\"")
     }
 
+    /// A counter or gauge of etcd's own `/metrics` (e.g. `etcd_mvcc_range_total`, the ranges
+    /// it served); panics if etcd does not export it.
+    pub fn metric(&self, name: &str) -> f64 {
+        let mut conn = TcpStream::connect(("127.0.0.1", self.client_port)).expect("etcd");
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .expect("etcd /metrics");
+        let mut body = String::new();
+        let _ = conn.read_to_string(&mut body);
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("etcd exports no {name}"))
+    }
+
     /// SIGKILLs etcd (the data directory stays).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
