@@ -519,12 +519,8 @@ start_reference() {
   # shellcheck source=hack/reference-pki.sh
   . "$ROOT/hack/reference-pki.sh"
   reference_pki "$p" "https://127.0.0.1:$PORT" "$KUBECONFIG_FILE"
-  "$(dirname "$SAMPLE")/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" --etcd-prefix=/registry-reference \
-    --secure-port="$PORT" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
-    --cert-dir="$p" --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" --client-ca-file="$CA" \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local --service-account-key-file="$p/sa.key" \
-    --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=RBAC \
-    "${AGG_FLAGS[@]:1}" >"$WORK/reference.log" 2>&1 &
+  UP="$(dirname "$SAMPLE")" reference_apiserver "$p" "http://127.0.0.1:$ETCD_PORT" "$PORT" \
+    --etcd-prefix=/registry-reference --authorization-mode=RBAC "${AGG_FLAGS[@]:1}" >"$WORK/reference.log" 2>&1 &
   KAPI_PID=$!
   wait_until 60 sh -c "[ \"\$(curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:$PORT/readyz)\" = 200 ]" \
     || { echo "e2e: kube-apiserver not ready"; tail -20 "$WORK/reference.log"; exit 1; }

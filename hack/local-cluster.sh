@@ -85,13 +85,7 @@ if [ "$REFERENCE" = 1 ]; then
   P="$D/data/pki"
   A="$D/data/admin.kubeconfig"
   reference_pki "$P" "$SERVER" "$A"
-  # No endpoint reconciler: the advertised address would be this host's, not loopback.
-  "$UP/kube-apiserver" --etcd-servers="$KAPI_ETCD" --secure-port="$PORT" --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
-    --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
-    --service-cluster-ip-range=10.0.0.0/24 "${AUTH_ARGS[@]}" >"$D/logs/kapi.log" 2>&1 &
+  reference_apiserver "$P" "$KAPI_ETCD" "$PORT" "${AUTH_ARGS[@]}" >"$D/logs/kapi.log" 2>&1 &
 else
   KAPI_ARGS=(--data-dir "$D/data" --secure-port "$PORT" --controllers=-* "${AUTH_ARGS[@]}")
   [ -n "${KAPI_ETCD:-}" ] && KAPI_ARGS+=(--etcd-servers "$KAPI_ETCD")

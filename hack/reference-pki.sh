@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by the scripts that run upstream's kube-apiserver as the reference
 # (hack/local-cluster.sh with CLUSTER_APISERVER=reference, hack/bench/fairness.sh,
-# e2e/aggregation.sh with E2E_AGG_REFERENCE=1).
+# hack/bench/data-scale.sh, e2e/aggregation.sh with E2E_AGG_REFERENCE=1).
 #
 # reference_pki DIR SERVER KUBECONFIG: what kapi makes for itself on first start, for
 # kube-apiserver: in DIR a CA (ca.crt/key), a serving certificate for 127.0.0.1 and localhost
@@ -23,4 +23,19 @@ reference_pki() {
   kubectl config set-credentials admin --client-certificate="$P/admin.crt" --client-key="$P/admin.key" --embed-certs --kubeconfig="$kubeconfig" >/dev/null
   kubectl config set-context local --cluster=local --user=admin --kubeconfig="$kubeconfig" >/dev/null
   kubectl config use-context local --kubeconfig="$kubeconfig" >/dev/null
+}
+
+# reference_apiserver DIR ETCD_URL PORT [FLAG ...]: execs "$UP/kube-apiserver" serving on
+# 127.0.0.1:PORT with the certificates reference_pki made in DIR, on ETCD_URL, with the given
+# flags too (authorization, token file). It replaces the shell it runs in: run it in the
+# background (`reference_apiserver ... >log 2>&1 &`), and $! is kube-apiserver's pid. No
+# endpoint reconciler: the advertised address would be this host's, not loopback.
+reference_apiserver() {
+  local P=$1 etcd_url=$2 port=$3; shift 3
+  exec "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
+    --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 "$@"
 }

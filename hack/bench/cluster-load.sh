@@ -36,16 +36,9 @@ servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 read -r -a load_args <<<"${BENCH_LOAD_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
-base=$(mktemp -d /var/tmp/kapi-bench-cluster-load.XXXXXX)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-cleanup() {
-  stop_all
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "cluster-load: kept $base"; else rm -rf "$base"; fi
-}
-trap cleanup EXIT
-
-rows="$base/rows.txt"; : >"$rows"
+bench_dir cluster-load
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"

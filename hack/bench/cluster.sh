@@ -23,10 +23,9 @@ settle=${BENCH_SETTLE:-30} window=${BENCH_WINDOW:-60}
 servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
-base=$(mktemp -d /var/tmp/kapi-bench-cluster.XXXXXX)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-trap 'stop_all; rm -rf "$base"' EXIT
+bench_dir cluster
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
 heartbeats() {
   kubectl --kubeconfig "$1" get --raw /metrics 2>/dev/null | awk '

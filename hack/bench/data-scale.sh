@@ -26,24 +26,13 @@ concurrency=${BENCH_CONCURRENCY:-16}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 ETCD_EXTRA_ARGS="--quota-backend-bytes=8589934592"
 
-UP=${KAPI_UPSTREAM_BIN:-}
-if [ -z "$UP" ] && [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
-  UP=$("$ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
-fi
-if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
-  echo "data-scale: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
-  servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')
-fi
 
-base=$(mktemp -d /var/tmp/kapi-bench-data-scale.XXXXXX)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-cleanup() {
-  stop_all
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "data-scale: kept $base"; else rm -rf "$base"; fi
-}
-trap cleanup EXIT
-rows="$base/rows.txt"; : >"$rows"
+# shellcheck source=hack/reference-pki.sh
+. "$ROOT/hack/reference-pki.sh"
+upstream_or_kapi_only data-scale
+bench_dir data-scale
 
 # start_server SERVER DIR PORT ETCD_URL: starts it in the background, sets server_pid and
 # started_ms (the start, in ms since the epoch).
@@ -51,13 +40,7 @@ start_server() {
   local server=$1 dir=$2 port=$3 etcd_url=$4
   started_ms=$(date +%s%3N)
   if [ "$server" = reference ]; then
-    local P="$dir/pki"
-    "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
-      --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
-      --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
-      --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-      --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
-      --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=Node,RBAC >>"$dir/server.log" 2>&1 &
+    reference_apiserver "$dir/pki" "$etcd_url" "$port" --authorization-mode=Node,RBAC >>"$dir/server.log" 2>&1 &
   else
     local args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1)
     [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
@@ -74,8 +57,6 @@ for server in $servers; do
     etcd_url=$ETCD_URL
   fi
   if [ "$server" = reference ]; then
-    # shellcheck source=hack/reference-pki.sh
-    . "$ROOT/hack/reference-pki.sh"
     kubeconfig="$dir/admin.kubeconfig"
     reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
   else

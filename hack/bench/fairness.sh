@@ -30,19 +30,13 @@ servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 
-UP=${KAPI_UPSTREAM_BIN:-}
-if [ -z "$UP" ] && [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
-  UP=$("$ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
-fi
-if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
-  echo "fairness: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
-  servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')
-fi
 
-base=$(mktemp -d /var/tmp/kapi-bench-fairness.XXXXXX)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-trap 'stop_all; rm -rf "$base"' EXIT
+# shellcheck source=hack/reference-pki.sh
+. "$ROOT/hack/reference-pki.sh"
+upstream_or_kapi_only fairness
+bench_dir fairness
 token() { python3 -c 'import secrets; print(secrets.token_hex(16))'; }
 
 tokens="$base/tokens.csv"
@@ -51,7 +45,6 @@ $(token),flooder,uid-flooder
 $(token),reader,uid-reader
 $(token),system:node:bench-node,uid-bench-node,"system:nodes"
 EOF
-rows="$base/rows.md"; : >"$rows"
 
 for server in $servers; do
   dir="$base/$server"; mkdir -p "$dir"
@@ -63,17 +56,10 @@ for server in $servers; do
   fi
   if [ "$server" = reference ]; then
     # As hack/local-cluster.sh (CLUSTER_APISERVER=reference).
-    # shellcheck source=hack/reference-pki.sh
-    . "$ROOT/hack/reference-pki.sh"
     P="$dir/pki"
     kubeconfig="$dir/admin.kubeconfig"
     reference_pki "$P" "https://127.0.0.1:$port" "$kubeconfig"
-    "$UP/kube-apiserver" --etcd-servers="$etcd_url" --secure-port="$port" --bind-address=127.0.0.1 \
-      --advertise-address=127.0.0.1 --endpoint-reconciler-type=none --cert-dir="$P" \
-      --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
-      --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-      --service-account-key-file="$P/sa.key" --service-account-signing-key-file="$P/sa.key" \
-      --service-cluster-ip-range=10.0.0.0/24 --token-auth-file="$tokens" \
+    reference_apiserver "$P" "$etcd_url" "$port" --token-auth-file="$tokens" \
       --authorization-mode=AlwaysAllow "${server_args[@]}" >"$dir/server.log" 2>&1 &
   else
     kubeconfig="$dir/data/admin.kubeconfig"

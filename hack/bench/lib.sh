@@ -1,13 +1,42 @@
 # shellcheck shell=bash
 # Sourced by the benchmark scripts that start servers side by side (cluster.sh, cluster-load.sh,
-# data-scale.sh, fairness.sh): a fresh etcd, an upstream-components cluster from hack/local-cluster.sh, and
-# what they read from /proc. Each caller sets ETCD (the etcd binary) first; stop_all stops what
-# these started (and the caller's server_pid, if it set one).
+# data-scale.sh, fairness.sh): the run's directory, the upstream binaries, a fresh etcd, an
+# upstream-components cluster from hack/local-cluster.sh, and what they read from /proc. Each
+# caller sets ETCD (the etcd binary) first; stop_all stops what these started (and the
+# caller's server_pid, if it set one).
 
 # shellcheck source=hack/lib/servers.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/servers.sh"
 
 cluster_pid="" etcd_pid="" server_pid=""
+BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# bench_dir NAME: the run's directory, base (/var/tmp/kapi-bench-NAME.*), with rows (its
+# rows.txt, empty); on exit stop_all, and the directory is removed unless BENCH_KEEP=1.
+bench_dir() {
+  bench_name=$1
+  base=$(mktemp -d "/var/tmp/kapi-bench-$1.XXXXXX")
+  rows="$base/rows.txt"; : >"$rows"
+  trap bench_exit EXIT
+}
+bench_exit() {
+  stop_all
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "$bench_name: kept $base"; else rm -rf "$base"; fi
+}
+
+# upstream_or_kapi_only NAME: sets UP to the folder of upstream's binaries (KAPI_UPSTREAM_BIN,
+# else what ../shared/upstream unpacks); without a kube-apiserver there, says so in one line and
+# drops reference from the caller's servers.
+upstream_or_kapi_only() {
+  UP=${KAPI_UPSTREAM_BIN:-}
+  if [ -z "$UP" ] && [ -x "$BENCH_ROOT/../shared/upstream/unpack.sh" ]; then
+    UP=$("$BENCH_ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
+  fi
+  if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
+    echo "$1: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
+    servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')
+  fi
+}
 
 # start_etcd DIR: a single-member etcd with its data and log under DIR, on free ports, with the
 # caller's ETCD_EXTRA_ARGS (words) if set; sets etcd_pid and ETCD_URL and waits until it

@@ -4,8 +4,9 @@
 //! - registers its Node (Ready, capacity cpu 32 / memory 256Gi / pods 110, addresses in
 //!   127.0.0.0/8) and its Lease in `kube-node-lease`;
 //! - renews the Lease every 10 s (a PUT of the Lease last returned, as the kubelet does) and
-//!   heartbeats its conditions every 60 s (GET of the Node, then a strategic-merge PATCH of
-//!   `nodes/status`), each timer starting at a random offset so that N nodes spread evenly;
+//!   heartbeats its conditions every 60 s (GET of the Node from the API server's cache, then a
+//!   strategic-merge PATCH of `nodes/status`), each timer starting at a random offset so that
+//!   N nodes spread evenly;
 //! - lists and watches the pods bound to it (`fieldSelector=spec.nodeName=<node>`) and, one at
 //!   a time as the kubelet's status manager does, patches each new pod's status to Running
 //!   (Ready, a pod IP in 10.128.0.0/9, containers running) and deletes a pod that has a
@@ -169,12 +170,14 @@ fn lease_path(i: usize) -> String {
     )
 }
 
-/// The kubelet's node status update: GET of the Node, then a strategic-merge PATCH of its
-/// conditions' heartbeat.
+/// The kubelet's node status update: GET of the Node (its first try from the API server's
+/// cache, `resourceVersion=0`, as the kubelet's `tryUpdateNodeStatus`), then a
+/// strategic-merge PATCH of its conditions' heartbeat.
 async fn heartbeat(shared: &Shared, i: usize) {
     let c = &shared.client;
     let path = format!("/api/v1/nodes/{}", name(i));
-    shared.stats.call(c, GET_NODE, get(&path), &[]).await;
+    let from_cache = format!("{path}?resourceVersion=0");
+    shared.stats.call(c, GET_NODE, get(&from_cache), &[]).await;
     let patch = json!({"status": {
         "$setElementOrder/conditions": [{"type": "MemoryPressure"}, {"type": "DiskPressure"}, {"type": "PIDPressure"}, {"type": "Ready"}],
         "conditions": conditions()}});
