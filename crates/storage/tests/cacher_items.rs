@@ -367,6 +367,34 @@ async fn watches_by_node(trigger: Option<&'static str>) {
         let want: Vec<_> = want.iter().map(|(t, i)| (*t, revs[*i])).collect();
         assert_eq!(got, want, "{selector:?} (trigger {trigger:?})");
     }
+
+    // The same watches started after the changes, from the same revision, replay them from
+    // the window: the same events, each object's node and name as the event says (a change
+    // is decoded for a watcher only when the selector concerns it, old state or new).
+    for (selector, want) in selectors.iter().zip(expected) {
+        let mut opts = WatchOptions {
+            from_revision: Some(rv(&start)),
+            recursive: true,
+            ..Default::default()
+        };
+        opts.predicate.field = FieldSelector::parse(selector).unwrap();
+        let mut replayed = cache.watch(PREFIX, opts).await.unwrap();
+        let mut got = vec![];
+        while let Some(Some(Ok(ev))) = replayed.next().now_or_never() {
+            if ev.event_type != EventType::Bookmark {
+                got.push((
+                    ev.event_type,
+                    ev.revision,
+                    ev.object.resource_version().to_string(),
+                ));
+            }
+        }
+        let want: Vec<_> = want
+            .iter()
+            .map(|(t, i)| (*t, revs[*i], revs[*i].to_string()))
+            .collect();
+        assert_eq!(got, want, "replayed {selector:?} (trigger {trigger:?})");
+    }
 }
 
 /// The window keeps its changes encoded: a watch from an earlier revision, replayed from it,

@@ -183,6 +183,23 @@ pub(super) struct Kept {
 }
 
 impl Kept {
+    /// Whether a watcher with `pred` gets an event for this change ([`crate::events::to_event`]'s
+    /// rule read from the kept items: the new state matches, or the former one did), decided
+    /// without decoding where the selector reads only what items keep. `prefix_len` is where
+    /// the key continues below the cache's prefix.
+    pub fn may_concern(&self, prefix_len: usize, pred: &SelectionPredicate) -> bool {
+        if pred.is_everything() {
+            return true;
+        }
+        let rest = self.key.get(prefix_len..).unwrap_or_default();
+        self.item.matches(rest, pred)
+            || (self.kind == ChangeKind::Modified
+                && self
+                    .prev
+                    .as_ref()
+                    .is_some_and(|p| p.matches(&self.key, pred)))
+    }
+
     /// The change with its object decoded, or `None` (logged) if it does not decode.
     pub fn decoded(&self) -> Option<Change<Former>> {
         let object = self.item.decode_for_event()?;

@@ -719,9 +719,14 @@ impl Storage for Cacher {
                 .saturating_add(self.shared.config.watcher_buffer),
         );
         let predicate = opts.predicate.clone();
+        let prefix_len = self.shared.prefix.len();
         let replayed = futures::stream::iter(replay).filter_map(move |kept| {
+            // Most of a window is other objects' changes (a node's watch of its pods restarts
+            // every few minutes over every pod's): decoded only if the watcher gets them.
             let event = kept
-                .decoded()
+                .may_concern(prefix_len, &predicate)
+                .then(|| kept.decoded())
+                .flatten()
                 .and_then(|c| crate::events::to_event(&c, &predicate));
             futures::future::ready(event.map(Ok))
         });

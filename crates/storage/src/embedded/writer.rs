@@ -259,6 +259,11 @@ fn expected_row(tx: &Connection, key: &str, expected: Revision) -> Result<Option
     Ok(live(db::latest_row(tx, key, i64::MAX)?).filter(|r| r.id == expected))
 }
 
+/// The object of an op's `prev`: the op's own (its caller kept no other handle), else a copy.
+fn owned(prev: Arc<Object>) -> Object {
+    Arc::try_unwrap(prev).unwrap_or_else(|shared| (*shared).clone())
+}
+
 /// A compare-and-swap that lost: someone wrote `key` since it was read.
 fn conflict(key: String) -> Applied {
     let message = "the object has been modified".into();
@@ -351,7 +356,7 @@ fn apply(
                 return Ok(conflict(key));
             };
             let rev = supersede(tx, current, &key, &row, false, row.expires_at, &value)?;
-            let prev = Arc::new(with_revision((*prev).clone(), rev));
+            let prev = Arc::new(with_revision(owned(prev), rev));
             let change = Change {
                 revision: rev,
                 key,
@@ -370,7 +375,7 @@ fn apply(
                 return Ok(conflict(key));
             };
             let rev = supersede(tx, current, &key, &row, true, 0, &row.value)?;
-            let gone = Arc::new(with_revision((*prev).clone(), rev));
+            let gone = Arc::new(with_revision(owned(prev), rev));
             let change = Change {
                 revision: rev,
                 key,

@@ -36,7 +36,7 @@ use futures::stream::{self, StreamExt};
 use kube::api::WatchEvent;
 use serde_json::Value;
 use stats::{class, Class, Scope, ServerHistograms, Stats};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -80,6 +80,9 @@ struct PodSeen {
     first_seen: Instant,
     running: bool,
     terminating: bool,
+    /// `namespace/name` and the resourceVersion of the last event or item seen of it.
+    name: String,
+    resource_version: String,
 }
 
 impl Tracked {
@@ -252,8 +255,15 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
                 first_seen: Instant::now(),
                 running: false,
                 terminating: false,
+                name: format!(
+                    "{}/{}",
+                    m["namespace"].as_str().unwrap_or_default(),
+                    m["name"].as_str().unwrap_or_default()
+                ),
+                resource_version: String::new(),
             });
             seen.terminating = !m["deletionTimestamp"].is_null();
+            seen.resource_version = m["resourceVersion"].as_str().unwrap_or_default().into();
             if running && !seen.running {
                 seen.running = true;
                 if ev == Event::Listed {
@@ -334,9 +344,77 @@ async fn wait_pods(
         }
         if t.elapsed() > timeout {
             eprintln!("cluster-load: gave up waiting: {running} Running, {live} pods in all");
+            explain_wait(shared).await;
             return (t.elapsed(), false);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// After a wait that gave up: where the measuring watch's view of the load's pods differs
+/// from a LIST of them (at most five pods of each kind of difference), so that a watch that
+/// missed an event shows as one.
+async fn explain_wait(shared: &Shared) {
+    let url = format!("/api/v1/pods?labelSelector={}", load::LABEL);
+    let Ok(list) = shared.client.request::<Value>(get(&url)).await else {
+        eprintln!("cluster-load: the LIST to compare with failed");
+        return;
+    };
+    let t = shared.tracked.lock().unwrap_or_else(|e| e.into_inner());
+    let mut listed = HashSet::new();
+    let (mut unseen, mut differ) = (Vec::new(), Vec::new());
+    for pod in list["items"].as_array().into_iter().flatten() {
+        let m = &pod["metadata"];
+        let uid = m["uid"].as_str().unwrap_or_default();
+        listed.insert(uid.to_string());
+        let name = format!(
+            "{}/{}",
+            m["namespace"].as_str().unwrap_or_default(),
+            m["name"].as_str().unwrap_or_default()
+        );
+        let rv = m["resourceVersion"].as_str().unwrap_or_default();
+        let running = pod["status"]["phase"] == "Running";
+        let terminating = !m["deletionTimestamp"].is_null();
+        match t.pods.get(uid) {
+            None => unseen.push(format!("{name} (resourceVersion {rv})")),
+            Some(seen) if seen.running != running || seen.terminating != terminating => differ
+                .push(format!(
+                    "{name}: the server has it {} at resourceVersion {rv}, the watch {} at {}",
+                    state(running, terminating),
+                    state(seen.running, seen.terminating),
+                    seen.resource_version
+                )),
+            Some(_) => {}
+        }
+    }
+    let gone: Vec<String> = t
+        .pods
+        .iter()
+        .filter(|(uid, _)| !listed.contains(*uid))
+        .map(|(_, seen)| {
+            format!(
+                "{} (last seen at resourceVersion {})",
+                seen.name, seen.resource_version
+            )
+        })
+        .collect();
+    eprintln!(
+        "cluster-load: against a LIST at resourceVersion {}: {} pods the watch never saw, {} it sees otherwise, {} it still has that are gone",
+        list["metadata"]["resourceVersion"].as_str().unwrap_or_default(),
+        unseen.len(),
+        differ.len(),
+        gone.len()
+    );
+    for line in unseen.iter().chain(&differ).chain(&gone).take(15) {
+        eprintln!("cluster-load:   {line}");
+    }
+}
+
+fn state(running: bool, terminating: bool) -> &'static str {
+    match (running, terminating) {
+        (_, true) => "terminating",
+        (true, false) => "Running",
+        (false, false) => "not Running",
     }
 }
 
