@@ -1,8 +1,9 @@
 //! What the two backends (etcd and the embedded store) do alike around their own reads and
-//! writes: the stored form carries no `resourceVersion`, and a point read answers the same way.
+//! writes: the stored form carries no `resourceVersion`, a point read answers the same way, and
+//! an update decides each attempt the same way, from a read or from the watch cache's copy.
 
 use crate::error::{too_large_resource_version, Error, Result};
-use crate::interface::{GetOptions, Revision};
+use crate::interface::{GetOptions, GuaranteedUpdate, Revision};
 use kapi_machinery::Object;
 
 /// The object as stored: its `resourceVersion` is the key's revision, never part of the value.
@@ -33,4 +34,64 @@ pub(crate) fn get_answer(
         None if opts.ignore_not_found => Ok(None),
         None => Err(Error::NotFound { key: key.into() }),
     }
+}
+
+/// The watch cache's copy an update may start from, with its revision (none if it carries
+/// none it can be compared at).
+pub(crate) fn cached_copy(u: &mut GuaranteedUpdate<'_, '_>) -> Option<(Object, Revision)> {
+    u.cached.take().and_then(|obj| {
+        let rev = obj.resource_version().parse::<Revision>().ok()?;
+        Some((obj, rev))
+    })
+}
+
+/// What one attempt of an update does next.
+pub(crate) enum UpdateStep {
+    /// Write `object` (stored as `value`, plain) over `current`.
+    Write {
+        object: Object,
+        value: Vec<u8>,
+        current: Object,
+    },
+    /// Decided on the cache's copy alone: read the key and attempt again.
+    ReadAgain,
+    /// Nothing changed: no write, no event (upstream's short cut); `current` is the answer.
+    Unchanged(Object),
+}
+
+/// One attempt of `u` on `current`: its preconditions (errors name `error_key`), its closure,
+/// and whether anything changed. `stored` is the current value's plain bytes when the attempt
+/// starts from a read, `None` when from the cache's copy: then a failed precondition, an error
+/// of the closure or "no change" may only mean the copy is stale, and the key is read again
+/// (upstream's refresh before its short cut).
+pub(crate) async fn update_step(
+    u: &mut GuaranteedUpdate<'_, '_>,
+    error_key: &str,
+    current: Object,
+    stored: Option<&[u8]>,
+) -> Result<UpdateStep> {
+    let from_cache = stored.is_none();
+    let attempt = match crate::error::check_preconditions(u.preconditions, error_key, &current) {
+        Ok(()) => (u.try_update)(Some(current.clone())).await,
+        Err(e) => Err(e),
+    };
+    let object = match attempt {
+        Ok(object) => strip_revision(object),
+        Err(_) if from_cache => return Ok(UpdateStep::ReadAgain),
+        Err(e) => return Err(e),
+    };
+    let value = crate::events::encode_for_storage(&object);
+    let unchanged = match stored {
+        Some(stored) => value == stored,
+        None => object == strip_revision(current.clone()),
+    };
+    Ok(match (unchanged, from_cache) {
+        (true, true) => UpdateStep::ReadAgain,
+        (true, false) => UpdateStep::Unchanged(current),
+        (false, _) => UpdateStep::Write {
+            object,
+            value,
+            current,
+        },
+    })
 }

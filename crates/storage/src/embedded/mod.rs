@@ -11,7 +11,7 @@ pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
-use crate::backend::{get_answer, strip_revision};
+use crate::backend::{get_answer, strip_revision, UpdateStep};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{with_revision, Change};
 use crate::interface::{
@@ -358,12 +358,8 @@ impl Storage for EmbeddedStorage {
     async fn update(&self, key: &str, mut u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
         // The watch cache's copy saves the first read of the key (a read on the blocking pool
         // for every write); the writer's compare-and-swap catches a stale one.
-        let mut cached = u.cached.take().and_then(|obj| {
-            let rev = obj.resource_version().parse::<Revision>().ok()?;
-            Some((obj, rev))
-        });
+        let mut cached = crate::backend::cached_copy(&mut u);
         loop {
-            let from_cache = cached.is_some();
             let current = match cached.take() {
                 Some((obj, rev)) => Some((obj, rev, None)),
                 None => {
@@ -393,30 +389,16 @@ impl Storage for EmbeddedStorage {
                     Err(e) => return Err(e),
                 }
             };
-            let attempt = match crate::error::check_preconditions(u.preconditions, key, &cur) {
-                Ok(()) => (u.try_update)(Some(cur.clone())).await,
-                Err(e) => Err(e),
-            };
-            let object = match attempt {
-                Ok(object) => strip_revision(object),
-                // Perhaps only because the cache's copy is stale: decided again on a read.
-                Err(_) if from_cache => continue,
-                Err(e) => return Err(e),
-            };
-            let value = crate::events::encode_for_storage(&object);
-            let unchanged = match &stored {
-                Some(stored) => value == *stored,
-                None => object == strip_revision(cur.clone()),
-            };
-            if unchanged {
-                if from_cache {
-                    // No change to the cache's copy: whether the stored one is the same is
-                    // decided on a read (upstream's refresh before its short cut).
-                    continue;
-                }
-                // Nothing changed: no write, no event (upstream's short cut).
-                return Ok(cur);
-            }
+            let (object, value, cur) =
+                match crate::backend::update_step(&mut u, key, cur, stored.as_deref()).await? {
+                    UpdateStep::Write {
+                        object,
+                        value,
+                        current,
+                    } => (object, value, current),
+                    UpdateStep::ReadAgain => continue,
+                    UpdateStep::Unchanged(cur) => return Ok(cur),
+                };
             let value = self.inner.codec.seal(key, value)?;
             let op = WriteOp::Update {
                 key: key.into(),

@@ -10,7 +10,7 @@ mod members;
 mod ttl;
 mod watch;
 
-use crate::backend::{get_answer, strip_revision};
+use crate::backend::{get_answer, strip_revision, UpdateStep};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{prefix_end, with_revision};
 use crate::interface::{
@@ -572,13 +572,9 @@ impl Storage for EtcdStorage {
         // The watch cache's copy saves the read of the key before each write (upstream's
         // cachedExistingObject); the transaction's revision guard catches a stale one, and the
         // write keeps whatever lease the key has without knowing it.
-        let mut cached = u.cached.take().and_then(|obj| {
-            let rev = obj.resource_version().parse::<Revision>().ok()?;
-            Some((obj, rev))
-        });
+        let mut cached = crate::backend::cached_copy(&mut u);
         let mut read: Option<Option<KeyValue>> = None;
         loop {
-            let from_cache = cached.is_some();
             let current = match cached.take() {
                 Some((obj, rev)) => Some((obj, rev, None)),
                 None => {
@@ -614,31 +610,17 @@ impl Storage for EtcdStorage {
                     }
                 }
             };
-            let attempt =
-                match crate::error::check_preconditions(u.preconditions, &self.full(key), &cur) {
-                    Ok(()) => (u.try_update)(Some(cur.clone())).await,
-                    Err(e) => Err(e),
-                };
-            let object = match attempt {
-                Ok(object) => strip_revision(object),
-                // Perhaps only because the cache's copy is stale: decided again on a read.
-                Err(_) if from_cache => continue,
-                Err(e) => return Err(e),
+            let stored = kv
+                .as_ref()
+                .map(|kv| self.codec.plain(key, kv.value()))
+                .transpose()?;
+            let step = crate::backend::update_step(&mut u, &self.full(key), cur, stored.as_deref())
+                .await?;
+            let (object, value) = match step {
+                UpdateStep::Write { object, value, .. } => (object, value),
+                UpdateStep::ReadAgain => continue,
+                UpdateStep::Unchanged(cur) => return Ok(cur),
             };
-            let value = crate::events::encode_for_storage(&object);
-            let unchanged = match &kv {
-                Some(kv) => value == *self.codec.plain(key, kv.value())?,
-                None => object == strip_revision(cur.clone()),
-            };
-            if unchanged {
-                if from_cache {
-                    // Whether the stored object is the same (and needs no new seal) is
-                    // decided on a read (upstream's refresh before its short cut).
-                    continue;
-                }
-                // Nothing changed: no write, no event (upstream's short cut).
-                return Ok(cur);
-            }
             let value = self.codec.seal(key, value)?;
             match self.put_if(key, rev, value, PutLease::Keep, true).await? {
                 Ok(revision) => return Ok(with_revision(object, revision)),
