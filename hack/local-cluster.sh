@@ -34,13 +34,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 N=${1:-2}
 
-upstream_bin() {
-  if [ -n "${KAPI_UPSTREAM_BIN:-}" ]; then
-    echo "$KAPI_UPSTREAM_BIN"
-  elif [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
-    "$ROOT/../shared/upstream/unpack.sh"
-  fi
-}
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 UP=$(upstream_bin)
 for b in kube-scheduler kube-controller-manager kubemark; do
   if [ -z "$UP" ] || [ ! -x "$UP/$b" ]; then
@@ -62,8 +57,6 @@ fi
 
 D=${CLUSTER_DIR:-$(mktemp -d /tmp/kapi-cluster.XXXXXX)}
 mkdir -p "$D/pki" "$D/logs" "$D/pids"
-# shellcheck source=hack/lib/servers.sh
-. "$(dirname "$0")/lib/servers.sh"
 PORT=${CLUSTER_PORT:-$(free_port)}
 SERVER="https://127.0.0.1:$PORT"
 

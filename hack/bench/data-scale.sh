@@ -26,7 +26,6 @@ concurrency=${BENCH_CONCURRENCY:-16}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 ETCD_EXTRA_ARGS="--quota-backend-bytes=8589934592"
 
-
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=hack/reference-pki.sh

@@ -30,7 +30,6 @@ servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 
-
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=hack/reference-pki.sh

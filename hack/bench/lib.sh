@@ -9,7 +9,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/servers.sh"
 
 cluster_pid="" etcd_pid="" server_pid=""
-BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # bench_dir NAME: the run's directory, base (/var/tmp/kapi-bench-NAME.*), with rows (its
 # rows.txt, empty); on exit stop_all, and the directory is removed unless BENCH_KEEP=1.
@@ -24,14 +23,11 @@ bench_exit() {
   if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "$bench_name: kept $base"; else rm -rf "$base"; fi
 }
 
-# upstream_or_kapi_only NAME: sets UP to the folder of upstream's binaries (KAPI_UPSTREAM_BIN,
-# else what ../shared/upstream unpacks); without a kube-apiserver there, says so in one line and
-# drops reference from the caller's servers.
+# upstream_or_kapi_only NAME: sets UP to the folder of upstream's binaries (upstream_bin);
+# without a kube-apiserver there, says so in one line and drops reference from the caller's
+# servers.
 upstream_or_kapi_only() {
-  UP=${KAPI_UPSTREAM_BIN:-}
-  if [ -z "$UP" ] && [ -x "$BENCH_ROOT/../shared/upstream/unpack.sh" ]; then
-    UP=$("$BENCH_ROOT/../shared/upstream/unpack.sh" 2>/dev/null || true)
-  fi
+  UP=$(upstream_bin 2>/dev/null || true)
   if [ -z "$UP" ] || [ ! -x "$UP/kube-apiserver" ]; then
     echo "$1: no upstream kube-apiserver (set KAPI_UPSTREAM_BIN); running kapi only"
     servers=$(echo "$servers" | tr ' ' '\n' | { grep -vx reference || true; } | tr '\n' ' ')

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the scripts that start servers (e2e/lib.sh, hack/consistency/run.sh, the bench and
-# hack scripts): a port to start one on, and a wait for it.
+# hack scripts): a port to start one on, a wait for it, and where upstream's binaries are.
 
 # free_port: prints a loopback port nothing listens on, for a server a script is about to start.
 #
@@ -31,4 +31,16 @@ wait_until() {
     [ "$SECONDS" -ge "$deadline" ] && return 1
     sleep 0.2
   done
+}
+
+# upstream_bin: prints the folder of upstream's binaries: KAPI_UPSTREAM_BIN, else what
+# ../shared/upstream unpacks (nothing if neither is there).
+upstream_bin() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  if [ -n "${KAPI_UPSTREAM_BIN:-}" ]; then
+    echo "$KAPI_UPSTREAM_BIN"
+  elif [ -x "$root/../shared/upstream/unpack.sh" ]; then
+    "$root/../shared/upstream/unpack.sh"
+  fi
 }

@@ -246,7 +246,7 @@ async fn a_watch_from_the_lists_revision_sees_the_next_change() {
 }
 
 /// How many ranges etcd has served.
-async fn etcd_ranges(etcd: &EtcdProcess) -> u64 {
+fn etcd_ranges(etcd: &EtcdProcess) -> u64 {
     etcd.metric("etcd_mvcc_range_total") as u64
 }
 
@@ -288,17 +288,17 @@ async fn one_proof_serves_consistent_lists_until_a_revision_moves() {
     let ns_a = format!("{PREFIX}a/");
     let direct = names(&backend.list(&ns_a, &consistent()).await.unwrap());
 
-    let before = etcd_ranges(&etcd).await;
+    let before = etcd_ranges(&etcd);
     let first = cache.list(&ns_a, &consistent()).await.unwrap();
     assert!(from_cache(&first));
     assert_eq!(first.revision, elsewhere);
     assert_eq!(names(&first), direct);
     // Its current revision, then its proof.
-    assert_eq!(etcd_ranges(&etcd).await - before, 2);
+    assert_eq!(etcd_ranges(&etcd) - before, 2);
 
     // Nothing moved: each later list reads etcd's current revision and reuses the proof,
     // also when several ask at once.
-    let before = etcd_ranges(&etcd).await;
+    let before = etcd_ranges(&etcd);
     let opts = consistent();
     let lists = futures::future::join_all((0..8).map(|_| cache.list(&ns_a, &opts))).await;
     for list in lists {
@@ -307,15 +307,15 @@ async fn one_proof_serves_consistent_lists_until_a_revision_moves() {
         assert_eq!(list.revision, elsewhere);
         assert_eq!(names(&list), direct);
     }
-    assert_eq!(etcd_ranges(&etcd).await - before, 8);
+    assert_eq!(etcd_ranges(&etcd) - before, 8);
 
     // etcd's revision moves: proven again, at the new revision.
     let moved = write_elsewhere(&backend, "y").await;
-    let before = etcd_ranges(&etcd).await;
+    let before = etcd_ranges(&etcd);
     let list = cache.list(&ns_a, &consistent()).await.unwrap();
     assert_eq!(list.revision, moved);
     assert_eq!(names(&list), direct);
-    assert_eq!(etcd_ranges(&etcd).await - before, 2);
+    assert_eq!(etcd_ranges(&etcd) - before, 2);
 
     // A change reaches the cache (in the other namespace): the proof no longer holds for
     // the cache's new revision, so the range is proven again.
@@ -331,11 +331,11 @@ async fn one_proof_serves_consistent_lists_until_a_revision_moves() {
     assert!(from_cache(&list));
     assert_eq!(list.revision, changed);
     assert_eq!(names(&list), direct);
-    let before = etcd_ranges(&etcd).await;
+    let before = etcd_ranges(&etcd);
     let again = cache.list(&ns_a, &consistent()).await.unwrap();
     assert_eq!(again.revision, changed);
     assert_eq!(
-        etcd_ranges(&etcd).await - before,
+        etcd_ranges(&etcd) - before,
         1,
         "the cache is at etcd's revision"
     );

@@ -255,11 +255,7 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
                 first_seen: Instant::now(),
                 running: false,
                 terminating: false,
-                name: format!(
-                    "{}/{}",
-                    m["namespace"].as_str().unwrap_or_default(),
-                    m["name"].as_str().unwrap_or_default()
-                ),
+                name: pod_name(m),
                 resource_version: String::new(),
             });
             seen.terminating = !m["deletionTimestamp"].is_null();
@@ -367,11 +363,7 @@ async fn explain_wait(shared: &Shared) {
         let m = &pod["metadata"];
         let uid = m["uid"].as_str().unwrap_or_default();
         listed.insert(uid.to_string());
-        let name = format!(
-            "{}/{}",
-            m["namespace"].as_str().unwrap_or_default(),
-            m["name"].as_str().unwrap_or_default()
-        );
+        let name = pod_name(m);
         let rv = m["resourceVersion"].as_str().unwrap_or_default();
         let running = pod["status"]["phase"] == "Running";
         let terminating = !m["deletionTimestamp"].is_null();
@@ -408,6 +400,15 @@ async fn explain_wait(shared: &Shared) {
     for line in unseen.iter().chain(&differ).chain(&gone).take(15) {
         eprintln!("cluster-load:   {line}");
     }
+}
+
+/// `namespace/name` of an object's metadata.
+fn pod_name(m: &Value) -> String {
+    format!(
+        "{}/{}",
+        m["namespace"].as_str().unwrap_or_default(),
+        m["name"].as_str().unwrap_or_default()
+    )
 }
 
 fn state(running: bool, terminating: bool) -> &'static str {
