@@ -257,7 +257,13 @@ impl RequestScope {
             let mut attrs = template.clone();
             attrs.object = Some(obj);
             attrs.old_object = Some(old);
-            Box::pin(async move { chain.validate(&attrs).await })
+            Box::pin(async move {
+                chain.validate(&attrs).await?;
+                match (attrs.object, attrs.old_object) {
+                    (Some(obj), Some(old)) => Ok((obj, old)),
+                    _ => Err(ApiError::internal("admission removed the object")),
+                }
+            })
         })
     }
 }

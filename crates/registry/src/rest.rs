@@ -74,9 +74,11 @@ pub struct ObjectList<T = Object> {
 /// just before the write (upstream's `rest.ValidateObjectFunc`).
 pub type ValidateObjectFn =
     Arc<dyn Fn(Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
-/// Validating admission for an update: (new, old).
-pub type ValidateObjectUpdateFn =
-    Arc<dyn Fn(Object, Object) -> BoxFuture<'static, Result<(), ApiError>> + Send + Sync>;
+/// Validating admission for an update: (new, old), given back when admitted (so that the
+/// caller keeps them without copying).
+pub type ValidateObjectUpdateFn = Arc<
+    dyn Fn(Object, Object) -> BoxFuture<'static, Result<(Object, Object), ApiError>> + Send + Sync,
+>;
 
 /// A validation that admits everything (for callers without admission, e.g. bootstrap).
 pub fn validate_nothing() -> ValidateObjectFn {
@@ -84,7 +86,7 @@ pub fn validate_nothing() -> ValidateObjectFn {
 }
 /// An update validation that admits everything.
 pub fn validate_update_nothing() -> ValidateObjectUpdateFn {
-    Arc::new(|_, _| Box::pin(async { Ok(()) }))
+    Arc::new(|new, old| Box::pin(async { Ok((new, old)) }))
 }
 
 /// Computes the new object of an update from the current one, inside the storage's

@@ -293,6 +293,12 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Whether [`Strategy::allocate`] takes anything (then every update attempt keeps its
+    /// objects to give back what it took; otherwise they are not copied).
+    fn allocates(&self) -> bool {
+        false
+    }
+
     /// Allocates what the object needs from shared pools (cluster IPs, node ports) before it
     /// is stored. Paired with [`Strategy::release`] when the write does not happen.
     /// The pools may live in storage, hence the future.

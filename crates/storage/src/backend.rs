@@ -17,6 +17,28 @@ pub(crate) fn strip_revision(mut obj: Object) -> Object {
     obj
 }
 
+/// Whether `object` (its resourceVersion stripped) is `current` but for its resourceVersion;
+/// compared in place rather than on a stripped copy.
+fn same_but_revision(object: &Object, current: &Object) -> bool {
+    let (a, b) = (object.as_map(), current.as_map());
+    let without_revision = |m: &serde_json::Map<String, serde_json::Value>| {
+        m.iter()
+            .filter(|(k, _)| k.as_str() != "resourceVersion")
+            .count()
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match (k.as_str(), v, b.get(k)) {
+            ("metadata", serde_json::Value::Object(ma), Some(serde_json::Value::Object(mb))) => {
+                without_revision(ma) == without_revision(mb)
+                    && ma
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "resourceVersion")
+                        .all(|(k, v)| mb.get(k) == Some(v))
+            }
+            (_, v, other) => other == Some(v),
+        })
+}
+
 /// A point read of `key` at revision `current`: "too large resource version" when the caller
 /// asked for a newer one, else the object `found` gives, `None` under `ignore_not_found`, or
 /// NotFound.
@@ -83,7 +105,7 @@ pub(crate) async fn update_step(
     let value = crate::events::encode_for_storage(&object);
     let unchanged = match stored {
         Some(stored) => value == stored,
-        None => object == strip_revision(current.clone()),
+        None => same_but_revision(&object, &current),
     };
     Ok(match (unchanged, from_cache) {
         (true, true) => UpdateStep::ReadAgain,

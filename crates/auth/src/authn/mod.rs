@@ -13,6 +13,7 @@ pub mod bootstrap;
 pub mod request_header;
 pub mod serviceaccount;
 pub mod token_file;
+pub mod verified;
 pub mod x509;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! checked against that Secret and the ServiceAccount. Messages are upstream's; a token for
 //! another issuer, or not a JWT at all, is left to the other token authenticators.
 
+use super::verified::VerifiedTokens;
 use super::{
     go_quote_list, intersect, TokenAuthenticated, TokenAuthenticator, TokenUser, CREDENTIAL_ID_KEY,
 };
@@ -63,6 +64,8 @@ pub struct ServiceAccountAuthenticator {
     /// `--api-audiences`: what a token without `aud` is good for, and what a request wants.
     api_audiences: Vec<String>,
     lookup: Arc<dyn ServiceAccountLookup>,
+    /// Signatures checked lately (the check is most of a token's cost).
+    verified: VerifiedTokens,
 }
 
 impl ServiceAccountAuthenticator {
@@ -77,6 +80,7 @@ impl ServiceAccountAuthenticator {
             keys,
             api_audiences,
             lookup,
+            verified: VerifiedTokens::new(),
         }
     }
 
@@ -95,7 +99,18 @@ impl ServiceAccountAuthenticator {
         value.get("iss")?.as_str().map(String::from)
     }
 
+    /// The token's claims once its signature verifies with one of the keys, from
+    /// [`VerifiedTokens`] when it verified lately.
     fn verify(&self, token: &str) -> Result<Claims, String> {
+        if let Some(claims) = self.verified.get(token) {
+            return Ok(claims);
+        }
+        let claims = self.verify_signature(token)?;
+        self.verified.insert(token, &claims);
+        Ok(claims)
+    }
+
+    fn verify_signature(&self, token: &str) -> Result<Claims, String> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| e.to_string())?;
         let mut errors = Vec::new();
         for key in self.keys.iter().filter(|k| k.algorithm == header.alg) {

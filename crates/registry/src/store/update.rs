@@ -179,7 +179,7 @@ impl Store {
             return Err(ApiError::conflict_modified(&self.gr(), call.name));
         }
         let new = self.before_update(call.ctx, call.name, new, &current)?;
-        (call.update_validation)(new.clone(), current.clone()).await?;
+        let (new, _) = (call.update_validation)(new, current).await?;
         Ok((new, false))
     }
 
@@ -237,6 +237,13 @@ impl Store {
                         self.strategy.release(&prev_new, prev_old.as_ref()).await;
                     }
                     let current = current.map(|o| self.read_stored(o));
+                    if !self.strategy.allocates() {
+                        let (obj, is_create) = self.compute_update(call_ref, current).await?;
+                        if let Ok(mut s) = state.lock() {
+                            s.created = is_create;
+                        }
+                        return Ok(self.to_stored(obj));
+                    }
                     let old = current.clone();
                     let (mut obj, is_create) = self.compute_update(call_ref, current).await?;
                     self.strategy.allocate(&mut obj, old.as_ref()).await?;

@@ -186,7 +186,7 @@ async fn compute(
         let gvk = kapi_machinery::GroupVersionKind::new("", "v1", "Pod");
         return Err(ApiError::invalid(&gvk, name, &errs));
     }
-    update_validation(result.clone(), old).await?;
+    let (result, _) = update_validation(result, old).await?;
     Ok(result)
 }
 

@@ -406,6 +406,10 @@ impl Strategy for ServiceStrategy {
         Some(self.kubernetes_ip())
     }
 
+    fn allocates(&self) -> bool {
+        true
+    }
+
     fn allocate<'a>(
         &'a self,
         obj: &'a mut Object,

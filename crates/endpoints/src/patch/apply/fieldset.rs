@@ -108,11 +108,58 @@ impl Comparison {
     }
 }
 
-/// Compares two objects of type `ty`.
+/// Compares two objects of type `ty`. `metadata.managedFields` is never compared: nobody
+/// owns it.
 pub fn compare(old: &Value, new: &Value, ty: &Ty) -> Result<Comparison, WalkError> {
     let mut c = Comparison::default();
     walk_compare(Some(old), Some(new), ty, &mut Vec::new(), &mut c)?;
     Ok(c)
+}
+
+/// [`compare`] of two objects given as their top-level maps (no copy into a value).
+pub fn compare_maps(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    ty: &Ty,
+) -> Result<Comparison, WalkError> {
+    let mut c = Comparison::default();
+    walk_fields(old, new, ty, &mut Vec::new(), &mut c)?;
+    Ok(c)
+}
+
+/// Whether `path` + `key` is `metadata.managedFields`.
+fn is_managed_fields(path: &[PathElement], key: &str) -> bool {
+    key == "managedFields" && matches!(path, [PathElement::Field(f)] if f == "metadata")
+}
+
+/// The fields of two maps (or structs) of type `ty` at `path`. A field whose value did not
+/// change is skipped whole: nothing under it was added, modified or removed (so, as
+/// upstream's update comparison allows duplicates, an unchanged list is not checked again).
+fn walk_fields(
+    om: &Map<String, Value>,
+    nm: &Map<String, Value>,
+    ty: &Ty,
+    path: &mut Path,
+    c: &mut Comparison,
+) -> Result<(), WalkError> {
+    for (k, ov) in om {
+        let nv = nm.get(k);
+        if nv == Some(ov) || is_managed_fields(path, k) {
+            continue;
+        }
+        path.push(PathElement::Field(k.clone()));
+        walk_compare(Some(ov), nv, &ty.field(k), path, c)?;
+        path.pop();
+    }
+    for (k, nv) in nm {
+        if om.contains_key(k) || is_managed_fields(path, k) {
+            continue;
+        }
+        path.push(PathElement::Field(k.clone()));
+        walk_compare(None, Some(nv), &ty.field(k), path, c)?;
+        path.pop();
+    }
+    Ok(())
 }
 
 fn is_leaf(shape: &Shape) -> bool {
@@ -159,19 +206,7 @@ fn walk_compare(
             let empty = Map::new();
             let om = old.and_then(Value::as_object).unwrap_or(&empty);
             let nm = new.and_then(Value::as_object).unwrap_or(&empty);
-            for (k, ov) in om {
-                path.push(PathElement::Field(k.clone()));
-                walk_compare(Some(ov), nm.get(k), &ty.field(k), path, c)?;
-                path.pop();
-            }
-            for (k, nv) in nm {
-                if om.contains_key(k) {
-                    continue;
-                }
-                path.push(PathElement::Field(k.clone()));
-                walk_compare(None, Some(nv), &ty.field(k), path, c)?;
-                path.pop();
-            }
+            walk_fields(om, nm, ty, path, c)?;
         }
         Shape::List(kind) => {
             let none: Vec<Value> = Vec::new();
@@ -182,6 +217,9 @@ fn walk_compare(
             let item_ty = ty.item();
             for (pe, ov) in &oi {
                 let nv = ni.iter().find(|(p, _)| p == pe).map(|(_, v)| *v);
+                if nv == Some(*ov) {
+                    continue;
+                }
                 path.push(pe.clone());
                 walk_compare(Some(ov), nv, &item_ty, path, c)?;
                 path.pop();

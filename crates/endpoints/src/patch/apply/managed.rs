@@ -3,7 +3,7 @@
 //! (the writer takes what it changed) and an apply (the applier owns its configuration,
 //! conflicts with other owners unless forced, and fields it stops applying are removed).
 
-use super::fieldset::{compare, to_set, Comparison, WalkError};
+use super::fieldset::{compare, compare_maps, to_set, Comparison, WalkError};
 use super::merge::{merge, remove};
 use super::schema::{effective, Shape, Ty};
 use super::set::{path_string, Path, PathElement, Set};
@@ -80,6 +80,14 @@ pub enum Requested {
 impl Managed {
     /// Decodes an object's `metadata.managedFields`; `Err` when an entry is malformed.
     pub fn decode(obj: &Value) -> Result<Managed, String> {
+        match obj.as_object() {
+            Some(map) => Self::decode_map(map),
+            None => Ok(Managed::default()),
+        }
+    }
+
+    /// [`Managed::decode`] of an object given as its top-level map.
+    pub fn decode_map(obj: &Map<String, Value>) -> Result<Managed, String> {
         let Some(list) = obj
             .get("metadata")
             .and_then(|m| m.get("managedFields"))
@@ -135,7 +143,7 @@ impl Managed {
     }
 
     /// Reads what a request body asks for.
-    pub fn requested(obj: &Value) -> Requested {
+    pub fn requested(obj: &Map<String, Value>) -> Requested {
         let list = obj.get("metadata").and_then(|m| m.get("managedFields"));
         match list {
             Some(Value::Array(items)) if items.is_empty() => Requested::Keep,
@@ -146,7 +154,7 @@ impl Managed {
             {
                 Requested::Reset
             }
-            Some(Value::Array(_)) => match Managed::decode(obj) {
+            Some(Value::Array(_)) => match Managed::decode_map(obj) {
                 Ok(m) if !m.entries.is_empty() => Requested::Use(m),
                 _ => Requested::Keep,
             },
@@ -263,18 +271,16 @@ fn stripped_fields() -> Set {
 
 /// Fields a write through `subresource` does not own because the strategy resets them: the
 /// main resource does not write `status`, the status subresource writes nothing but it.
-fn reset_fields(subresource: &str, obj: &Value) -> Set {
+fn reset_fields(subresource: &str, obj: &Map<String, Value>) -> Set {
     let mut s = Set::new();
     match subresource {
         "" => s.insert(&[PathElement::Field("status".into())]),
         "status" => {
-            if let Some(map) = obj.as_object() {
-                for k in map
-                    .keys()
-                    .filter(|k| !matches!(k.as_str(), "status" | "metadata"))
-                {
-                    s.insert(&[PathElement::Field(k.clone())]);
-                }
+            for k in obj
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "status" | "metadata"))
+            {
+                s.insert(&[PathElement::Field(k.clone())]);
             }
         }
         _ => {}
@@ -282,7 +288,7 @@ fn reset_fields(subresource: &str, obj: &Value) -> Set {
     s
 }
 
-fn owned(mut set: Set, writer: &Writer, obj: &Value) -> Set {
+fn owned(mut set: Set, writer: &Writer, obj: &Map<String, Value>) -> Set {
     set.remove_under(&reset_fields(&writer.subresource, obj));
     set.remove(stripped());
     set
@@ -304,7 +310,7 @@ fn without_managed_fields(v: &Value) -> Cow<'_, Value> {
     Cow::Owned(v)
 }
 
-fn filtered(c: Comparison, writer: &Writer, obj: &Value) -> Comparison {
+fn filtered(c: Comparison, writer: &Writer, obj: &Map<String, Value>) -> Comparison {
     Comparison {
         added: owned(c.added, writer, obj),
         modified: owned(c.modified, writer, obj),
@@ -322,11 +328,25 @@ pub fn update(
     ty: &Ty,
     writer: &Writer,
 ) -> Result<(), WalkError> {
-    let c = compare(
-        &without_managed_fields(old),
-        &without_managed_fields(new),
+    let empty = Map::new();
+    update_maps(
+        managed,
+        old.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
         ty,
-    )?;
+        writer,
+    )
+}
+
+/// [`update`] of two objects given as their top-level maps.
+pub fn update_maps(
+    managed: &mut Managed,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    ty: &Ty,
+    writer: &Writer,
+) -> Result<(), WalkError> {
+    let c = compare_maps(old, new, ty)?;
     let Comparison {
         added: mut changed,
         modified,
@@ -420,7 +440,12 @@ pub fn apply(
 ) -> Result<Option<Value>, ApplyError> {
     let live = without_managed_fields(live);
     let config = without_managed_fields(config);
-    let applied = owned(to_set(&config, ty)?, writer, &config);
+    let empty = Map::new();
+    let applied = owned(
+        to_set(&config, ty)?,
+        writer,
+        config.as_object().unwrap_or(&empty),
+    );
     let mut merged = merge(&live, &config, ty)?;
 
     let previous = managed.position(&writer.manager, Operation::Apply, "", &writer.subresource);
@@ -452,7 +477,11 @@ pub fn apply(
         remove(&mut merged, &gone, ty);
     }
 
-    let c = filtered(compare(&live, &merged, ty)?, writer, &merged);
+    let c = filtered(
+        compare(&live, &merged, ty)?,
+        writer,
+        merged.as_object().unwrap_or(&empty),
+    );
     let changed = c.changed();
     let mut conflicts = Vec::new();
     for (i, e) in next.entries.iter_mut().enumerate() {

@@ -72,14 +72,11 @@ impl FieldManager {
         if !self.tracked {
             return;
         }
-        // The new object's map is moved into a value for the walk and back (no copy); the
-        // stored one is copied once.
-        let new_value = Value::Object(std::mem::take(new.as_map_mut()));
-        let old_value = old
-            .map(|o| Value::Object(o.as_map().clone()))
-            .unwrap_or_else(|| Value::Object(Map::new()));
+        // Both objects are walked where they are: no copy.
+        let empty = Map::new();
+        let old_map = old.map(Object::as_map).unwrap_or(&empty);
         let requested = if self.writer.subresource.is_empty() {
-            Managed::requested(&new_value)
+            Managed::requested(new.as_map())
         } else {
             Requested::Keep
         };
@@ -87,17 +84,14 @@ impl FieldManager {
             Requested::Reset => None,
             Requested::Use(m) => Some(m),
             Requested::Keep => Some(match old {
-                Some(_) => Managed::decode(&old_value).unwrap_or_default(),
+                Some(_) => Managed::decode_map(old_map).unwrap_or_default(),
                 None => Managed::default(),
             }),
         }
         .map(|mut managed| {
-            managed::update(&mut managed, &old_value, &new_value, &self.ty, &self.writer)
+            managed::update_maps(&mut managed, old_map, new.as_map(), &self.ty, &self.writer)
                 .map(|()| managed)
         });
-        if let Value::Object(m) = new_value {
-            *new.as_map_mut() = m;
-        }
         match recorded {
             None => {
                 new.metadata_mut().shift_remove("managedFields");

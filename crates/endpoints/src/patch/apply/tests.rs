@@ -165,6 +165,27 @@ fn compare_marks_new_maps_and_items_but_not_structs() {
 }
 
 #[test]
+fn compare_ignores_managed_fields_and_leaves_unchanged_parts_alone() {
+    let ty = deployment_ty();
+    // managedFields are nobody's: a change there is no change.
+    let old = json!({"metadata": {"managedFields": [{"manager": "a"}]}, "spec": {"replicas": 1}});
+    let new = json!({"metadata": {"managedFields": [{"manager": "b"}]}, "spec": {"replicas": 1}});
+    assert_eq!(compare(&old, &new, &ty).unwrap(), Default::default());
+    // An unchanged list is not walked again, so duplicates already stored do not stop an
+    // update elsewhere (upstream compares updates allowing duplicates); a changed one is.
+    let dup = json!([{"name": "a", "image": "1"}, {"name": "a", "image": "1"}]);
+    let old = json!({"spec": {"replicas": 1, "template": {"spec": {"containers": dup}}}});
+    let new = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": dup}}}});
+    let c = compare(&old, &new, &ty).unwrap();
+    assert_eq!(
+        c.modified.to_fields_v1(),
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    let changed = json!({"spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "a"}, {"name": "a"}, {"name": "b"}]}}}});
+    assert!(compare(&old, &changed, &ty).is_err());
+}
+
+#[test]
 fn update_takes_changed_fields_from_other_managers() {
     let ty = deployment_ty();
     let mut m = Managed::default();
