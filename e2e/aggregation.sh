@@ -161,13 +161,9 @@ for s in client.ApiregistrationV1Api().list_api_service().items:
 # kapi, reached through its Service's Endpoints (--enable-aggregator-routing), kapi presenting a
 # front-proxy client certificate the sample server trusts through the
 # extension-apiserver-authentication ConfigMap.
-SAMPLE=""
-if [ -n "${KAPI_UPSTREAM_BIN:-}" ] && [ -x "$KAPI_UPSTREAM_BIN/sample-apiserver" ]; then
-  SAMPLE="$KAPI_UPSTREAM_BIN/sample-apiserver"
-elif [ -x "$ROOT/../shared/upstream/unpack.sh" ]; then
-  SAMPLE="$("$ROOT/../shared/upstream/unpack.sh")/sample-apiserver"
-fi
-[ -x "$SAMPLE" ] || { SAMPLE=""; echo "e2e aggregation: the proxy cases are skipped: no sample-apiserver (set KAPI_UPSTREAM_BIN or provide ../shared/upstream)"; }
+SAMPLE="$(upstream_bin)"
+SAMPLE=${SAMPLE:+$SAMPLE/sample-apiserver}
+[ -n "$SAMPLE" ] && [ -x "$SAMPLE" ] || { SAMPLE=""; echo "e2e aggregation: the proxy cases are skipped: no sample-apiserver (set KAPI_UPSTREAM_BIN or provide ../shared/upstream)"; }
 
 # certificates: a front-proxy CA and kapi's client certificate under it; a CA for the sample
 # server and its serving certificate for api.wardle.svc

@@ -30,13 +30,13 @@ cd "$ROOT"
 # shellcheck source=e2e/lib.sh
 . "$ROOT/e2e/lib.sh"
 
-if [ -z "${KAPI_UPSTREAM_BIN:-}" ] && [ ! -x "$ROOT/../shared/upstream/unpack.sh" ]; then
+KAPI_UPSTREAM_BIN=$(upstream_bin)
+if [ -z "$KAPI_UPSTREAM_BIN" ]; then
   echo "e2e cluster: skipped: no upstream kube-scheduler/kube-controller-manager/kubemark (set KAPI_UPSTREAM_BIN or provide ../shared/upstream)"
   exit 0
 fi
-e2e_init cluster
-KAPI_UPSTREAM_BIN=${KAPI_UPSTREAM_BIN:-$("$ROOT/../shared/upstream/unpack.sh")}
 export KAPI_UPSTREAM_BIN
+e2e_init cluster
 
 # A short grace period so that a stopped kubelet's Node turns NotReady in seconds, not 40.
 export CLUSTER_KCM_ARGS="--node-monitor-grace-period=16s --node-monitor-period=2s"

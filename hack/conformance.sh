@@ -29,8 +29,9 @@ shift 2
 PARTS=("$@")
 [ ${#PARTS[@]} -eq 0 ] && PARTS=(machinery others apps-1 apps-2 node-1 node-2 node-3 node-4 node-5 node-6 serial)
 
-UP=${KAPI_UPSTREAM_BIN:-}
-[ -z "$UP" ] && [ -x "$ROOT/../shared/upstream/unpack.sh" ] && UP=$("$ROOT/../shared/upstream/unpack.sh")
+# shellcheck source=hack/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
+UP=$(upstream_bin)
 if [ -z "$UP" ] || [ ! -x "$UP/e2e.test" ]; then
   echo "conformance: no upstream binaries (set KAPI_UPSTREAM_BIN or put them in ../shared/upstream)"
   exit 0
@@ -53,8 +54,6 @@ ip link set lo up
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
-# shellcheck source=hack/lib/servers.sh
-. "$(dirname "$0")/lib/servers.sh"
 PIDS=()
 stop() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap stop EXIT INT TERM
