@@ -17,23 +17,16 @@ pub(crate) fn strip_revision(mut obj: Object) -> Object {
     obj
 }
 
-/// Whether `object` (its resourceVersion stripped) is `current` but for its resourceVersion;
-/// compared in place rather than on a stripped copy.
+/// Whether `object`, already through [`strip_revision`], is `current` but for its
+/// resourceVersion; compared in place rather than on a stripped copy of `current`.
 fn same_but_revision(object: &Object, current: &Object) -> bool {
     let (a, b) = (object.as_map(), current.as_map());
-    let without_revision = |m: &serde_json::Map<String, serde_json::Value>| {
-        m.iter()
-            .filter(|(k, _)| k.as_str() != "resourceVersion")
-            .count()
-    };
     a.len() == b.len()
         && a.iter().all(|(k, v)| match (k.as_str(), v, b.get(k)) {
             ("metadata", serde_json::Value::Object(ma), Some(serde_json::Value::Object(mb))) => {
-                without_revision(ma) == without_revision(mb)
-                    && ma
-                        .iter()
-                        .filter(|(k, _)| k.as_str() != "resourceVersion")
-                        .all(|(k, v)| mb.get(k) == Some(v))
+                let revision = usize::from(mb.contains_key("resourceVersion"));
+                ma.len().saturating_add(revision) == mb.len()
+                    && ma.iter().all(|(k, v)| mb.get(k) == Some(v))
             }
             (_, v, other) => other == Some(v),
         })

@@ -79,13 +79,9 @@ impl VerifiedTokens {
         entries.insert(key, (Instant::now(), claims.clone()));
     }
 
-    /// How many tokens are kept (tests).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -237,19 +237,18 @@ impl Store {
                         self.strategy.release(&prev_new, prev_old.as_ref()).await;
                     }
                     let current = current.map(|o| self.read_stored(o));
-                    if !self.strategy.allocates() {
-                        let (obj, is_create) = self.compute_update(call_ref, current).await?;
-                        if let Ok(mut s) = state.lock() {
-                            s.created = is_create;
-                        }
-                        return Ok(self.to_stored(obj));
-                    }
-                    let old = current.clone();
+                    // Only what allocates keeps copies, to give back what an attempt took.
+                    let allocates = self.strategy.allocates();
+                    let old = if allocates { current.clone() } else { None };
                     let (mut obj, is_create) = self.compute_update(call_ref, current).await?;
-                    self.strategy.allocate(&mut obj, old.as_ref()).await?;
+                    if allocates {
+                        self.strategy.allocate(&mut obj, old.as_ref()).await?;
+                    }
                     if let Ok(mut s) = state.lock() {
                         s.created = is_create;
-                        s.attempt = Some((obj.clone(), old));
+                        if allocates {
+                            s.attempt = Some((obj.clone(), old));
+                        }
                     }
                     Ok(self.to_stored(obj))
                 })

@@ -323,24 +323,6 @@ fn filtered(c: Comparison, writer: &Writer, obj: &Map<String, Value>) -> Compari
 /// lose what the writer changed. `old` is `{}` for a create.
 pub fn update(
     managed: &mut Managed,
-    old: &Value,
-    new: &Value,
-    ty: &Ty,
-    writer: &Writer,
-) -> Result<(), WalkError> {
-    let empty = Map::new();
-    update_maps(
-        managed,
-        old.as_object().unwrap_or(&empty),
-        new.as_object().unwrap_or(&empty),
-        ty,
-        writer,
-    )
-}
-
-/// [`update`] of two objects given as their top-level maps.
-pub fn update_maps(
-    managed: &mut Managed,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
     ty: &Ty,

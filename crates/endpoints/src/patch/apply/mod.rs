@@ -89,7 +89,7 @@ impl FieldManager {
             }),
         }
         .map(|mut managed| {
-            managed::update_maps(&mut managed, old_map, new.as_map(), &self.ty, &self.writer)
+            managed::update(&mut managed, old_map, new.as_map(), &self.ty, &self.writer)
                 .map(|()| managed)
         });
         match recorded {

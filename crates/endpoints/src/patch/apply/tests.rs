@@ -27,6 +27,17 @@ fn schema_of<T: JsonSchema>() -> PatchSchema {
     PatchSchema::with_definitions(g.take_definitions(true), &name)
 }
 
+/// [`managed::update`] of two objects written as JSON values.
+fn update_values(
+    m: &mut Managed,
+    old: &Value,
+    new: &Value,
+    ty: &Ty,
+    w: &Writer,
+) -> Result<(), super::fieldset::WalkError> {
+    managed::update(m, old.as_object().unwrap(), new.as_object().unwrap(), ty, w)
+}
+
 fn deployment_ty() -> Ty {
     Ty::root(Some(&schema_of::<k8s_openapi::api::apps::v1::Deployment>()))
 }
@@ -190,7 +201,7 @@ fn update_takes_changed_fields_from_other_managers() {
     let ty = deployment_ty();
     let mut m = Managed::default();
     let created = deploy(1, "nginx:1");
-    managed::update(&mut m, &json!({}), &created, &ty, &writer("kubectl-create")).unwrap();
+    update_values(&mut m, &json!({}), &created, &ty, &writer("kubectl-create")).unwrap();
     assert_eq!(m.entries.len(), 1);
     assert_eq!(m.entries[0].operation, Operation::Update);
     let fields = m.entries[0].set.to_fields_v1();
@@ -206,7 +217,7 @@ fn update_takes_changed_fields_from_other_managers() {
     );
 
     let edited = deploy(3, "nginx:1");
-    managed::update(&mut m, &created, &edited, &ty, &writer("kubectl-edit")).unwrap();
+    update_values(&mut m, &created, &edited, &ty, &writer("kubectl-edit")).unwrap();
     assert_eq!(m.entries.len(), 2);
     let create_set = &m.entries[0].set;
     assert!(!create_set.has(&[
@@ -220,7 +231,7 @@ fn update_takes_changed_fields_from_other_managers() {
         json!({"f:spec": {"f:replicas": {}}})
     );
     // The same manager's updates merge into one entry.
-    managed::update(
+    update_values(
         &mut m,
         &edited,
         &deploy(4, "nginx:1"),
@@ -257,7 +268,7 @@ fn apply_conflicts_with_another_manager_unless_forced() {
     ]));
     // An update manager is printed with its API version.
     let mut m = Managed::default();
-    managed::update(
+    update_values(
         &mut m,
         &json!({}),
         &deploy(1, "nginx:1"),
