@@ -6,7 +6,14 @@ generated types. JSON field names come from the k8s-openapi crate's serde code.
 A type's own `+structType=atomic` (or `+mapType=atomic`) is written under the field name "."
 as `mapType`, which is how upstream's OpenAPI publishes it (`x-kubernetes-map-type`).
 
-Usage: hack/gen-patch-meta.py <k8s-pb src dir> <k8s-openapi src/v1_XX dir> > meta.json
+With a third argument, a folder of kube-apiserver's own OpenAPI v3 documents (each
+`kubectl get --raw /openapi/v3/<path>` the reference server lists under /openapi/v3; v2 has no
+defaults), each field Go's encoding writes even in a zero value gets `"zero"`: `"object"` for a struct held by value (the document's `"default": {}` on a
+property whose definition is an object), `"null"` for one that encodes as a string (Time) and
+for any other field without `omitempty` (the document's `required`). The field manager compares with them (upstream compares typed
+objects).
+
+Usage: hack/gen-patch-meta.py <k8s-pb src dir> <k8s-openapi src/v1_XX dir> [openapi-v3 dir] > meta.json
 """
 import json
 import os
@@ -104,9 +111,42 @@ def markers(pb_dir, names):
     return out
 
 
+def zeros(v3_dir, known, meta):
+    """Adds each field's zero-value marker (see the module doc) to `meta`."""
+    defs = {}
+    for f in sorted(os.listdir(v3_dir)):
+        if f.endswith(".json"):
+            defs.update(json.load(open(os.path.join(v3_dir, f))).get("components", {}).get("schemas", {}))
+
+    def is_object(prop):
+        ref = prop.get("$ref") or next((a.get("$ref") for a in prop.get("allOf", [])), None)
+        if ref is None:
+            return False
+        target = defs.get(ref.rsplit("/", 1)[-1], {})
+        return target.get("type", "object") == "object" and "format" not in target
+
+    for name, schema in defs.items():
+        if name not in known:
+            continue
+        required = set(schema.get("required", []))
+        for field, prop in schema.get("properties", {}).items():
+            if prop.get("default") == {}:
+                # A struct held by value; one that encodes as a string (Time) writes null.
+                zero = "object" if is_object(prop) else "null"
+            elif field in required:
+                zero = "null"
+            else:
+                continue
+            meta.setdefault(name, {}).setdefault(field, {})["zero"] = zero
+
+
 def main():
     pb_dir, openapi_dir = sys.argv[1], sys.argv[2]
-    meta = markers(pb_dir, json_names(openapi_dir))
+    names = json_names(openapi_dir)
+    meta = markers(pb_dir, names)
+    if len(sys.argv) > 3:
+        known = {f"{pkg}.{struct}" for pkg, struct in names}
+        zeros(sys.argv[3], known, meta)
     json.dump(meta, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
 

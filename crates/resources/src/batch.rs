@@ -21,7 +21,7 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
 
 const JOB_RESTART: &[&str] = &["OnFailure", "Never"];
 
-/// Job spec defaults at `path` (`spec` or `spec.jobTemplate.spec`).
+/// A Job's spec defaults (upstream's `SetDefaults_Job`; not a CronJob's job template's).
 fn default_job_spec(spec: &mut serde_json::Map<String, Value>) {
     let (has_c, has_p) = (
         spec.get("completions").is_some_and(|v| !v.is_null()),
@@ -162,13 +162,8 @@ impl Strategy for CronJobStrategy {
             default_in(spec, "suspend", json!(false));
             default_in(spec, "successfulJobsHistoryLimit", json!(3));
             default_in(spec, "failedJobsHistoryLimit", json!(1));
-            if let Some(js) = spec
-                .get_mut("jobTemplate")
-                .and_then(|t| t.get_mut("spec"))
-                .and_then(Value::as_object_mut)
-            {
-                default_job_spec(js);
-            }
+            // The job template's own fields are not defaulted: upstream's defaults belong to
+            // the Job (`SetDefaults_Job`), which gets them when the controller creates it.
         }
         default_template(obj, &["spec", "jobTemplate", "spec", "template", "spec"]);
     }
@@ -210,5 +205,42 @@ impl Strategy for CronJobStrategy {
             ));
         }
         errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_is_defaulted_but_a_cron_jobs_template_is_not() {
+        let template = json!({"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+            "containers": [{"name": "c", "image": "c:1"}]}}}});
+        let mut job = Object::from_value(template.clone()).unwrap();
+        JobStrategy.defaults(&mut job);
+        let spec = &job.as_map()["spec"];
+        assert_eq!(
+            (
+                &spec["backoffLimit"],
+                &spec["completions"],
+                &spec["suspend"]
+            ),
+            (&json!(6), &json!(1), &json!(false))
+        );
+        // Upstream defaults a CronJob's own fields only; its job template keeps what was
+        // sent (kube-apiserver 1.28.7 answers the same create without them).
+        let mut cron =
+            Object::from_value(json!({"spec": {"schedule": "@hourly", "jobTemplate": template}}))
+                .unwrap();
+        CronJobStrategy.defaults(&mut cron);
+        let spec = &cron.as_map()["spec"];
+        assert_eq!(spec["concurrencyPolicy"], json!("Allow"));
+        let job_spec = spec["jobTemplate"]["spec"].as_object().unwrap();
+        assert_eq!(job_spec.keys().collect::<Vec<_>>(), ["template"]);
+        assert_eq!(
+            spec["jobTemplate"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+            json!(30),
+            "the pod template is still defaulted"
+        );
     }
 }

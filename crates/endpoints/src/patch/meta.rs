@@ -27,6 +27,23 @@ pub struct FieldMeta {
     /// `atomic` or `granular`.
     #[serde(default)]
     pub map_type: Option<String>,
+    /// What the field holds in a zero value of upstream's Go type, where Go's encoding writes
+    /// it at all: a struct held by value (`{}`) or a field without `omitempty` (null).
+    /// Upstream's field manager compares typed objects, so such a field is never added or
+    /// removed while the struct around it is there.
+    #[serde(default)]
+    pub zero: Option<Zero>,
+}
+
+/// A field's value in a zero-valued struct of upstream's Go type (see [`FieldMeta::zero`]).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Zero {
+    /// A struct held by value: `{}`.
+    Object,
+    /// A pointer, slice, map or scalar without `omitempty`: written as null (a scalar's own
+    /// zero compares the same way: as a change when the other side has a value).
+    Null,
 }
 
 impl FieldMeta {

@@ -123,7 +123,7 @@ pub fn compare_maps(
     ty: &Ty,
 ) -> Result<Comparison, WalkError> {
     let mut c = Comparison::default();
-    walk_fields(old, new, ty, &mut Vec::new(), &mut c)?;
+    walk_fields(Some(old), Some(new), ty, &mut Vec::new(), &mut c)?;
     Ok(c)
 }
 
@@ -132,18 +132,33 @@ fn is_managed_fields(path: &[PathElement], key: &str) -> bool {
     key == "managedFields" && matches!(path, [PathElement::Field(f)] if f == "metadata")
 }
 
-/// The fields of two maps (or structs) of type `ty` at `path`. A field whose value did not
-/// change is skipped whole: nothing under it was added, modified or removed (so, as
-/// upstream's update comparison allows duplicates, an unchanged list is not checked again).
+/// The fields of two maps (or structs) of type `ty` at `path`, `None` where that side has
+/// none. A field whose value did not change is skipped whole: nothing under it was added,
+/// modified or removed (so, as upstream's update comparison allows duplicates, an unchanged
+/// list is not checked again).
+///
+/// Upstream compares typed objects: in a struct that is there, a field Go's encoding always
+/// writes (a struct held by value, a field without `omitempty`) is there too, as `{}` or null.
+/// Where one side's JSON leaves such a field out, it stands in as that zero value.
 fn walk_fields(
-    om: &Map<String, Value>,
-    nm: &Map<String, Value>,
+    om: Option<&Map<String, Value>>,
+    nm: Option<&Map<String, Value>>,
     ty: &Ty,
     path: &mut Path,
     c: &mut Comparison,
 ) -> Result<(), WalkError> {
-    for (k, ov) in om {
-        let nv = nm.get(k);
+    let zero = |present: bool, k: &str| {
+        if present {
+            ty.zero_field(k)
+        } else {
+            None
+        }
+    };
+    for (k, ov) in om.into_iter().flatten() {
+        let nv = match nm.and_then(|m| m.get(k)) {
+            Some(v) => Some(v),
+            None => zero(nm.is_some(), k),
+        };
         if nv == Some(ov) || is_managed_fields(path, k) {
             continue;
         }
@@ -151,12 +166,36 @@ fn walk_fields(
         walk_compare(Some(ov), nv, &ty.field(k), path, c)?;
         path.pop();
     }
-    for (k, nv) in nm {
-        if om.contains_key(k) || is_managed_fields(path, k) {
+    for (k, nv) in nm.into_iter().flatten() {
+        if om.is_some_and(|m| m.contains_key(k)) || is_managed_fields(path, k) {
+            continue;
+        }
+        let ov = zero(om.is_some(), k);
+        if ov == Some(nv) {
             continue;
         }
         path.push(PathElement::Field(k.clone()));
-        walk_compare(None, Some(nv), &ty.field(k), path, c)?;
+        walk_compare(ov, Some(nv), &ty.field(k), path, c)?;
+        path.pop();
+    }
+    // A struct on one side only: the zero-valued fields its JSON leaves out appear (or
+    // disappear) with it.
+    let (one, added) = match (om, nm) {
+        (None, Some(m)) => (m, true),
+        (Some(m), None) => (m, false),
+        _ => return Ok(()),
+    };
+    for (k, zero) in ty.zero_fields() {
+        if one.contains_key(k) || is_managed_fields(path, k) {
+            continue;
+        }
+        path.push(PathElement::Field(k.to_string()));
+        let field = ty.field(k);
+        if added {
+            walk_compare(None, Some(zero), &field, path, c)?;
+        } else {
+            walk_compare(Some(zero), None, &field, path, c)?;
+        }
         path.pop();
     }
     Ok(())
@@ -173,6 +212,17 @@ fn is_leaf(shape: &Shape) -> bool {
     )
 }
 
+/// Whether a side holds nothing: absent, null, `{}` or `[]`. Two such sides are compared as
+/// one field (upstream keeps the difference between empty and null that way).
+fn is_empty(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    }
+}
+
 fn walk_compare(
     old: Option<&Value>,
     new: Option<&Value>,
@@ -182,14 +232,19 @@ fn walk_compare(
 ) -> Result<(), WalkError> {
     let (old_shape, new_shape) = (old.map(|v| effective(ty, v)), new.map(|v| effective(ty, v)));
     let shape = match (&old_shape, &new_shape) {
-        (Some(a), Some(b)) if a != b => None,
+        // A null on one side takes the other side's shape.
+        (Some(a), Some(b)) if a != b => match (old, new) {
+            (Some(Value::Null), _) => Some(b.clone()),
+            (_, Some(Value::Null)) => Some(a.clone()),
+            _ => None,
+        },
         (Some(a), _) => Some(a.clone()),
         (None, Some(b)) => Some(b.clone()),
         (None, None) => return Ok(()),
     };
     let leaf = match &shape {
         None => true,
-        Some(s) => is_leaf(s),
+        Some(s) => is_leaf(s) || (is_empty(old) && is_empty(new)),
     };
     if leaf {
         match (old, new) {
@@ -203,10 +258,14 @@ fn walk_compare(
     let shape = shape.unwrap_or(Shape::Scalar);
     match &shape {
         Shape::Struct { .. } | Shape::Map { .. } => {
-            let empty = Map::new();
-            let om = old.and_then(Value::as_object).unwrap_or(&empty);
-            let nm = new.and_then(Value::as_object).unwrap_or(&empty);
-            walk_fields(om, nm, ty, path, c)?;
+            // A null struct or map holds no fields, zero-valued or not.
+            walk_fields(
+                old.and_then(Value::as_object),
+                new.and_then(Value::as_object),
+                ty,
+                path,
+                c,
+            )?;
         }
         Shape::List(kind) => {
             let none: Vec<Value> = Vec::new();
@@ -235,16 +294,11 @@ fn walk_compare(
         }
         _ => {}
     }
-    // A struct is always present in upstream's typed objects (Go value fields), so only maps,
-    // lists and list items appear or disappear as a whole.
-    if !matches!(shape, Shape::Struct { .. })
-        || matches!(path.last(), Some(pe) if !matches!(pe, PathElement::Field(_)))
-    {
-        match (old, new) {
-            (None, Some(_)) => c.added.insert(path),
-            (Some(_), None) => c.removed.insert(path),
-            _ => {}
-        }
+    // A struct, map, list or item that appears or disappears as a whole is a field itself.
+    match (old, new) {
+        (None, Some(_)) => c.added.insert(path),
+        (Some(_), None) => c.removed.insert(path),
+        _ => {}
     }
     Ok(())
 }

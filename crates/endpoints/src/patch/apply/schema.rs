@@ -4,9 +4,9 @@
 //! plus upstream's markers (`meta.json`); kinds without one are "deduced" from the value, as
 //! upstream does for schemaless data: maps are granular, lists atomic.
 
-use crate::patch::meta::{field_meta, ref_name, FieldMeta, PatchSchema};
+use crate::patch::meta::{field_meta, ref_name, table, FieldMeta, PatchSchema, Zero};
 use serde_json::{Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// How a list's items are told apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,6 +192,24 @@ impl Ty {
         }
     }
 
+    /// What field `name` of this struct holds in a zero value of upstream's Go type, when
+    /// Go's encoding writes it there (see [`FieldMeta::zero`]).
+    pub fn zero_field(&self, name: &str) -> Option<&'static Value> {
+        let (def_name, _) = self.resolved();
+        field_meta(&def_name?, name)?.zero.map(zero_value)
+    }
+
+    /// Every field of this struct that a zero value of upstream's Go type holds, with that
+    /// value.
+    pub fn zero_fields(&self) -> impl Iterator<Item = (&'static str, &'static Value)> {
+        let (def_name, _) = self.resolved();
+        def_name
+            .and_then(|n| table().get(&n))
+            .into_iter()
+            .flatten()
+            .filter_map(|(field, meta)| Some((field.as_str(), zero_value(meta.zero?))))
+    }
+
     /// Whether `name` is a declared field of this struct.
     pub fn declares(&self, name: &str) -> bool {
         let (_, schema) = self.resolved();
@@ -212,6 +230,15 @@ impl Ty {
     fn with_defs(mut self, from: &Ty) -> Ty {
         self.defs = from.defs.clone();
         self
+    }
+}
+
+fn zero_value(zero: Zero) -> &'static Value {
+    static EMPTY_OBJECT: LazyLock<Value> = LazyLock::new(|| Value::Object(Map::new()));
+    static NULL: Value = Value::Null;
+    match zero {
+        Zero::Object => &EMPTY_OBJECT,
+        Zero::Null => &NULL,
     }
 }
 

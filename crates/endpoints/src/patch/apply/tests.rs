@@ -156,7 +156,7 @@ fn fields_v1_encoding_round_trips_upstream_keys() {
 }
 
 #[test]
-fn compare_marks_new_maps_and_items_but_not_structs() {
+fn compare_marks_new_maps_and_items_and_their_zero_valued_structs() {
     let old =
         json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "1"}]}}}});
     let new = json!({"metadata": {"labels": {"x": "y"}},
@@ -166,7 +166,7 @@ fn compare_marks_new_maps_and_items_but_not_structs() {
     assert_eq!(
         added,
         json!({"f:metadata": {"f:labels": {".": {}, "f:x": {}}},
-               "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"b\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
+               "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"b\"}": {".": {}, "f:image": {}, "f:name": {}, "f:resources": {}}}}}}})
     );
     assert_eq!(
         c.modified.to_fields_v1(),
@@ -437,4 +437,99 @@ fn update_honours_requested_managed_fields() {
         super::manager_from_user_agent("kubectl/v1.33.0 (linux/amd64)"),
         "kubectl"
     );
+}
+
+/// What kube-apiserver 1.28 stores for a Deployment created with two containers (each given a
+/// name and an image) once defaulted; `resources: {}` left out of the second container, as a
+/// struct held by value may be in JSON.
+fn defaulted_deployment() -> Value {
+    let container = |name: &str| {
+        json!({"name": name, "image": format!("{name}:1"), "terminationMessagePath": "/dev/termination-log",
+               "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"})
+    };
+    let mut a = container("a");
+    a["resources"] = json!({});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "mf", "labels": {"app": "d"}, "generation": 1},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"creationTimestamp": null, "labels": {"app": "d"}},
+                "spec": {"containers": [a, container("b")], "restartPolicy": "Always",
+                         "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+                         "securityContext": {}, "schedulerName": "default-scheduler"}
+            },
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600
+        },
+        "status": {}
+    })
+}
+
+#[test]
+fn create_owns_what_upstream_owns_against_a_zero_valued_object() {
+    // kube-apiserver compares a create with a zero-valued Go object: structs held by value
+    // (`strategy`, `template`, a container's `resources`) and fields without `omitempty`
+    // (`containers`, `selector`) are there already, so only pointers (`rollingUpdate`,
+    // `securityContext`), maps and new list items appear with ".", and an empty struct that
+    // appears is owned as one field. The expected set is kube-apiserver 1.28.7's answer.
+    let mut m = Managed::default();
+    let w = writer("creator");
+    update_values(
+        &mut m,
+        &json!({}),
+        &defaulted_deployment(),
+        &deployment_ty(),
+        &w,
+    )
+    .unwrap();
+    let container = json!({".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {},
+                           "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}});
+    assert_eq!(
+        m.entries[0].set.to_fields_v1(),
+        json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {
+                "f:progressDeadlineSeconds": {}, "f:replicas": {}, "f:revisionHistoryLimit": {},
+                "f:selector": {},
+                "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+                "f:template": {
+                    "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                    "f:spec": {
+                        "f:containers": {"k:{\"name\":\"a\"}": container, "k:{\"name\":\"b\"}": container},
+                        "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+                        "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}
+                    }
+                }
+            }
+        })
+    );
+}
+
+#[test]
+fn a_pointer_struct_that_goes_away_is_removed_but_a_value_struct_stays() {
+    let old = defaulted_deployment();
+    let mut new = old.clone();
+    new["spec"]["strategy"] = json!({"type": "Recreate"});
+    new["spec"]["template"]["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("securityContext");
+    new["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("resources");
+    let c = compare(&old, &new, &deployment_ty()).unwrap();
+    assert_eq!(
+        c.removed.to_fields_v1(),
+        json!({"f:spec": {"f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}},
+                          "f:template": {"f:spec": {"f:securityContext": {}}}}})
+    );
+    assert_eq!(
+        c.modified.to_fields_v1(),
+        json!({"f:spec": {"f:strategy": {"f:type": {}}}})
+    );
+    assert!(c.added.is_empty());
 }
