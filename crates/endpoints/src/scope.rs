@@ -16,6 +16,9 @@ use kapi_machinery::{
 use kapi_registry::rest::{self, ResourceInfo, ValidateObjectFn, ValidateObjectUpdateFn};
 use std::sync::Arc;
 
+/// Items from which a list's encoding leaves the async workers ([`RequestScope::respond`]).
+const LARGE_LIST: usize = 1000;
+
 /// One resource request, resolved.
 pub struct RequestScope {
     pub info: RequestInfo,
@@ -97,13 +100,26 @@ impl RequestScope {
     }
 
     /// Negotiates, transforms and encodes `payload`; errors become Status responses.
+    /// A list of [`LARGE_LIST`] items or more is encoded in `block_in_place`.
     pub fn respond(
         &self,
         status: StatusCode,
         payload: Payload,
         warnings: &[String],
     ) -> Response<ResponseBody> {
-        let mut resp = match self.encode_payload(payload) {
+        // Encoding a large list (a Table, YAML, pretty JSON or a first protobuf list decodes
+        // and writes every item) takes this worker for hundreds of milliseconds; hand its other
+        // tasks to another thread meanwhile, so small requests are not queued behind it (Go's
+        // scheduler preempts instead).
+        let large = matches!(&payload, Payload::List(l) if l.len() >= LARGE_LIST);
+        let encode = || self.encode_payload(payload);
+        let encoded = match tokio::runtime::Handle::try_current() {
+            Ok(h) if large && h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(encode)
+            }
+            _ => encode(),
+        };
+        let mut resp = match encoded {
             Ok((content_type, body)) => body_response(status, content_type, body),
             Err(e) => self.error(&e),
         };

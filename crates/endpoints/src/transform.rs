@@ -30,6 +30,11 @@ pub struct ListPayload {
 }
 
 impl ListPayload {
+    /// How many items the list holds (its encodings when storage kept them).
+    pub(crate) fn len(&self) -> usize {
+        self.encoded.as_ref().map_or(self.items.len(), Vec::len)
+    }
+
     /// Fills `items` from `encoded` when storage left them encoded (a list from the watch
     /// cache), for a response that needs the objects.
     pub fn decode_items(&mut self) -> Result<(), ApiError> {

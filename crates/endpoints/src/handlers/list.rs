@@ -12,7 +12,6 @@ pub async fn list(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiErr
     let lister = capability(scope, scope.storage.as_lister(), "list")?;
     let opts = ListOptions::from_query(&scope.query)?;
     let list = lister.list_shared(&scope.ctx(), &opts).await?;
-    let len = list.encoded.as_ref().map_or(list.items.len(), Vec::len);
     let payload = ListPayload {
         items: list.items,
         resource_version: list.resource_version,
@@ -20,18 +19,5 @@ pub async fn list(scope: &RequestScope) -> Result<Response<ResponseBody>, ApiErr
         remaining_item_count: list.remaining_item_count,
         encoded: list.encoded,
     };
-    let respond = || scope.respond(StatusCode::OK, Payload::List(payload), &[]);
-    // Encoding a large list (a Table, YAML, pretty JSON or a first protobuf list decodes and
-    // writes every item) takes this worker for hundreds of milliseconds; hand its other tasks
-    // to another thread meanwhile, so small requests are not queued behind it (Go's scheduler
-    // preempts instead).
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if len >= LARGE_LIST && multi_thread {
-        return Ok(tokio::task::block_in_place(respond));
-    }
-    Ok(respond())
+    Ok(scope.respond(StatusCode::OK, Payload::List(payload), &[]))
 }
-
-/// Items from which a list's encoding leaves the async workers.
-const LARGE_LIST: usize = 1000;
