@@ -33,21 +33,6 @@ ETCD_EXTRA_ARGS="--quota-backend-bytes=8589934592"
 upstream_or_kapi_only data-scale
 bench_dir data-scale
 
-# start_server SERVER DIR PORT ETCD_URL: starts it in the background, sets server_pid and
-# started_ms (the start, in ms since the epoch).
-start_server() {
-  local server=$1 dir=$2 port=$3 etcd_url=$4
-  started_ms=$(date +%s%3N)
-  if [ "$server" = reference ]; then
-    reference_apiserver "$dir/pki" "$etcd_url" "$port" --authorization-mode=Node,RBAC >>"$dir/server.log" 2>&1 &
-  else
-    local args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1)
-    [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
-    "$bin" "${args[@]}" >>"$dir/server.log" 2>&1 &
-  fi
-  server_pid=$!
-}
-
 for server in $servers; do
   dir="$base/$server"; mkdir -p "$dir"
   port=$(free_port) etcd_url=""

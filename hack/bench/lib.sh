@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the benchmark scripts that start servers side by side (cluster.sh, cluster-load.sh,
-# data-scale.sh, fairness.sh): the run's directory, the upstream binaries, a fresh etcd, an
-# upstream-components cluster from hack/local-cluster.sh, and what they read from /proc. Each
-# caller sets ETCD (the etcd binary) first; stop_all stops what these started (and the
-# caller's server_pid, if it set one).
+# data-scale.sh, fairness.sh, list-stall.sh): the run's directory, the upstream binaries, a
+# fresh etcd, a server (kapi or the reference), an upstream-components cluster from
+# hack/local-cluster.sh, and what they read from /proc. Each caller sets ETCD (the etcd binary)
+# first; stop_all stops what these started (and the caller's server_pid, if it set one).
 
 # shellcheck source=hack/lib/servers.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/servers.sh"
@@ -49,6 +49,24 @@ start_etcd() {
   ETCD_URL="http://127.0.0.1:$cport"
   etcd_healthy() { curl -s "$ETCD_URL/health" 2>/dev/null | grep -q '"health":"true"'; }
   wait_until 30 etcd_healthy || { echo "bench: etcd did not start:" >&2; tail -20 "$dir/etcd.log" >&2; return 1; }
+}
+
+# start_server SERVER DIR PORT ETCD_URL: starts kapi (the caller's $bin, its data in DIR/data,
+# on etcd when ETCD_URL is set) or, for SERVER=reference, kube-apiserver with the certificates
+# reference_pki made in DIR/pki (the caller sources hack/reference-pki.sh), in the background,
+# its output appended to DIR/server.log; sets server_pid and started_ms (the start, in ms since
+# the epoch).
+start_server() {
+  local server=$1 dir=$2 port=$3 etcd_url=$4
+  started_ms=$(date +%s%3N)
+  if [ "$server" = reference ]; then
+    reference_apiserver "$dir/pki" "$etcd_url" "$port" --authorization-mode=Node,RBAC >>"$dir/server.log" 2>&1 &
+  else
+    local args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1)
+    [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
+    "$bin" "${args[@]}" >>"$dir/server.log" 2>&1 &
+  fi
+  server_pid=$!
 }
 
 # start_local_cluster DIR N [VAR=VALUE ...]: hack/local-cluster.sh N (the server, upstream's

@@ -34,14 +34,10 @@ for mode in $modes; do
     if [ "$server" = reference ]; then
       kubeconfig="$dir/admin.kubeconfig"
       reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
-      reference_apiserver "$dir/pki" "$etcd_url" "$port" >"$dir/server.log" 2>&1 &
     else
       kubeconfig="$dir/data/admin.kubeconfig"
-      args=(--data-dir "$dir/data" --secure-port "$port" --bind-address 127.0.0.1)
-      [ -n "$etcd_url" ] && args+=(--etcd-servers "$etcd_url")
-      "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
     fi
-    server_pid=$!
+    start_server "$server" "$dir" "$port" "$etcd_url"
     ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
     wait_until 120 ready || { echo "list-stall: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
     echo "== $server, $mode LISTs"
