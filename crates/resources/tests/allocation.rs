@@ -311,6 +311,125 @@ async fn full_ranges_failed_creates_and_deletes() {
     }
 }
 
+/// A store whose Service creates land and whose answers are lost (an etcd member killed
+/// after taking the transaction): every call goes to the real store, and a create under
+/// `/services/` then reports a timeout, once `armed`.
+struct AnswerLost(DynStorage, std::sync::atomic::AtomicBool);
+
+#[async_trait::async_trait]
+impl kapi_storage::Storage for AnswerLost {
+    async fn create(
+        &self,
+        key: &str,
+        obj: Object,
+        ttl: Option<Duration>,
+    ) -> kapi_storage::Result<Object> {
+        let stored = self.0.create(key, obj, ttl).await?;
+        if key.starts_with("/services/") && self.1.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(kapi_storage::Error::Timeout(format!(
+                "the answer for {key} was lost"
+            )));
+        }
+        Ok(stored)
+    }
+    async fn get(&self, key: &str, opts: &GetOptions) -> kapi_storage::Result<Option<Object>> {
+        self.0.get(key, opts).await
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        opts: &kapi_machinery::ListOptions,
+    ) -> kapi_storage::Result<kapi_storage::ListResult> {
+        self.0.list(prefix, opts).await
+    }
+    async fn update(
+        &self,
+        key: &str,
+        update: kapi_storage::GuaranteedUpdate<'_, '_>,
+    ) -> kapi_storage::Result<Object> {
+        self.0.update(key, update).await
+    }
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&kapi_machinery::Preconditions>,
+        validate: &kapi_storage::ValidateDeleteFn<'_>,
+    ) -> kapi_storage::Result<Object> {
+        self.0.delete(key, preconditions, validate).await
+    }
+    async fn watch(
+        &self,
+        key: &str,
+        opts: kapi_storage::WatchOptions,
+    ) -> kapi_storage::Result<kapi_storage::WatchStream> {
+        self.0.watch(key, opts).await
+    }
+    async fn current_revision(&self) -> kapi_storage::Result<kapi_storage::Revision> {
+        self.0.current_revision().await
+    }
+    async fn compact(&self, revision: kapi_storage::Revision) -> kapi_storage::Result<()> {
+        self.0.compact(revision).await
+    }
+    async fn count(&self, prefix: &str) -> kapi_storage::Result<i64> {
+        self.0.count(prefix).await
+    }
+    async fn health(&self) -> kapi_storage::Result<()> {
+        self.0.health().await
+    }
+    async fn request_progress(&self) -> kapi_storage::Result<()> {
+        self.0.request_progress().await
+    }
+    async fn prefix_stamp(
+        &self,
+        prefix: &str,
+    ) -> kapi_storage::Result<Option<kapi_storage::PrefixStamp>> {
+        self.0.prefix_stamp(prefix).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_whose_answer_is_lost_keeps_its_address_and_port() {
+    for b in backends().await {
+        let lossy = Arc::new(AnswerLost(b.handle().await, Default::default()));
+        let a = Replica::start(lossy.clone(), "10.0.0.0/29", 30000..=30001).await;
+        let c = Replica::start(b.handle().await, "10.0.0.0/29", 30000..=30001).await;
+        lossy.1.store(true, std::sync::atomic::Ordering::SeqCst);
+
+        // The client sees the request timeout's 504; the Service was stored all the same.
+        let e = a.create(node_port_svc("landed")).await.unwrap_err();
+        assert_eq!(
+            (e.code, e.reason),
+            (504, StatusReason::Timeout),
+            "{}",
+            b.name
+        );
+        let landed = b
+            .shared
+            .get("/services/specs/default/landed", &GetOptions::default())
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{}: the Service was not stored", b.name));
+
+        // Its address and port stay taken: the other replica gets different ones, and with
+        // the two ports of the range in use a third NodePort Service finds none.
+        let other = c.create(node_port_svc("other")).await.unwrap();
+        assert_ne!(ip_of(&other), ip_of(&landed), "{}", b.name);
+        assert_ne!(port_of(&other), port_of(&landed), "{}", b.name);
+        assert_eq!(
+            taken(&b.shared, SERVICE_NODE_PORTS_KEY, 2).await.unwrap(),
+            vec![0, 1],
+            "{}",
+            b.name
+        );
+        let e = c.create(node_port_svc("third")).await.unwrap_err();
+        assert_eq!(
+            e.message, "Internal error occurred: failed to allocate a nodePort: range is full",
+            "{}",
+            b.name
+        );
+    }
+}
+
 /// Writes a raw `RangeAllocation` (a replica that crashed, an operator's mistake).
 async fn overwrite(storage: &DynStorage, key: &str, range: &str, data: &[u8]) {
     use base64::Engine;

@@ -133,6 +133,18 @@ impl Error {
         }
     }
 
+    /// Whether a write that failed with this error may still have been applied: the backend
+    /// may have taken it and the answer been lost (a member killed mid-request, a timeout,
+    /// etcd's own `request timed out`). What such a write allocated stays allocated; repair
+    /// frees it if the write never landed, whereas freeing it now could hand a stored
+    /// object's address to another.
+    pub fn write_may_have_landed(&self) -> bool {
+        matches!(
+            self,
+            Error::Unavailable(_) | Error::Timeout(_) | Error::Backend(_) | Error::Internal(_)
+        )
+    }
+
     /// True for errors that mean "the backend is down or slow", not "the request is wrong".
     pub fn is_unavailable(&self) -> bool {
         matches!(

@@ -73,7 +73,11 @@ impl Store {
         {
             Ok(stored) => Ok(self.read_stored(stored)),
             Err(e) => {
-                self.strategy.release(&obj, None).await;
+                // Given back only when the write surely did not land (see
+                // `write_may_have_landed`).
+                if !e.write_may_have_landed() {
+                    self.strategy.release(&obj, None).await;
+                }
                 Err(e.into_api_error(&gr, &name))
             }
         }

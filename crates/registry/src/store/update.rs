@@ -269,7 +269,7 @@ impl Store {
                 stored
             }
             Err(e) => {
-                if let Some((new, old)) = &attempt {
+                if let (Some((new, old)), false) = (&attempt, e.write_may_have_landed()) {
                     self.strategy.release(new, old.as_ref()).await;
                 }
                 return Err(e.into_api_error(&gr, call.name));
