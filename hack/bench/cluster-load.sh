@@ -19,8 +19,10 @@
 #   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"), BENCH_DRIVER (default:
 #   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
 #   BENCH_KEEP=1 keeps the run's directory (logs of every component), BENCH_PROFILE=DIR
-#   samples the server with `perf record -F 99` over each run and writes its top symbols by
-#   self time to DIR/<server>-<N>.txt; upstream binaries as
+#   samples the server in windows of 15 s (`perf record -F 49`) every BENCH_PROFILE_EVERY
+#   seconds (default 300; the first 60 s in) and writes each window's top symbols by self time
+#   to DIR/<server>-<N>-<seconds into the run>.txt (one `perf record` over a whole run kept a
+#   core of this machine busy by itself); upstream binaries as
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
 # pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
@@ -39,6 +41,22 @@ HZ=$(getconf CLK_TCK)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_dir cluster-load
+
+# profile_windows PID PREFIX EVERY: a 15 s `perf record -F 49` of PID 60 s in and then every
+# EVERY seconds, each window's top symbols by self time in PREFIX-<seconds into the run>.txt.
+profile_windows() {
+  local pid=$1 prefix=$2 every=$3 start=$SECONDS at
+  sleep 60
+  while kill -0 "$pid" 2>/dev/null; do
+    at=$((SECONDS - start))
+    perf record -F 49 -p "$pid" -o "$prefix-$at.perf.data" -- sleep 15 >/dev/null 2>&1 || return 0
+    perf report -i "$prefix-$at.perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
+      | grep -E '^ +[0-9.]+%' | head -60 >"$prefix-$at.txt" || true
+    rm -f "$prefix-$at.perf.data"
+    sleep "$every"
+  done
+}
+
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"
@@ -54,18 +72,16 @@ for n in "${sizes[@]}"; do
     echo "== $server, N=$n, $ppn pods per node, $churn pods/s (upstream kube-scheduler and kube-controller-manager v1.28.7 against it)"
     perf_pid=""
     if [ -n "${BENCH_PROFILE:-}" ]; then
-      perf record -F 99 -p "$server_pid" -o "$dir/perf.data" >/dev/null 2>&1 &
+      mkdir -p "$BENCH_PROFILE"
+      profile_windows "$server_pid" "$BENCH_PROFILE/$server-$n" "${BENCH_PROFILE_EVERY:-300}" &
       perf_pid=$!
     fi
     "$driver" --cluster-load "$kubeconfig" --label "$server" --nodes "$n" --pods-per-node "$ppn" \
       --pod-churn "$churn" "${load_args[@]}" 2>&1 | tee "$dir/driver.out"
     t1=$(date +%s)
     if [ -n "$perf_pid" ]; then
-      kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
-      mkdir -p "$BENCH_PROFILE"
-      perf report -i "$dir/perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
-        | grep -E '^ +[0-9.]+%' | head -60 >"$BENCH_PROFILE/$server-$n.txt" || true
-      echo "cluster-load: profile of $server at N=$n: $BENCH_PROFILE/$server-$n.txt"
+      kill "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null || true
+      echo "cluster-load: profiles of $server at N=$n: $(ls "$BENCH_PROFILE/$server-$n"-*.txt 2>/dev/null | tr '\n' ' ')"
     fi
     c1=$(cpu_ticks "$server_pid"); e1=0; [ -n "$etcd_pid" ] && e1=$(cpu_ticks "$etcd_pid")
     k1=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))

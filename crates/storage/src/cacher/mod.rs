@@ -288,9 +288,22 @@ impl Shared {
         if self.backend.request_progress().await.is_ok() {
             return Ok(self.wait_for(current).await.then_some(current));
         }
-        // Without trustworthy progress reports (etcd before 3.4.31/3.5.13) a quiet prefix
-        // never shows the cache is current: prove it from the prefix's newest change instead.
+        // Without trustworthy progress reports (etcd before 3.4.31/3.5.13) only a change
+        // after `current` shows the cache has every change up to it (changes arrive in
+        // revision order). A busy prefix makes one within moments: wait for it (briefly)
+        // rather than prove a quiet prefix current, which costs etcd a read of every key
+        // under it, values included, however large the range.
+        if self.busy() && self.wait_for(current).await {
+            return Ok(Some(current));
+        }
         self.prove_current(prefix, current).await
+    }
+
+    /// Whether a change reached the cache within the last [`NO_PROGRESS_WAIT`].
+    fn busy(&self) -> bool {
+        self.lock()
+            .changed_at
+            .is_some_and(|at| at.elapsed() < NO_PROGRESS_WAIT)
     }
 
     /// Proves the cache's keys under `prefix` are the backend's state at `wanted` or later,
@@ -354,10 +367,14 @@ impl Shared {
                 return Ok(Some(stamp.revision.max(cached_at)));
             }
             // A change the watch has not delivered yet (a delete shows only in the count):
-            // wait for the cache to move past it, then look again.
+            // wait for the cache to move past it, then look again; or, when the prefix went on
+            // changing past the read's revision meanwhile, the cache has everything up to it.
             let next = stamp.newest.max(cached_at.saturating_add(1));
             if attempt > 0 || !self.wait_for(next).await {
                 return Ok(None);
+            }
+            if *self.revision.borrow() >= stamp.revision {
+                return Ok(Some(stamp.revision));
             }
         }
         Ok(None)
@@ -464,6 +481,9 @@ async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
         let mut st = shared.lock();
         let key = shared.key_of(&event.object);
         st.apply(key, &event, shared.config.window);
+        if event.event_type != kapi_machinery::EventType::Bookmark {
+            st.changed_at = Some(std::time::Instant::now());
+        }
         // Published under the lock, so nobody sees an event before the revision that has it.
         shared.revision.send_replace(st.revision);
     }

@@ -35,6 +35,9 @@ pub(super) struct State {
     pub compacted_to: Revision,
     pub watchers: Watchers,
     pub next_id: u64,
+    /// When the last change (not a bookmark) reached the cache: a prefix changing now will
+    /// likely change again soon, which tells a consistent read how to learn it is current.
+    pub changed_at: Option<std::time::Instant>,
 }
 
 impl State {
