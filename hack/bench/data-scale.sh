@@ -35,20 +35,7 @@ bench_dir data-scale
 
 for server in $servers; do
   dir="$base/$server"; mkdir -p "$dir"
-  port=$(free_port) etcd_url=""
-  if [ "$server" != kapi-embedded ]; then
-    start_etcd "$dir"
-    etcd_url=$ETCD_URL
-  fi
-  if [ "$server" = reference ]; then
-    kubeconfig="$dir/admin.kubeconfig"
-    reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
-  else
-    kubeconfig="$dir/data/admin.kubeconfig"
-  fi
-  start_server "$server" "$dir" "$port" "$etcd_url"
-  ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
-  wait_until 120 ready || { echo "data-scale: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
+  start_ready_server data-scale "$server" "$dir"
   # What start-up allocated and freed (the OpenAPI documents) is returned before the idle read.
   sleep 30
   pids=(--server-pid "$server_pid")

@@ -69,6 +69,25 @@ start_server() {
   server_pid=$!
 }
 
+# start_ready_server NAME SERVER DIR: start_server for one of the benchmarks' servers on a free
+# port (kapi-embedded, kapi-etcd or reference; the last two on a fresh etcd, the reference with
+# reference_pki's certificates) and waits until its /readyz answers (NAME prefixes the failure);
+# sets port, etcd_url and kubeconfig (the admin's), for a restart with start_server.
+start_ready_server() {
+  local name=$1 server=$2 dir=$3
+  port=$(free_port) etcd_url=""
+  if [ "$server" != kapi-embedded ]; then start_etcd "$dir" || exit 1; etcd_url=$ETCD_URL; fi
+  if [ "$server" = reference ]; then
+    kubeconfig="$dir/admin.kubeconfig"
+    reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
+  else
+    kubeconfig="$dir/data/admin.kubeconfig"
+  fi
+  start_server "$server" "$dir" "$port" "$etcd_url"
+  ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
+  wait_until 120 ready || { echo "$name: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
+}
+
 # start_local_cluster DIR N [VAR=VALUE ...]: hack/local-cluster.sh N (the server, upstream's
 # kube-scheduler and kube-controller-manager, N hollow kubelets) in a session of its own, with
 # its state under DIR/cluster and its output in DIR/local-cluster.out; sets cluster_pid and

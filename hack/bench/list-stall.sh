@@ -29,17 +29,7 @@ bench_dir list-stall
 for mode in $modes; do
   for server in $servers; do
     dir="$base/$server-$mode"; mkdir -p "$dir"
-    port=$(free_port) etcd_url=""
-    if [ "$server" != kapi-embedded ]; then start_etcd "$dir"; etcd_url=$ETCD_URL; fi
-    if [ "$server" = reference ]; then
-      kubeconfig="$dir/admin.kubeconfig"
-      reference_pki "$dir/pki" "https://127.0.0.1:$port" "$kubeconfig"
-    else
-      kubeconfig="$dir/data/admin.kubeconfig"
-    fi
-    start_server "$server" "$dir" "$port" "$etcd_url"
-    ready() { [ -f "$kubeconfig" ] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; }
-    wait_until 120 ready || { echo "list-stall: $server did not become ready:" >&2; tail -20 "$dir/server.log" >&2; exit 1; }
+    start_ready_server list-stall "$server" "$dir"
     echo "== $server, $mode LISTs"
     python3 "$ROOT/hack/bench/list_stall.py" "$kubeconfig" "$n" "${BENCH_ALONE_S:-20}" "${BENCH_BESIDE_S:-40}" "$mode" \
       | tee "$dir/driver.out"
