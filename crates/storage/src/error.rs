@@ -139,10 +139,7 @@ impl Error {
     /// frees it if the write never landed, whereas freeing it now could hand a stored
     /// object's address to another.
     pub fn write_may_have_landed(&self) -> bool {
-        matches!(
-            self,
-            Error::Unavailable(_) | Error::Timeout(_) | Error::Backend(_) | Error::Internal(_)
-        )
+        self.is_unavailable() || matches!(self, Error::Internal(_))
     }
 
     /// True for errors that mean "the backend is down or slow", not "the request is wrong".

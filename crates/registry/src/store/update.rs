@@ -269,8 +269,13 @@ impl Store {
                 stored
             }
             Err(e) => {
-                if let (Some((new, old)), false) = (&attempt, e.write_may_have_landed()) {
-                    self.strategy.release(new, old.as_ref()).await;
+                // Given back only when the write surely did not land (see
+                // `write_may_have_landed`).
+                match &attempt {
+                    Some((new, old)) if !e.write_may_have_landed() => {
+                        self.strategy.release(new, old.as_ref()).await;
+                    }
+                    _ => {}
                 }
                 return Err(e.into_api_error(&gr, call.name));
             }

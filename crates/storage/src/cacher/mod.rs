@@ -481,9 +481,6 @@ async fn reflect_once(shared: &Arc<Shared>) -> Result<()> {
         let mut st = shared.lock();
         let key = shared.key_of(&event.object);
         st.apply(key, &event, shared.config.window);
-        if event.event_type != kapi_machinery::EventType::Bookmark {
-            st.changed_at = Some(std::time::Instant::now());
-        }
         // Published under the lock, so nobody sees an event before the revision that has it.
         shared.revision.send_replace(st.revision);
     }

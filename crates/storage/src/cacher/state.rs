@@ -94,6 +94,7 @@ impl State {
         };
         self.revision = rev;
         self.unchanged_since = rev;
+        self.changed_at = Some(std::time::Instant::now());
         // Fanned out with the backend's decoded object, shared by every watcher; the old state
         // as the cache kept it: only a watcher whose predicate sees the object leave needs it,
         // decoded and stamped with this revision (see `to_event`).
