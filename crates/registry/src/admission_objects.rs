@@ -1,9 +1,9 @@
 //! The registry's implementation of admission's `ObjectStore`: admission plugins read
 //! namespaces, limit ranges, quotas and service accounts (and write quota status and
-//! auto-provisioned namespaces) from storage, by `/<resource>/<namespace>/<name>`, and
-//! namespaces and quotas from their watch caches where a plugin asks for a cached read.
+//! auto-provisioned namespaces) from storage, by `/<resource>/<namespace>/<name>`, and from
+//! the resources' watch caches ([`WatchCaches`]) where a plugin asks for a cached read.
 
-use crate::namespace_lifecycle::WatchCaches;
+use crate::watch_caches::{key, list_prefix, WatchCaches};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -16,8 +16,8 @@ use std::sync::Arc;
 /// Objects read and written through the storage backend.
 pub struct StorageObjects {
     storage: DynStorage,
-    /// Where cached reads of namespaces and quotas come from (every namespaced write reads
-    /// both).
+    /// Where cached reads come from (every namespaced write reads its namespace and quotas;
+    /// every pod create, its service account, limit ranges and priority classes).
     caches: WatchCaches,
 }
 
@@ -26,30 +26,10 @@ impl StorageObjects {
         Self::with_caches(storage, WatchCaches::default())
     }
 
-    /// Serves [`ObjectStore::get_cached`] of namespaces and [`ObjectStore::list_cached`] of
-    /// resource quotas from `caches` once they are set.
+    /// Serves [`ObjectStore::get_cached`] and [`ObjectStore::list_cached`] from `caches` once
+    /// they are set, for the resources they hold.
     pub fn with_caches(storage: DynStorage, caches: WatchCaches) -> Arc<Self> {
         Arc::new(Self { storage, caches })
-    }
-}
-
-/// The first key segment of a resource: upstream keeps a few under historical prefixes (as
-/// their strategies' `key_prefix` do); every other resource, whatever its group, under its
-/// plural name, so plugins can read any served resource by name.
-fn prefix(gr: &GroupResource) -> &str {
-    match (gr.group.as_str(), gr.resource.as_str()) {
-        ("", "services") => "services/specs",
-        ("", "endpoints") => "services/endpoints",
-        ("", "nodes") => "minions",
-        _ => &gr.resource,
-    }
-}
-
-fn key(gr: &GroupResource, namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        format!("/{}/{name}", prefix(gr))
-    } else {
-        format!("/{}/{namespace}/{name}", prefix(gr))
     }
 }
 
@@ -73,10 +53,10 @@ impl ObjectStore for StorageObjects {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Arc<Object>>, ApiError> {
-        if gr.group.is_empty() && gr.resource == "namespaces" && namespace.is_empty() {
-            return self.caches.namespace(name).await;
+        match self.caches.get(gr, namespace, name).await? {
+            Some(cached) => Ok(cached),
+            None => Ok(self.get(gr, namespace, name).await?.map(Arc::new)),
         }
-        Ok(self.get(gr, namespace, name).await?.map(Arc::new))
     }
 
     async fn list_cached(
@@ -84,23 +64,16 @@ impl ObjectStore for StorageObjects {
         gr: &GroupResource,
         namespace: &str,
     ) -> Result<Vec<Object>, ApiError> {
-        if gr.group.is_empty() && gr.resource == "resourcequotas" && !namespace.is_empty() {
-            if let Some(quotas) = self.caches.quotas(namespace).await? {
-                return Ok(quotas);
-            }
+        match self.caches.list(gr, namespace).await? {
+            Some(cached) => Ok(cached),
+            None => self.list(gr, namespace).await,
         }
-        self.list(gr, namespace).await
     }
 
     async fn list(&self, gr: &GroupResource, namespace: &str) -> Result<Vec<Object>, ApiError> {
-        let prefix = if namespace.is_empty() {
-            format!("/{}/", prefix(gr))
-        } else {
-            format!("/{}/{namespace}/", prefix(gr))
-        };
         Ok(self
             .storage
-            .list(&prefix, &ListOptions::default())
+            .list(&list_prefix(gr, namespace), &ListOptions::default())
             .await
             .map_err(|e| e.into_api_error(gr, ""))?
             .items
@@ -151,7 +124,7 @@ impl ObjectWatcher for StorageObjects {
     async fn list_all(&self, gr: &GroupResource) -> Result<(Vec<Object>, i64), ApiError> {
         let res = self
             .storage
-            .list(&format!("/{}/", prefix(gr)), &ListOptions::default())
+            .list(&list_prefix(gr, ""), &ListOptions::default())
             .await
             .map_err(|e| e.into_api_error(gr, ""))?;
         let items = res.items.into_iter().map(Arc::unwrap_or_clone).collect();
@@ -170,7 +143,7 @@ impl ObjectWatcher for StorageObjects {
         };
         let stream = self
             .storage
-            .watch(&format!("/{}/", prefix(gr)), opts)
+            .watch(&list_prefix(gr, ""), opts)
             .await
             .map_err(|e| e.into_api_error(gr, ""))?;
         let gr = gr.clone();

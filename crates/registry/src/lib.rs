@@ -26,13 +26,15 @@ pub mod store;
 pub mod strategy;
 pub mod table;
 pub mod testing;
+pub mod watch_caches;
 
 pub use store::{Store, Subresource};
 pub use strategy::Strategy;
 
 use kapi_storage::DynStorage;
-use namespace_lifecycle::{CachedNamespaceLifecycle, NamespaceLifecycle, WatchCaches};
+use namespace_lifecycle::{CachedNamespaceLifecycle, NamespaceLifecycle};
 use std::sync::Arc;
+use watch_caches::WatchCaches;
 
 /// What every resource's [`Store`] is built from: the storage backend, whether LIST and
 /// WATCH are served from a per-resource watch cache, and the namespace check.

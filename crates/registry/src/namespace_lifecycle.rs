@@ -2,13 +2,13 @@
 //! plugin): the namespace must exist and must not be terminating. It sits behind a trait so
 //! the admission plugin can take it over; the Store calls it only when it is given one.
 
+use crate::watch_caches::WatchCaches;
 use async_trait::async_trait;
 use kapi_admission::plugins::live_lookup::ForceLive;
 use kapi_admission::plugins::namespace::is_terminating;
 use kapi_machinery::error::StatusCause;
-use kapi_machinery::{ApiError, GroupResource, ListOptions, Object};
-use kapi_storage::{DynStorage, GetOptions};
-use std::sync::{Arc, OnceLock};
+use kapi_machinery::{ApiError, GroupResource};
+use kapi_storage::DynStorage;
 
 /// Decides whether new objects may be created in a namespace.
 #[async_trait]
@@ -45,66 +45,6 @@ impl CachedNamespaceLifecycle {
         }
     }
 }
-
-/// The watch caches of the Stores admission and the namespace check read (upstream's
-/// informers): namespaces and resource quotas; set once the Stores exist (the admission chain
-/// is built before, or beside, the groups). Until then, or without a watch cache, reads go to
-/// storage.
-#[derive(Clone, Default)]
-pub struct WatchCaches {
-    namespaces: Arc<OnceLock<DynStorage>>,
-    quotas: Arc<OnceLock<DynStorage>>,
-}
-
-impl WatchCaches {
-    /// Takes the storages of the namespaces and resourcequotas Stores, which `storage_of` finds
-    /// by core resource name.
-    pub fn fill_from(&self, storage_of: impl Fn(&str) -> Option<DynStorage>) {
-        if let Some(storage) = storage_of("namespaces") {
-            let _ = self.namespaces.set(storage);
-        }
-        if let Some(storage) = storage_of("resourcequotas") {
-            let _ = self.quotas.set(storage);
-        }
-    }
-
-    /// The namespace as the cache holds it (it may trail storage); `None` when it does not
-    /// hold it or no cache is set.
-    pub async fn namespace(&self, namespace: &str) -> Result<Option<Arc<Object>>, ApiError> {
-        let Some(cache) = self.namespaces.get() else {
-            return Ok(None);
-        };
-        cache
-            .get_shared(&format!("/namespaces/{namespace}"), &ANY_CACHED)
-            .await
-            .map_err(|e| e.into_api_error(&GroupResource::new("", "namespaces"), namespace))
-    }
-
-    /// The resource quotas of `namespace` as the cache holds them; `None` when no cache is
-    /// set.
-    pub async fn quotas(&self, namespace: &str) -> Result<Option<Vec<Object>>, ApiError> {
-        let Some(cache) = self.quotas.get() else {
-            return Ok(None);
-        };
-        let opts = ListOptions {
-            resource_version: Some("0".into()),
-            ..Default::default()
-        };
-        let listed = cache
-            .list(&format!("/resourcequotas/{namespace}/"), &opts)
-            .await
-            .map_err(|e| e.into_api_error(&GroupResource::new("", "resourcequotas"), ""))?;
-        Ok(Some(
-            listed.items.into_iter().map(Arc::unwrap_or_clone).collect(),
-        ))
-    }
-}
-
-/// Any revision the cache holds (a backend reads its latest).
-const ANY_CACHED: GetOptions = GetOptions {
-    resource_version: Some(0),
-    ignore_not_found: true,
-};
 
 /// 403 `<gr> "<name>" is forbidden: unable to create new content in namespace <ns> because it
 /// is being terminated`, with upstream's `NamespaceTerminating` cause.

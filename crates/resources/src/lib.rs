@@ -123,6 +123,6 @@ pub async fn build_with(ctx: &BuildContext) -> Result<Vec<ApiGroupInfo>, ApiErro
     groups.extend(flowcontrol::groups(ctx));
     groups.extend(apiregistration::groups(ctx));
     ctx.caches
-        .fill_from(|resource| kapi_registry::store::storage_of(&groups, "", resource));
+        .fill_from(|group, resource| kapi_registry::store::storage_of(&groups, group, resource));
     Ok(groups)
 }

@@ -280,7 +280,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     kapi_resources::bootstrap(&groups, target_port).await?;
     let checker = tls::ClientCertChecker::new(&pki.client_ca)?;
-    let mut authentication = authapi::setup(&config, &mut groups, &checker).await?;
+    let mut authentication =
+        authapi::setup(&config, &mut groups, &checker, watch_caches.clone()).await?;
     // The front proxy comes first, as upstream's union has it (before x509).
     let request_header = filters::authentication::request_header(&config, &pki)?;
     if let Some((authenticator, _)) = &request_header {

@@ -73,6 +73,24 @@ async fn service_account_tokens_authenticate_until_the_account_is_gone() {
     let status = issued.status.unwrap();
     assert!(!status.token.is_empty());
 
+    // The account is read from its watch cache once the cache holds it, as upstream's
+    // token getter reads its informer: authenticating reads no storage.
+    let admin = common::admin_identity(&t);
+    common::until("the watch cache holds the account", || async {
+        let cached = "/api/v1/namespaces/default/serviceaccounts/robot?resourceVersion=0";
+        let mut conn = common::connect(&t.server, Some(&admin)).await;
+        conn.send("GET", cached, None).await.status == 200
+    })
+    .await;
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+    let reads = common::storage_reads(&mut conn, "get", "serviceaccounts").await;
+    for _ in 0..3 {
+        assert_eq!(whoami(&t, &status.token).await.status, 201);
+    }
+    assert_eq!(
+        common::storage_reads(&mut conn, "get", "serviceaccounts").await,
+        reads
+    );
     let reply = whoami(&t, &status.token).await;
     assert_eq!(reply.status, 201);
     let user = &reply.json()["status"]["userInfo"];
@@ -105,9 +123,13 @@ async fn service_account_tokens_authenticate_until_the_account_is_gone() {
         vec!["https://kubernetes.default.svc.cluster.local"]
     );
 
+    // Tokens are checked against the accounts' watch cache, as upstream's informers: the
+    // deletion ends the token once the cache has it.
     sas.delete("robot", &DeleteParams::default()).await.unwrap();
-    let reply = whoami(&t, &status.token).await;
-    assert_eq!(reply.status, 401);
+    common::until("the deleted account's token is refused", || async {
+        whoami(&t, &status.token).await.status == 401
+    })
+    .await;
     let review: TokenReview =
         serde_json::from_value(json!({"spec": {"token": status.token}})).unwrap();
     let st = reviews

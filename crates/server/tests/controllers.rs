@@ -9,9 +9,9 @@
     reason = "test code: a panic is a failed test"
 )]
 
-use crate::common;
+use crate::common::{self, until};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace, Pod, ServiceAccount};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::time::Duration;
@@ -89,19 +89,71 @@ async fn namespaces_get_their_account_and_ca_and_pods_the_token() {
     }
 }
 
-/// Polls `check` every 50 ms until it holds, for up to 30 seconds.
-async fn until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..600 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// A pod create reads its service account, the namespace's LimitRanges and the priority
+/// classes from their watch caches, as upstream's admission reads its informers: storage is
+/// not read for them once the caches hold them, and the pod still gets what they say.
+#[tokio::test]
+async fn pod_admission_reads_its_objects_from_the_watch_caches() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "cached"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "cached");
+    eventually(&accounts, "default").await;
+    let ranges: Api<LimitRange> = Api::namespaced(client.clone(), "cached");
+    let range: LimitRange = serde_json::from_value(json!({"metadata": {"name": "lr"},
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m"}}]}}))
+    .unwrap();
+    ranges.create(&PostParams::default(), &range).await.unwrap();
+    let admin = common::admin_identity(&t);
+    for path in [
+        "/api/v1/namespaces/cached/serviceaccounts/default",
+        "/api/v1/namespaces/cached/limitranges/lr",
+    ] {
+        let cached = format!("{path}?resourceVersion=0");
+        until("the watch cache holds it", || async {
+            let mut conn = common::connect(&t.server, Some(&admin)).await;
+            conn.send("GET", &cached, None).await.status == 200
+        })
+        .await;
     }
-    panic!("{what} never happened");
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "cached");
+    let before = [
+        common::storage_reads(&mut conn, "get", "serviceaccounts").await,
+        common::storage_reads(&mut conn, "list", "limitranges").await,
+        common::storage_reads(&mut conn, "list", "priorityclasses").await,
+    ];
+    for i in 0..5 {
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": format!("p{i}")},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .unwrap();
+        let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+        let spec = created.spec.unwrap();
+        assert_eq!(spec.service_account_name.as_deref(), Some("default"));
+        assert_eq!(spec.priority, Some(0));
+        let requests = spec.containers[0]
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref();
+        assert_eq!(requests.unwrap()["cpu"].0, "250m");
+    }
+    let after = [
+        common::storage_reads(&mut conn, "get", "serviceaccounts").await,
+        common::storage_reads(&mut conn, "list", "limitranges").await,
+        common::storage_reads(&mut conn, "list", "priorityclasses").await,
+    ];
+    assert_eq!(
+        after, before,
+        "storage reads of serviceaccounts, limitranges and priorityclasses while creating pods"
+    );
 }
 
 async fn gone<T>(api: &Api<T>, name: &str) -> bool

@@ -6,6 +6,7 @@
 
 use super::quantity;
 use crate::objects::ObjectStore;
+use crate::plugins::live_lookup::CachedList;
 use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, MutationInterface, Operation, ValidationInterface};
@@ -20,16 +21,15 @@ pub const PLUGIN_NAME: &str = "LimitRanger";
 pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
     plugins.register(
         PLUGIN_NAME,
-        Arc::new(|_, ctx| {
-            Ok(Arc::new(LimitRanger {
-                objects: ctx.objects(PLUGIN_NAME)?,
-            }))
-        }),
+        Arc::new(|_, ctx| Ok(Arc::new(LimitRanger::new(ctx.objects(PLUGIN_NAME)?)))),
     )
 }
 
 pub struct LimitRanger {
     objects: Arc<dyn ObjectStore>,
+    /// The namespace's LimitRanges: the watch cache's, or one live list kept for 30 s when
+    /// it holds none (upstream's lister and `liveLookupCache`).
+    ranges: CachedList,
 }
 
 fn is_pod_create(a: &Attributes) -> bool {
@@ -41,11 +41,18 @@ fn is_pod_create(a: &Attributes) -> bool {
 }
 
 impl LimitRanger {
+    pub fn new(objects: Arc<dyn ObjectStore>) -> Self {
+        Self {
+            objects,
+            ranges: CachedList::new(GroupResource::new("", "limitranges")),
+        }
+    }
+
     /// The `spec.limits` items of every LimitRange in the namespace.
     async fn items(&self, namespace: &str) -> Result<Vec<Map<String, Value>>, ApiError> {
         let ranges = self
-            .objects
-            .list(&GroupResource::new("", "limitranges"), namespace)
+            .ranges
+            .list(self.objects.as_ref(), namespace, false)
             .await?;
         Ok(ranges
             .iter()

@@ -8,7 +8,7 @@ fn ranger() -> LimitRanger {
     m.put("limitranges", json!({"metadata": {"name": "lr", "namespace": "d"}, "spec": {"limits": [
         {"type": "Container", "default": {"cpu": "500m", "memory": "128Mi"}, "defaultRequest": {"cpu": "250m"},
          "max": {"cpu": "1"}, "min": {"cpu": "100m"}}]}}));
-    LimitRanger { objects: m }
+    LimitRanger::new(m)
 }
 
 fn pod(containers: serde_json::Value) -> Attributes {
@@ -75,7 +75,7 @@ fn ranged(limits: serde_json::Value) -> LimitRanger {
         "limitranges",
         json!({"metadata": {"name": "lr", "namespace": "d"}, "spec": {"limits": limits}}),
     );
-    LimitRanger { objects: m }
+    LimitRanger::new(m)
 }
 
 #[tokio::test]

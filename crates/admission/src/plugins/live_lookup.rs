@@ -1,10 +1,12 @@
 //! Short-lived answers keyed by namespace, for plugins that read a watch cache and fall back
 //! to storage: upstream's `forceLiveLookupCache` (namespaces deleted through this server are
-//! read live for a while) and ResourceQuota's `liveLookupCache` (an empty cached list of
-//! quotas is confirmed by one live list, kept for 30 s).
+//! read live for a while) and the `liveLookupCache` of ResourceQuota and LimitRanger (an
+//! empty cached list is confirmed by one live list, kept for 30 s).
 
+use crate::objects::ObjectStore;
+use kapi_machinery::{ApiError, GroupResource, Object};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long upstream keeps both kinds of entries (`forceLiveLookupTTL`, `liveTTL`).
@@ -85,6 +87,51 @@ impl ForceLive {
             Ok(m) => m.get(key).is_some_and(|(until, _)| *until > Instant::now()),
             Err(_) => true,
         }
+    }
+}
+
+/// A namespace's objects of one resource as its watch cache holds them; when the cache holds
+/// none, one live list, whose answer stands for 30 s (upstream's `liveLookupCache`: an object
+/// just created may not be in the cache yet, and most namespaces have none).
+pub struct CachedList {
+    gr: GroupResource,
+    live: Expiring<Arc<Vec<Object>>>,
+}
+
+impl CachedList {
+    pub fn new(gr: GroupResource) -> Self {
+        Self {
+            gr,
+            live: Expiring::new(LIVE_LOOKUP_TTL),
+        }
+    }
+
+    /// The objects in `namespace`; `force_live` reads storage whenever the cache holds none,
+    /// without keeping the answer.
+    pub async fn list(
+        &self,
+        objects: &dyn ObjectStore,
+        namespace: &str,
+        force_live: bool,
+    ) -> Result<Vec<Object>, ApiError> {
+        let cached = objects.list_cached(&self.gr, namespace).await?;
+        if !cached.is_empty() {
+            return Ok(cached);
+        }
+        if force_live {
+            return objects.list(&self.gr, namespace).await;
+        }
+        if let Some(live) = self.live.get(namespace) {
+            return Ok((*live).clone());
+        }
+        let live = objects.list(&self.gr, namespace).await?;
+        self.live.put(namespace, Arc::new(live.clone()));
+        Ok(live)
+    }
+
+    /// Drops the kept live answer of `namespace`.
+    pub fn forget(&self, namespace: &str) {
+        self.live.remove(namespace);
     }
 }
 

@@ -63,7 +63,12 @@ fn resolved(pc: &Object) -> Resolved {
 }
 
 impl Priority {
+    /// The class as the watch cache holds it (upstream's lister); one the cache does not
+    /// hold yet is read from storage, so a pod may name a class created just before it.
     async fn class(&self, name: &str) -> Result<Option<Resolved>, ApiError> {
+        if let Some(pc) = self.objects.get_cached(&classes(), "", name).await? {
+            return Ok(Some(resolved(&pc)));
+        }
         if let Some(pc) = self.objects.get(&classes(), "", name).await? {
             return Ok(Some(resolved(&pc)));
         }
@@ -77,11 +82,12 @@ impl Priority {
             }))
     }
 
-    /// The global default class with the highest value, if any.
+    /// The global default class with the highest value, if any, among the classes the watch
+    /// cache holds (upstream's lister).
     async fn default_class(&self) -> Result<Option<Object>, ApiError> {
         Ok(self
             .objects
-            .list(&classes(), "")
+            .list_cached(&classes(), "")
             .await?
             .into_iter()
             .filter(|pc| pc.get("globalDefault").and_then(Value::as_bool) == Some(true))

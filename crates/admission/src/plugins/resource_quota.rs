@@ -14,7 +14,7 @@ use super::quota_usage::{
     counts, covers, fmt_amount, hard_of, in_scope, pod_constraints, usage, Usage,
 };
 use crate::objects::ObjectStore;
-use crate::plugins::live_lookup::{Expiring, ForceLive, LIVE_LOOKUP_TTL};
+use crate::plugins::live_lookup::{CachedList, Expiring, ForceLive, LIVE_LOOKUP_TTL};
 use crate::plugins::util::handler;
 use crate::registry::{AdmissionError, Plugins};
 use crate::{Attributes, Operation, ValidationInterface};
@@ -35,8 +35,8 @@ pub fn register(plugins: &mut Plugins) -> Result<(), AdmissionError> {
 
 pub struct ResourceQuota {
     objects: Arc<dyn ObjectStore>,
-    /// Live lists of namespaces whose cache held no quota (upstream's `liveLookupCache`).
-    live: Expiring<Arc<Vec<Object>>>,
+    /// The namespace's quotas, from the cache or, when it holds none, live.
+    quotas: CachedList,
     /// Namespaces a quota was just created in: an empty cache is not trusted there.
     force_live: ForceLive,
     /// The quotas this plugin last wrote (upstream's `updatedQuotas`).
@@ -47,7 +47,7 @@ impl ResourceQuota {
     pub fn new(objects: Arc<dyn ObjectStore>) -> Self {
         Self {
             objects,
-            live: Expiring::new(LIVE_LOOKUP_TTL),
+            quotas: CachedList::new(quotas_gr()),
             force_live: ForceLive::default(),
             written: Expiring::new(LIVE_LOOKUP_TTL),
         }
@@ -163,17 +163,14 @@ impl ResourceQuota {
     /// in the cache yet. A quota this plugin wrote more recently than the cached copy stands
     /// in for it (`updatedQuotas`).
     async fn quotas(&self, namespace: &str) -> Result<Vec<Object>, ApiError> {
-        let mut quotas = self.objects.list_cached(&quotas_gr(), namespace).await?;
-        if quotas.is_empty() {
-            if self.force_live.active(namespace) {
-                quotas = self.objects.list(&quotas_gr(), namespace).await?;
-            } else if let Some(live) = self.live.get(namespace) {
-                quotas = (*live).clone();
-            } else {
-                quotas = self.objects.list(&quotas_gr(), namespace).await?;
-                self.live.put(namespace, Arc::new(quotas.clone()));
-            }
-        }
+        let mut quotas = self
+            .quotas
+            .list(
+                self.objects.as_ref(),
+                namespace,
+                self.force_live.active(namespace),
+            )
+            .await?;
         for q in &mut quotas {
             if let Some(newer) = self.written.get(&quota_key(q)) {
                 if revision(&newer) > revision(q) {
@@ -237,7 +234,7 @@ impl ValidationInterface for ResourceQuota {
         let gr = a.group_resource();
         if gr == quotas_gr() && a.operation == Operation::Create {
             // The cache may not show the new quota to the next writes in its namespace.
-            self.live.remove(&a.namespace);
+            self.quotas.forget(&a.namespace);
             self.force_live.mark(&a.namespace);
         }
         let Some(obj) = a.object.as_ref() else {

@@ -301,10 +301,15 @@ fn limit_secret_references(account: &Object, pod: &Object) -> Result<(), String>
 }
 
 impl ServiceAccount {
-    /// The account, looked up a few times for `default` (a controller creates it just after
-    /// its namespace), once otherwise; upstream's `serviceaccount "<name>" not found` if absent.
-    async fn account(&self, namespace: &str, name: &str) -> Result<Object, ApiError> {
+    /// The account as the service accounts' watch cache holds it; when the cache does not
+    /// hold it, read from storage, a few times for `default` (a controller creates it just
+    /// after its namespace), once otherwise (upstream's lister, then live lookup); upstream's
+    /// `serviceaccount "<name>" not found` if absent.
+    async fn account(&self, namespace: &str, name: &str) -> Result<Arc<Object>, ApiError> {
         let gr = GroupResource::new("", "serviceaccounts");
+        if let Some(sa) = self.objects.get_cached(&gr, namespace, name).await? {
+            return Ok(sa);
+        }
         let attempts = if name == DEFAULT_SERVICE_ACCOUNT {
             DEFAULT_ACCOUNT_ATTEMPTS
         } else {
@@ -315,7 +320,7 @@ impl ServiceAccount {
                 tokio::time::sleep(self.retry_interval).await;
             }
             if let Some(sa) = self.objects.get(&gr, namespace, name).await? {
-                return Ok(sa);
+                return Ok(Arc::new(sa));
             }
         }
         Err(ApiError::not_found(
@@ -324,7 +329,7 @@ impl ServiceAccount {
         ))
     }
 
-    async fn lookup(&self, a: &Attributes, name: &str) -> Result<Object, ApiError> {
+    async fn lookup(&self, a: &Attributes, name: &str) -> Result<Arc<Object>, ApiError> {
         self.account(&a.namespace, name).await.map_err(|e| {
             if e.code == 404 {
                 a.forbidden(format!(

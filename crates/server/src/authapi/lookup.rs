@@ -1,15 +1,18 @@
-//! [`RegistryLookup`]: the live ServiceAccounts, Secrets, Pods and Nodes bound tokens are checked
-//! against, read through the core group's storages (quorum reads, so a deletion is seen at
-//! once).
+//! [`RegistryLookup`]: the ServiceAccounts, Secrets, Pods and Nodes tokens are checked against,
+//! read from their watch caches, and through the core group's storages (quorum reads) when a
+//! cache does not hold the object (upstream's getter: its informers' listers, then a live
+//! lookup). A deletion is seen once the cache has it, as upstream's informers see it.
 
 use crate::error::ServerError;
 use async_trait::async_trait;
 use kapi_auth::authn::serviceaccount::{LookupError, ServiceAccountLookup};
-use kapi_machinery::{ApiError, GetOptions, Object};
+use kapi_machinery::{ApiError, GetOptions, GroupResource, Object};
 use kapi_registry::rest::{ApiGroupInfo, Context, Storage};
+use kapi_registry::watch_caches::WatchCaches;
 use std::sync::Arc;
 
 pub struct RegistryLookup {
+    caches: WatchCaches,
     service_accounts: Arc<dyn Storage>,
     secrets: Arc<dyn Storage>,
     pods: Arc<dyn Storage>,
@@ -32,8 +35,9 @@ fn core_storage(groups: &[ApiGroupInfo], resource: &str) -> Result<Arc<dyn Stora
 }
 
 impl RegistryLookup {
-    pub fn new(groups: &[ApiGroupInfo]) -> Result<Self, ServerError> {
+    pub fn new(groups: &[ApiGroupInfo], caches: WatchCaches) -> Result<Self, ServerError> {
         Ok(Self {
+            caches,
             service_accounts: core_storage(groups, "serviceaccounts")?,
             secrets: core_storage(groups, "secrets")?,
             pods: core_storage(groups, "pods")?,
@@ -79,24 +83,41 @@ fn lookup_error(e: ApiError) -> LookupError {
     LookupError(e.message)
 }
 
+impl RegistryLookup {
+    /// The object from its watch cache, else read from `storage`.
+    async fn cached_or_live(
+        &self,
+        storage: &dyn Storage,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Object>, LookupError> {
+        let gr = GroupResource::new("", storage.info().resource.as_str());
+        if let Some(Some(cached)) = self
+            .caches
+            .get(&gr, namespace, name)
+            .await
+            .map_err(lookup_error)?
+        {
+            return Ok(Some(Arc::unwrap_or_clone(cached)));
+        }
+        Self::get(storage, namespace, name)
+            .await
+            .map_err(lookup_error)
+    }
+}
+
 #[async_trait]
 impl ServiceAccountLookup for RegistryLookup {
     async fn service_account(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
-        Self::get(self.service_accounts(), ns, name)
-            .await
-            .map_err(lookup_error)
+        self.cached_or_live(self.service_accounts(), ns, name).await
     }
     async fn secret(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
-        Self::get(self.secrets(), ns, name)
-            .await
-            .map_err(lookup_error)
+        self.cached_or_live(self.secrets(), ns, name).await
     }
     async fn pod(&self, ns: &str, name: &str) -> Result<Option<Object>, LookupError> {
-        Self::get(self.pods(), ns, name).await.map_err(lookup_error)
+        self.cached_or_live(self.pods(), ns, name).await
     }
     async fn node(&self, name: &str) -> Result<Option<Object>, LookupError> {
-        Self::get(self.nodes(), "", name)
-            .await
-            .map_err(lookup_error)
+        self.cached_or_live(self.nodes(), "", name).await
     }
 }

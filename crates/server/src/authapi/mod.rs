@@ -22,6 +22,7 @@ use kapi_auth::authn::x509::X509Authenticator;
 use kapi_auth::authn::{Authenticator, TokenAuthenticator, TokenUnion};
 use kapi_auth::token::{keys, TokenIssuer, VerifyingKey, DEFAULT_ISSUER};
 use kapi_registry::rest::{ApiGroupInfo, ApiVersionInfo, Storage};
+use kapi_registry::watch_caches::WatchCaches;
 use std::sync::Arc;
 
 pub const GROUP: &str = "authentication.k8s.io";
@@ -58,6 +59,7 @@ pub async fn setup(
     config: &ServerConfig,
     groups: &mut Vec<ApiGroupInfo>,
     checker: &ClientCertChecker,
+    caches: WatchCaches,
 ) -> Result<Authentication, ServerError> {
     let cfg = config.clone();
     let (signing, verifying, static_tokens) = tokio::task::spawn_blocking(move || load(&cfg))
@@ -65,7 +67,7 @@ pub async fn setup(
         .map_err(|e| ServerError::Config(format!("loading authentication files: {e}")))??;
     let issuers = issuers(config);
     let audiences = api_audiences(config);
-    let lookup = Arc::new(lookup::RegistryLookup::new(groups)?);
+    let lookup = Arc::new(lookup::RegistryLookup::new(groups, caches)?);
 
     let mut tokens: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     if let Some(t) = static_tokens {

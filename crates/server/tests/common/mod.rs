@@ -23,6 +23,37 @@ pub async fn start() -> TestServer {
     start_with(|_| {}).await
 }
 
+/// Polls `check` every 50 ms until it holds, for up to 30 seconds: what a cache or a
+/// controller makes true shortly after a request returns.
+pub async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{what} never happened");
+}
+
+/// The sum of `etcd_request_duration_seconds_count` for one storage operation and resource.
+pub async fn storage_reads(conn: &mut Conn, operation: &str, resource: &str) -> u64 {
+    let m = conn.send("GET", "/metrics", None).await;
+    assert_eq!(m.status, 200);
+    m.body
+        .lines()
+        .filter(|l| {
+            l.starts_with("etcd_request_duration_seconds_count{")
+                && l.contains(&format!(r#"operation="{operation}""#))
+                && l.contains(&format!(r#"type="{resource}""#))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// A kube-rs client from the kubeconfig the server wrote.
 pub async fn kube_client(server: &RunningServer) -> kube::Client {
     kapi_testing::kube_client(server).await.unwrap()
