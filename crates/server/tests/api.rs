@@ -1,5 +1,5 @@
-//! The server end to end through kube-rs: configmaps' lifecycle and watch, `/version`, the
-//! health endpoints and `/metrics`.
+//! The server end to end through kube-rs: configmaps' lifecycle and watch, GET's
+//! resourceVersion, `/version`, the health endpoints and `/metrics`.
 #![allow(clippy::unwrap_used)]
 #![allow(
     clippy::expect_used,
@@ -317,6 +317,77 @@ async fn version_health_and_metrics() {
     assert!(version.headers.contains_key("audit-id"));
     assert_eq!(version.headers["cache-control"], "no-cache, private");
     t.server.shutdown().await;
+}
+
+/// A GET takes its resourceVersion as upstream's: none reads storage, `0` whatever the
+/// watch cache holds (a kubelet reads its Node so before each status update), a revision the
+/// server has not reached is 504 `Too large resource version` once the wait for it ends.
+#[tokio::test]
+async fn gets_read_storage_or_the_watch_cache_by_resource_version() {
+    let t = common::start().await;
+    let client = common::kube_client(&t.server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let created = cms
+        .create(&PostParams::default(), &configmap("rv", "1"))
+        .await
+        .unwrap();
+    let rv = created.metadata.resource_version.unwrap();
+    let admin = common::admin_identity(&t);
+    let path = "/api/v1/namespaces/default/configmaps/rv";
+    let cached = format!("{path}?resourceVersion=0");
+    common::until("the watch cache holds the configmap", || async {
+        let mut conn = common::connect(&t.server, Some(&admin)).await;
+        conn.send("GET", &cached, None).await.status == 200
+    })
+    .await;
+    let mut conn = common::connect(&t.server, Some(&admin)).await;
+
+    let reads = common::storage_reads(&mut conn, "get", "configmaps").await;
+    for query in ["?resourceVersion=0", &format!("?resourceVersion={rv}")] {
+        let got = conn.send("GET", &format!("{path}{query}"), None).await;
+        assert_eq!(got.status, 200, "{query}: {}", got.body);
+        assert_eq!(got.json()["metadata"]["resourceVersion"], rv.as_str());
+    }
+    assert_eq!(
+        common::storage_reads(&mut conn, "get", "configmaps").await,
+        reads,
+        "GETs with a resourceVersion come from the watch cache"
+    );
+    let got = conn.send("GET", path, None).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(
+        common::storage_reads(&mut conn, "get", "configmaps").await,
+        reads + 1,
+        "a GET without one reads storage"
+    );
+    let missing = conn
+        .send(
+            "GET",
+            "/api/v1/namespaces/default/configmaps/none?resourceVersion=0",
+            None,
+        )
+        .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["reason"], "NotFound");
+
+    let ahead: i64 = rv.parse::<i64>().unwrap() + 1_000_000;
+    let got = conn
+        .send("GET", &format!("{path}?resourceVersion={ahead}"), None)
+        .await;
+    assert_eq!(got.status, 504, "{}", got.body);
+    let status = got.json();
+    assert_eq!(status["reason"], "Timeout");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Timeout: Too large resource version: {ahead}, current: ")),
+        "{status}"
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
 }
 
 #[tokio::test]

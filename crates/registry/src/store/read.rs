@@ -143,12 +143,20 @@ impl Store {
 
 #[async_trait]
 impl Getter for Store {
+    /// Upstream's GET semantics: no resourceVersion reads storage; `0` takes whatever the
+    /// watch cache holds; any other waits until the cache holds that revision (the backend
+    /// refuses one it has not reached: `Too large resource version`).
     async fn get(&self, ctx: &Context, name: &str, opts: &GetOptions) -> Result<Object, ApiError> {
-        kapi_machinery::options::parse_resource_version(opts.resource_version.as_deref())?;
+        let revision =
+            kapi_machinery::options::parse_resource_version(opts.resource_version.as_deref())?;
         let key = self.key(&self.namespace_of(ctx), name);
+        let read = kapi_storage::GetOptions {
+            resource_version: revision,
+            ..crate::reads::LATEST_IF_EXISTS
+        };
         let got = self
             .storage
-            .get(&key, &crate::reads::LATEST_IF_EXISTS)
+            .get(&key, &read)
             .await
             .map_err(|e| e.into_api_error(&self.gr(), name))?;
         got.map(|o| self.read_stored(o))
