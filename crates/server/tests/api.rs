@@ -378,10 +378,9 @@ async fn gets_read_storage_or_the_watch_cache_by_resource_version() {
     let status = got.json();
     assert_eq!(status["reason"], "Timeout");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("Timeout: Too large resource version: {ahead}, current: ")),
+        status["message"].as_str().unwrap().starts_with(&format!(
+            "Timeout: Too large resource version: {ahead}, current: "
+        )),
         "{status}"
     );
     assert_eq!(
