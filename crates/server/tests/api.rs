@@ -334,12 +334,7 @@ async fn gets_read_storage_or_the_watch_cache_by_resource_version() {
     let rv = created.metadata.resource_version.unwrap();
     let admin = common::admin_identity(&t);
     let path = "/api/v1/namespaces/default/configmaps/rv";
-    let cached = format!("{path}?resourceVersion=0");
-    common::until("the watch cache holds the configmap", || async {
-        let mut conn = common::connect(&t.server, Some(&admin)).await;
-        conn.send("GET", &cached, None).await.status == 200
-    })
-    .await;
+    common::until_cached(&t.server, &admin, path).await;
     let mut conn = common::connect(&t.server, Some(&admin)).await;
 
     let reads = common::storage_reads(&mut conn, "get", "configmaps").await;

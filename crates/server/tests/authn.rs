@@ -76,11 +76,11 @@ async fn service_account_tokens_authenticate_until_the_account_is_gone() {
     // The account is read from its watch cache once the cache holds it, as upstream's
     // token getter reads its informer: authenticating reads no storage.
     let admin = common::admin_identity(&t);
-    common::until("the watch cache holds the account", || async {
-        let cached = "/api/v1/namespaces/default/serviceaccounts/robot?resourceVersion=0";
-        let mut conn = common::connect(&t.server, Some(&admin)).await;
-        conn.send("GET", cached, None).await.status == 200
-    })
+    common::until_cached(
+        &t.server,
+        &admin,
+        "/api/v1/namespaces/default/serviceaccounts/robot",
+    )
     .await;
     let mut conn = common::connect(&t.server, Some(&admin)).await;
     let reads = common::storage_reads(&mut conn, "get", "serviceaccounts").await;

@@ -114,12 +114,7 @@ async fn pod_admission_reads_its_objects_from_the_watch_caches() {
         "/api/v1/namespaces/cached/serviceaccounts/default",
         "/api/v1/namespaces/cached/limitranges/lr",
     ] {
-        let cached = format!("{path}?resourceVersion=0");
-        until("the watch cache holds it", || async {
-            let mut conn = common::connect(&t.server, Some(&admin)).await;
-            conn.send("GET", &cached, None).await.status == 200
-        })
-        .await;
+        common::until_cached(&t.server, &admin, path).await;
     }
     let mut conn = common::connect(&t.server, Some(&admin)).await;
 

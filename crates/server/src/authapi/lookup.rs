@@ -77,13 +77,7 @@ impl RegistryLookup {
     pub fn nodes(&self) -> &dyn Storage {
         self.nodes.as_ref()
     }
-}
 
-fn lookup_error(e: ApiError) -> LookupError {
-    LookupError(e.message)
-}
-
-impl RegistryLookup {
     /// The object from its watch cache, else read from `storage`.
     async fn cached_or_live(
         &self,
@@ -104,6 +98,10 @@ impl RegistryLookup {
             .await
             .map_err(lookup_error)
     }
+}
+
+fn lookup_error(e: ApiError) -> LookupError {
+    LookupError(e.message)
 }
 
 #[async_trait]

@@ -39,6 +39,17 @@ where
     panic!("{what} never happened");
 }
 
+/// Waits until a GET of `path` with `resourceVersion=0` (answered by the watch cache) finds
+/// the object, so that what follows reads it from the cache.
+pub async fn until_cached(server: &RunningServer, identity: &Identity, path: &str) {
+    let cached = format!("{path}?resourceVersion=0");
+    until(&format!("the watch cache holds {path}"), || async {
+        let mut conn = connect(server, Some(identity)).await;
+        conn.send("GET", &cached, None).await.status == 200
+    })
+    .await;
+}
+
 /// The sum of `etcd_request_duration_seconds_count` for one storage operation and resource.
 pub async fn storage_reads(conn: &mut Conn, operation: &str, resource: &str) -> u64 {
     let m = conn.send("GET", "/metrics", None).await;
