@@ -17,6 +17,8 @@
 #   CLUSTER_DIR     where state, certificates and logs go (default: a new temporary directory)
 #   CLUSTER_PORT    kapi's secure port (default: a free one)
 #   CLUSTER_KCM_ARGS more kube-controller-manager flags (e.g. a shorter --node-monitor-grace-period)
+#   CLUSTER_SCHEDULER_ARGS more kube-scheduler flags (e.g. --kube-api-qps=100: its default of 50
+#                   requests/s caps its binds at 50 pods/s)
 #   CLUSTER_TLS_BOOTSTRAP=1  kubelets join as real nodes do (kubeadm join): each starts with only
 #                   a bootstrap kubeconfig holding a bootstrap token and gets its client
 #                   certificate through a CSR, auto-approved and signed by the controller
@@ -170,7 +172,7 @@ fi
 
 K="$D/pki/scheduler.kubeconfig"
 "$UP/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
-  --leader-elect=false --secure-port=0 >"$D/logs/kube-scheduler.log" 2>&1 &
+  --leader-elect=false --secure-port=0 ${CLUSTER_SCHEDULER_ARGS:-} >"$D/logs/kube-scheduler.log" 2>&1 &
 PIDS+=($!); echo $! >"$D/pids/kube-scheduler"
 K="$D/pki/controller-manager.kubeconfig"
 "$UP/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
