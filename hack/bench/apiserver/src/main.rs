@@ -182,6 +182,10 @@ struct Args {
     /// phase are Running, and again after the scale phase.
     #[arg(long, default_value_t = 30.0)]
     hold_seconds: f64,
+    /// `--cluster-load`: end after the scale phase's hold, the load left in place (no delete
+    /// phase): the peak measured in about half the time.
+    #[arg(long)]
+    no_delete: bool,
     /// `--cluster-load`: seed of the timers' offsets and the scale factors.
     #[arg(long, default_value_t = 1)]
     seed: u64,

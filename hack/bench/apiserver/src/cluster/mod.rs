@@ -477,7 +477,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     );
     println!(
         "cluster-load ({label}): {} Deployments ({} of 250, {} of 30, {} of 5 or fewer) in {namespaces} namespaces, {pods} pods, \
-         each with a ConfigMap, a Secret and a {} Service; {} pods/s; LISTs every {} s; held {} s after creating and after scaling",
+         each with a ConfigMap, a Secret and a {} Service; {} pods/s; LISTs every {} s; held {} s after creating and after scaling{}",
         plan.len(),
         count(250),
         count(30),
@@ -485,7 +485,8 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         if headless { "headless" } else { "ClusterIP" },
         args.pod_churn,
         args.list_interval,
-        args.hold_seconds
+        args.hold_seconds,
+        if args.no_delete { "; no delete phase" } else { "" }
     );
     let mut tasks = Vec::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -585,20 +586,22 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
 
     hold(args.hold_seconds, &mut phases).await;
 
-    let t = Instant::now();
-    let failed = load::delete(&shared, &plan, rate).await;
-    let sent = t.elapsed().as_secs_f64();
-    let (waited, ok) = wait_pods(&shared, timeout, |_, live| live == 0).await;
-    phases.push((
-        "delete",
-        t.elapsed().as_secs_f64(),
-        format!(
-            "{} objects deleted in {sent:.1} s ({failed} failed); pods gone {:.1} s later{}",
-            plan.len() * 4,
-            waited.as_secs_f64(),
-            if ok { "" } else { " (TIMED OUT)" }
-        ),
-    ));
+    if !args.no_delete {
+        let t = Instant::now();
+        let failed = load::delete(&shared, &plan, rate).await;
+        let sent = t.elapsed().as_secs_f64();
+        let (waited, ok) = wait_pods(&shared, timeout, |_, live| live == 0).await;
+        phases.push((
+            "delete",
+            t.elapsed().as_secs_f64(),
+            format!(
+                "{} objects deleted in {sent:.1} s ({failed} failed); pods gone {:.1} s later{}",
+                plan.len() * 4,
+                waited.as_secs_f64(),
+                if ok { "" } else { " (TIMED OUT)" }
+            ),
+        ));
+    }
     let after = metrics(&client).await;
     for t in &tasks {
         t.abort();
