@@ -134,11 +134,14 @@ pub enum Event {
     Deleted,
 }
 
-/// A reflector: LIST `path?query` (timed as `list_class`), then WATCH from the list's
-/// resourceVersion, calling `on` for every item and event; a watch that ends is resumed from
-/// the last resourceVersion seen, one that fails (410 Gone, an error) starts over with a LIST.
-/// Counts the events whose resourceVersion is not above the last one of the same watch.
-/// Runs until aborted.
+/// A reflector, as client-go's: LIST `path?query` (timed as `list_class`), then WATCH from the
+/// list's resourceVersion, calling `on` for every item and event. The first LIST asks for
+/// `resourceVersion=0` (whatever the server's cache holds); each watch asks for a timeout
+/// drawn from [300, 600) s, so watches started together do not all end together; a watch that
+/// ends is resumed from the last resourceVersion seen, one that fails (410 Gone, an error)
+/// starts over with a LIST from that resourceVersion, which the cache serves; only a LIST
+/// refused as expired or too new is made consistent (no resourceVersion). Counts the events
+/// whose resourceVersion is not above the last one of the same watch. Runs until aborted.
 pub async fn reflect(
     shared: &Shared,
     path: &str,
@@ -146,18 +149,31 @@ pub async fn reflect(
     list_class: Class,
     mut on: impl FnMut(Event, &Value),
 ) {
+    let mut rng = Rng::new(query.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    }));
+    let mut list_rv = "0".to_string();
     loop {
+        let url = if list_rv.is_empty() {
+            format!("{path}?{query}")
+        } else {
+            format!("{path}?{query}&resourceVersion={list_rv}")
+        };
         let a = shared
             .stats
-            .call(
-                &shared.client,
-                list_class,
-                get(&format!("{path}?{query}")),
-                &[],
-            )
+            .call(&shared.client, list_class, get(&url), &[])
             .await;
         if !a.ok() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            let expired = a.is(410)
+                || (a.is(504)
+                    && a.json()["details"]["causes"]
+                        .to_string()
+                        .contains("ResourceVersionTooLarge"));
+            if expired {
+                list_rv.clear();
+            } else {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
             continue;
         }
         let list = a.json();
@@ -170,8 +186,9 @@ pub async fn reflect(
         }
         on(Event::Synced, &Value::Null);
         'watch: loop {
+            let timeout = 300 + rng.next() % 300;
             let url = format!(
-                "{path}?{query}&watch=true&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=300"
+                "{path}?{query}&watch=true&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds={timeout}"
             );
             let Ok(events) = shared.client.request_events::<Value>(get(&url)).await else {
                 break 'watch;
@@ -221,6 +238,7 @@ pub async fn reflect(
             }
             // The watch ended (timeoutSeconds): resume from the last resourceVersion.
         }
+        list_rv = rv;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
