@@ -164,11 +164,14 @@ pub async fn reflect(
             .call(&shared.client, list_class, get(&url), &[])
             .await;
         if !a.ok() {
-            let expired = a.is(410)
-                || (a.is(504)
-                    && a.json()["details"]["causes"]
-                        .to_string()
-                        .contains("ResourceVersionTooLarge"));
+            let too_large = || {
+                a.json()["details"]["causes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["reason"] == "ResourceVersionTooLarge")
+            };
+            let expired = a.is(410) || (a.is(504) && too_large());
             if expired {
                 list_rv.clear();
             } else {
