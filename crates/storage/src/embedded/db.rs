@@ -4,7 +4,9 @@
 //! is its revision; a deletion is a tombstone row carrying the last value. The current value of
 //! a key at revision R is its newest row with `id <= R`, unless that row is a tombstone.
 //! `meta` holds the current and compacted revisions, so neither moves backwards when
-//! compaction removes the newest rows.
+//! compaction removes the newest rows, and how far the rows compaction made unreadable have
+//! been removed (`swept`: compaction moves the revision at once and removes the rows a bounded
+//! step per write batch, as etcd compacts in batches, so no write waits for all of them).
 
 use crate::error::{Error, Result};
 use crate::interface::Revision;
@@ -26,7 +28,7 @@ CREATE TABLE IF NOT EXISTS kv (
 CREATE INDEX IF NOT EXISTS kv_name_id ON kv (name, id);
 CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at > 0;
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta (k, v) VALUES ('current', 1), ('compacted', 0);
+INSERT OR IGNORE INTO meta (k, v) VALUES ('current', 1), ('compacted', 0), ('swept', 0);
 ";
 
 // The queries, each prepared once per connection and kept. Written so that SQLite never
@@ -55,6 +57,17 @@ pub(crate) const EXPIRED: &str = "SELECT k.name, k.id, k.value FROM kv k
      WHERE k.expires_at > 0 AND k.expires_at <= ?1 AND k.deleted = 0
        AND k.id = (SELECT MAX(id) FROM kv WHERE name = k.name)";
 pub(crate) const SET_META: &str = "UPDATE meta SET v = ?1 WHERE k = ?2";
+/// The writer's sweep step: the end of the next 1,000 rows after `?1`, at most `?2` (etcd
+/// compacts in batches of 1,000 keys too).
+pub(crate) const SWEEP_END: &str = "SELECT MAX(id) FROM
+     (SELECT id FROM kv WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT 1000)";
+/// The rows that rows in `(?1, ?2]` superseded: every row names the row it follows (its
+/// `prev_revision`), so a step finds them without scanning the keys that did not change.
+pub(crate) const SWEEP_SUPERSEDED: &str = "DELETE FROM kv WHERE id IN
+     (SELECT prev_revision FROM kv WHERE id > ?1 AND id <= ?2 AND prev_revision > 0)";
+/// Tombstones in `(?1, ?2]`: at or below the compacted revision nobody reads them.
+pub(crate) const SWEEP_TOMBSTONES: &str =
+    "DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1";
 pub(crate) const INSERT: &str = "INSERT INTO kv
      (id, name, created, deleted, create_revision, prev_revision, expires_at, value)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
@@ -141,6 +154,55 @@ pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(sql_err)?;
     Ok((current.max(max_id.unwrap_or(0)), compacted))
+}
+
+/// How far superseded rows at or below the compacted revision have been removed.
+pub(crate) fn swept(conn: &Connection) -> Result<Revision> {
+    conn.prepare_cached(META)
+        .and_then(|mut s| s.query_row(["swept"], |r| r.get::<_, i64>(0)))
+        .map_err(sql_err)
+}
+
+/// One sweep step after `swept` towards `compacted`: removes the rows that the next
+/// 1,000 rows superseded and the tombstones among them; returns where it ended.
+/// Rows go in revision order and a row only once its successor (at or below `compacted`)
+/// exists, so every read at or above `compacted` sees the same state before and after a step.
+pub(crate) fn sweep_step(
+    conn: &Connection,
+    swept: Revision,
+    compacted: Revision,
+) -> Result<Revision> {
+    let end: Option<Revision> = conn
+        .prepare_cached(SWEEP_END)
+        .and_then(|mut s| s.query_row(params![swept, compacted], |r| r.get(0)))
+        .map_err(sql_err)?;
+    // Fewer rows than a step left: the sweep reaches the compacted revision.
+    let end = match end {
+        Some(e) if e < compacted => e,
+        _ => compacted,
+    };
+    // In a savepoint of the caller's transaction: a step that fails undoes itself and leaves
+    // the batch's writes to commit.
+    run_cached(conn, "SAVEPOINT sweep")?;
+    let deleted = [SWEEP_SUPERSEDED, SWEEP_TOMBSTONES]
+        .into_iter()
+        .try_for_each(|sql| {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute(params![swept, end]))
+                .map(|_| ())
+                .map_err(sql_err)
+        });
+    match deleted {
+        Ok(()) => {
+            run_cached(conn, "RELEASE sweep")?;
+            Ok(end)
+        }
+        Err(e) => {
+            run_cached(conn, "ROLLBACK TO sweep")?;
+            run_cached(conn, "RELEASE sweep")?;
+            Err(e)
+        }
+    }
 }
 
 /// The newest row of a key at or below `revision`.
@@ -294,9 +356,21 @@ mod tests {
                 .unwrap()
                 .execute(params![20 + i, "current"])
                 .unwrap();
+            sweep_step(&conn, i, 2 + i).unwrap();
         }
         for sql in [
-            META, MAX_ID, LATEST_ROW, RANGE, COUNT, HISTORY, EXPIRED, SET_META, INSERT,
+            META,
+            MAX_ID,
+            LATEST_ROW,
+            RANGE,
+            COUNT,
+            HISTORY,
+            EXPIRED,
+            SET_META,
+            INSERT,
+            SWEEP_END,
+            SWEEP_SUPERSEDED,
+            SWEEP_TOMBSTONES,
         ] {
             let stmt = conn.prepare_cached(sql).unwrap();
             assert_eq!(
@@ -337,5 +411,79 @@ mod tests {
             "{}",
             plan(HISTORY)
         );
+        // A sweep step reads only its own rows, never the keys that did not change.
+        for sql in [SWEEP_END, SWEEP_SUPERSEDED, SWEEP_TOMBSTONES] {
+            assert!(
+                plan(sql).contains("USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)")
+                    && !plan(sql).contains("SCAN kv"),
+                "{sql}: {}",
+                plan(sql)
+            );
+        }
+    }
+
+    /// A sweep in steps removes exactly what the compacted revision made unreadable: every row
+    /// at or below it that a later row at or below it superseded, and its tombstones; rows
+    /// above it stay, as does the newest live row of each key at it.
+    #[test]
+    fn sweep_removes_what_compaction_made_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("db.sqlite"), true).unwrap();
+        // 40 keys over 5,000 revisions: updates, deletions and re-creations, each row naming
+        // the row it follows, as the writer writes them.
+        let mut newest: std::collections::HashMap<String, (i64, bool)> = Default::default();
+        let mut rows = Vec::new();
+        for id in 1..=5000i64 {
+            let key = format!("/k/{}", (id * 7919) % 40);
+            let prev = newest.get(&key).copied();
+            let deleted = prev.is_some_and(|(_, d)| !d) && id % 11 == 0;
+            let created = prev.is_none_or(|(_, d)| d);
+            let prev_id = prev.map_or(0, |(p, _)| p);
+            conn.prepare_cached(INSERT)
+                .unwrap()
+                .execute(params![
+                    id,
+                    key,
+                    created as i64,
+                    deleted as i64,
+                    id,
+                    prev_id,
+                    0,
+                    b"v".as_slice()
+                ])
+                .unwrap();
+            newest.insert(key.clone(), (id, deleted));
+            rows.push((id, key, deleted));
+        }
+        let compacted = 3_456;
+        let expected: std::collections::BTreeSet<i64> = rows
+            .iter()
+            .filter(|(id, key, deleted)| {
+                *id > compacted
+                    || (!deleted
+                        && !rows
+                            .iter()
+                            .any(|(n, k, _)| k == key && n > id && *n <= compacted))
+            })
+            .map(|(id, _, _)| *id)
+            .collect();
+        let mut swept = 0;
+        let mut steps = 0;
+        while swept < compacted {
+            swept = sweep_step(&conn, swept, compacted).unwrap();
+            steps += 1;
+        }
+        assert_eq!(swept, compacted);
+        assert_eq!(steps, 4, "1,000 rows a step");
+        let left: std::collections::BTreeSet<i64> = conn
+            .prepare("SELECT id FROM kv")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(left, expected);
+        // Nothing more to do at the same revision.
+        assert_eq!(sweep_step(&conn, swept, compacted).unwrap(), compacted);
     }
 }

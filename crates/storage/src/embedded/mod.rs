@@ -483,3 +483,103 @@ impl Storage for EmbeddedStorage {
         write(&self.inner, WriteOp::Progress).await.map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+    use super::*;
+    use crate::interface::Storage;
+
+    fn no_validate(_: &Object) -> futures::future::BoxFuture<'static, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Rows in the log of the store in `dir`, and how far its sweep got, read from the file.
+    fn rows_and_swept(dir: &Path) -> (i64, Revision) {
+        let conn = db::open(&dir.join(DB_FILE), false).unwrap();
+        let rows = conn
+            .query_row("SELECT COUNT(*) FROM kv", [], |r| r.get(0))
+            .unwrap();
+        (rows, db::swept(&conn).unwrap())
+    }
+
+    async fn wait_swept(dir: &Path, compacted: Revision) -> i64 {
+        for _ in 0..500 {
+            let (rows, swept) = rows_and_swept(dir);
+            if swept == compacted {
+                return rows;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the sweep did not reach {compacted}");
+    }
+
+    /// Compaction answers at once and removes the history after, in steps, with no write to
+    /// carry them; a sweep a restart interrupted goes on when the store opens again.
+    #[tokio::test]
+    async fn compaction_sweeps_history_in_steps_and_resumes_after_a_restart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let config = || EmbeddedConfig {
+            compaction_interval: None,
+            ..Default::default()
+        };
+        let key = "/pods/ns/p";
+        let s = EmbeddedStorage::open_with(dir, config()).unwrap();
+        s.create(key, crate::testing::pod("ns", "p", &[]), None)
+            .await
+            .unwrap();
+        s.create(
+            "/pods/ns/gone",
+            crate::testing::pod("ns", "gone", &[]),
+            None,
+        )
+        .await
+        .unwrap();
+        s.delete("/pods/ns/gone", None, &no_validate).await.unwrap();
+        let bump = |n: i64| {
+            move |cur: Option<Object>| {
+                Box::pin(async move {
+                    let mut o = cur.unwrap();
+                    o.insert("spec", serde_json::json!({"counter": n}));
+                    Ok(o)
+                }) as futures::future::BoxFuture<'static, Result<Object>>
+            }
+        };
+        for n in 1..=2_500 {
+            s.guaranteed_update(key, None, false, &mut bump(n))
+                .await
+                .unwrap();
+        }
+        let current = s.current_revision().await.unwrap();
+        s.compact(current).await.unwrap();
+        // The key's newest row is all that stays (the deleted key's rows go too).
+        assert_eq!(wait_swept(dir, current).await, 1);
+        assert_eq!(
+            crate::testing::counter(&s.get(key, &Default::default()).await.unwrap().unwrap()),
+            2_500
+        );
+
+        // A compaction recorded but not swept when the store stopped.
+        for n in 1..=1_500 {
+            s.guaranteed_update(key, None, false, &mut bump(n))
+                .await
+                .unwrap();
+        }
+        s.close().await;
+        let compacted = {
+            let conn = db::open(&dir.join(DB_FILE), true).unwrap();
+            let (current, _) = db::revisions(&conn).unwrap();
+            conn.execute(db::SET_META, rusqlite::params![current, "compacted"])
+                .unwrap();
+            current
+        };
+        assert_eq!(rows_and_swept(dir).0, 1_501);
+        let s = EmbeddedStorage::open_with(dir, config()).unwrap();
+        assert_eq!(wait_swept(dir, compacted).await, 1);
+        assert_eq!(
+            crate::testing::counter(&s.get(key, &Default::default()).await.unwrap().unwrap()),
+            1_500
+        );
+    }
+}

@@ -65,6 +65,10 @@ pub(crate) struct Revisions {
 
 const MAX_BATCH: usize = 512;
 const TTL_CHECK: Duration = Duration::from_millis(500);
+/// While a sweep is pending and no write comes, a step runs this often on its own.
+const SWEEP_IDLE: Duration = Duration::from_millis(2);
+/// How long the sweep pauses after a step failed.
+const SWEEP_RETRY: Duration = Duration::from_secs(5);
 
 pub(crate) struct Writer {
     conn: Connection,
@@ -73,6 +77,11 @@ pub(crate) struct Writer {
     codec: crate::transformer::Codec,
     current: Revision,
     compacted: Revision,
+    /// How far the rows compaction made unreadable are removed: behind `compacted` while a
+    /// compaction is being swept, a step per batch ([`db::sweep_step`]).
+    swept: Revision,
+    /// When a sweep step last failed: the sweep pauses a while instead of failing every 2 ms.
+    sweep_failed: Option<Instant>,
     last_ttl_check: Instant,
 }
 
@@ -94,6 +103,8 @@ impl Writer {
         codec: crate::transformer::Codec,
     ) -> Result<Self> {
         let (current, compacted) = db::revisions(&conn)?;
+        // A sweep a restart interrupted goes on from where its last step committed.
+        let swept = db::swept(&conn)?;
         revs.current.store(current, Ordering::SeqCst);
         revs.compacted.store(compacted, Ordering::SeqCst);
         Ok(Writer {
@@ -103,6 +114,8 @@ impl Writer {
             codec,
             current,
             compacted,
+            swept,
+            sweep_failed: None,
             last_ttl_check: Instant::now(),
         })
     }
@@ -110,7 +123,12 @@ impl Writer {
     /// Runs until every sender is gone.
     pub fn run(mut self, rx: Receiver<WriteCmd>) {
         loop {
-            let first = match rx.recv_timeout(TTL_CHECK) {
+            let wait = if self.sweeping() {
+                SWEEP_IDLE
+            } else {
+                TTL_CHECK
+            };
+            let first = match rx.recv_timeout(wait) {
                 Ok(cmd) => Some(cmd),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -131,15 +149,24 @@ impl Writer {
                     tracing::warn!(error = %e, "embedded storage: expiring keys failed");
                 }
             }
-            if !batch.is_empty() {
+            if !batch.is_empty() || self.sweeping() {
                 self.commit_batch(batch);
             }
         }
     }
 
+    /// Whether compaction left rows to remove (and the sweep is not pausing after a failure).
+    fn sweeping(&self) -> bool {
+        self.swept < self.compacted
+            && self
+                .sweep_failed
+                .is_none_or(|at| at.elapsed() >= SWEEP_RETRY)
+    }
+
     fn commit_batch(&mut self, batch: Vec<WriteCmd>) {
         let start_rev = self.current;
         let start_compacted = self.compacted;
+        let start_swept = self.swept;
         let mut results: Vec<(oneshot::Sender<Result<WriteOutcome>>, Applied)> =
             Vec::with_capacity(batch.len());
         let outcome = (|| -> Result<()> {
@@ -161,12 +188,30 @@ impl Writer {
                     .and_then(|mut s| s.execute(params![self.compacted, "compacted"]))
                     .map_err(sql_err)?;
             }
+            // One step of a pending sweep rides on the batch's commit (and its fsync); a step
+            // that fails leaves the batch alone and is tried again with the next.
+            if self.sweeping() {
+                match db::sweep_step(&tx, self.swept, self.compacted) {
+                    Ok(end) => {
+                        self.swept = end;
+                        self.sweep_failed = None;
+                        tx.prepare_cached(db::SET_META)
+                            .and_then(|mut s| s.execute(params![self.swept, "swept"]))
+                            .map_err(sql_err)?;
+                    }
+                    Err(e) => {
+                        self.sweep_failed = Some(Instant::now());
+                        tracing::warn!(error = %e, "embedded storage: compaction sweep failed");
+                    }
+                }
+            }
             tx.commit()
         })();
         if let Err(e) = outcome {
             // Nothing of the batch is durable: undo the in-memory revisions and fail every op.
             self.current = start_rev;
             self.compacted = start_compacted;
+            self.swept = start_swept;
             // Resynchronise with the file in case something else wrote to it.
             if let Ok((current, compacted)) = db::revisions(&self.conn) {
                 self.current = current.max(start_rev);
@@ -395,13 +440,9 @@ fn apply(
             if revision <= *compacted {
                 return Ok((Ok(WriteOutcome::Done), None));
             }
-            // Superseded rows and tombstones at or below the revision go; the newest live row
-            // of each key stays, so reads at `revision` still see everything.
-            tx.execute(
-                "DELETE FROM kv WHERE id <= ?1 AND (deleted = 1 OR EXISTS (SELECT 1 FROM kv n WHERE n.name = kv.name AND n.id > kv.id AND n.id <= ?1))",
-                [revision],
-            )
-            .map_err(sql_err)?;
+            // Reads below the revision are refused from this commit on; the superseded rows
+            // and tombstones at or below it go a step per batch after it (the sweep), and the
+            // newest live row of each key stays, so reads at `revision` still see everything.
             *compacted = revision;
             Ok((Ok(WriteOutcome::Done), None))
         }

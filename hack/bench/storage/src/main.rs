@@ -8,7 +8,8 @@
 //!
 //! `cargo run --release -p kapi-bench-storage -- [--objects 10000] [--concurrency 1,16,64]
 //! [--rounds 5] [--etcd http://127.0.0.1:2379 --etcd-pid <pid>]`; without `--etcd` it starts
-//! its own etcd on free ports.
+//! its own etcd on free ports. `--compaction [--objects N --history H]` instead times the
+//! embedded store's writes while it compacts (`compaction.rs`).
 #![allow(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -16,6 +17,7 @@
     reason = "benchmark driver, never on a request path: a panic is a failed run"
 )]
 
+mod compaction;
 mod creates;
 
 use anyhow::{Context, Result};
@@ -59,6 +61,13 @@ struct Args {
     /// Where the embedded store and the started etcd keep their data (default: a temp dir).
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
+    /// Instead of the tables: how long the embedded store's writes wait while it compacts
+    /// (`--objects` live keys, 2,000 hot keys with `--history` superseded rows each).
+    #[arg(long)]
+    compaction: bool,
+    /// With `--compaction`: superseded rows per hot key.
+    #[arg(long, default_value_t = 30)]
+    history: usize,
 }
 
 /// A ConfigMap-sized object (~600 bytes of JSON).
@@ -254,6 +263,9 @@ async fn main() -> Result<()> {
         .data_dir
         .clone()
         .unwrap_or_else(|| tmp.path().to_path_buf());
+    if args.compaction {
+        return compaction::run(&data, args.objects, args.history).await;
+    }
     let mut _etcd = None;
     let (endpoint, etcd_pid) = match &args.etcd {
         Some(e) => (e.clone(), args.etcd_pid),
