@@ -90,6 +90,30 @@ pub struct Answer {
     pub body: bytes::Bytes,
 }
 
+/// How a request without an answer failed, as the table's `not 2xx` column names it: the
+/// connection closed under a request already sent (an HTTP/1.1 keep-alive connection the
+/// server closed as idle just as it was reused: both ends time idle connections out after
+/// 90 s), the connection reset or failed otherwise, or anything else.
+fn failure_kind(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cause = Some(e);
+    while let Some(err) = cause {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return if h.is_incomplete_message() {
+                "closed"
+            } else if h.is_timeout() {
+                "timeout"
+            } else {
+                "connection"
+            };
+        }
+        if err.downcast_ref::<std::io::Error>().is_some() {
+            return "io";
+        }
+        cause = err.source();
+    }
+    "error"
+}
+
 impl Answer {
     pub fn ok(&self) -> bool {
         self.status.is_some_and(|s| s.is_success())
@@ -124,6 +148,7 @@ impl Stats {
         expected: &[u16],
     ) -> Answer {
         let t = Instant::now();
+        let mut failed = "error";
         let answer = match client.send(req.map(kube::client::Body::from)).await {
             Ok(resp) => {
                 let status = resp.status();
@@ -132,16 +157,22 @@ impl Stats {
                         status: Some(status),
                         body: b.to_bytes(),
                     },
-                    Err(_) => Answer {
-                        status: None,
-                        body: bytes::Bytes::new(),
-                    },
+                    Err(e) => {
+                        failed = failure_kind(&e);
+                        Answer {
+                            status: None,
+                            body: bytes::Bytes::new(),
+                        }
+                    }
                 }
             }
-            Err(_) => Answer {
-                status: None,
-                body: bytes::Bytes::new(),
-            },
+            Err(e) => {
+                failed = failure_kind(&e);
+                Answer {
+                    status: None,
+                    body: bytes::Bytes::new(),
+                }
+            }
         };
         let took = t.elapsed();
         let mut map = self.by_class.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,7 +184,7 @@ impl Stats {
                     *rec.not_ok.entry(s.as_u16().to_string()).or_default() += 1;
                 }
             }
-            None => *rec.not_ok.entry("error".to_string()).or_default() += 1,
+            None => *rec.not_ok.entry(failed.to_string()).or_default() += 1,
         }
         answer
     }
