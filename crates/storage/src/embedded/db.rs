@@ -138,16 +138,18 @@ pub(crate) fn open(path: &Path, writer: bool) -> Result<Connection> {
     Ok(conn)
 }
 
+/// One `meta` value. Every read runs this: the statement is prepared once per connection,
+/// not parsed again.
+fn meta(conn: &Connection, k: &str) -> Result<i64> {
+    conn.prepare_cached(META)
+        .and_then(|mut s| s.query_row([k], |r| r.get::<_, i64>(0)))
+        .map_err(sql_err)
+}
+
 /// Reads the current and compacted revisions.
 pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
-    // Every read runs this: the statements are prepared once per connection, not parsed again.
-    let get = |k: &str| {
-        conn.prepare_cached(META)
-            .and_then(|mut s| s.query_row([k], |r| r.get::<_, i64>(0)))
-            .map_err(sql_err)
-    };
-    let current = get("current")?;
-    let compacted = get("compacted")?;
+    let current = meta(conn, "current")?;
+    let compacted = meta(conn, "compacted")?;
     // Rows are the source of truth if meta ever lagged (it is written in the same transaction).
     let max_id: Option<i64> = conn
         .prepare_cached(MAX_ID)
@@ -158,9 +160,7 @@ pub(crate) fn revisions(conn: &Connection) -> Result<(Revision, Revision)> {
 
 /// How far superseded rows at or below the compacted revision have been removed.
 pub(crate) fn swept(conn: &Connection) -> Result<Revision> {
-    conn.prepare_cached(META)
-        .and_then(|mut s| s.query_row(["swept"], |r| r.get::<_, i64>(0)))
-        .map_err(sql_err)
+    meta(conn, "swept")
 }
 
 /// One sweep step after `swept` towards `compacted`: removes the rows that the next

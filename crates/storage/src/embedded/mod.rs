@@ -489,10 +489,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
     use super::*;
     use crate::interface::Storage;
-
-    fn no_validate(_: &Object) -> futures::future::BoxFuture<'static, Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
+    use crate::testing::no_validate;
 
     /// Rows in the log of the store in `dir`, and how far its sweep got, read from the file.
     fn rows_and_swept(dir: &Path) -> (i64, Revision) {

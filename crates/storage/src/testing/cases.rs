@@ -1,6 +1,6 @@
 //! Cases for reads and writes: create, get, update, delete, list.
 
-use super::{counter, key, pod, rv, with_counter, PREFIX};
+use super::{counter, key, no_validate, pod, rv, with_counter, PREFIX};
 use crate::interface::{DynStorage, GetOptions, ListResult};
 use crate::Error;
 use futures::future::BoxFuture;
@@ -8,10 +8,6 @@ use kapi_machinery::{
     ApiError, FieldSelector, LabelSelector, ListOptions, Object, Preconditions,
     ResourceVersionMatch, StatusReason,
 };
-
-fn no_validate(_: &Object) -> BoxFuture<'static, crate::Result<()>> {
-    Box::pin(async { Ok(()) })
-}
 
 fn api(e: Error) -> ApiError {
     match e {

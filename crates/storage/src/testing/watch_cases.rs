@@ -1,9 +1,10 @@
 //! Cases for watch, bookmarks, TTLs and compaction.
 
-use super::{counter, eventually, key, next_change, next_event, pod, rv, with_counter, PREFIX};
+use super::{
+    counter, eventually, key, next_change, next_event, no_validate, pod, rv, with_counter, PREFIX,
+};
 use crate::interface::{DynStorage, GetOptions, WatchOptions, WatchStream};
 use crate::{Error, CONTINUE_EXPIRED_MESSAGE};
-use futures::future::BoxFuture;
 use kapi_machinery::{
     EventType, LabelSelector, ListOptions, Object, ResourceVersionMatch, StatusReason,
 };
@@ -15,10 +16,6 @@ fn from(revision: i64, recursive: bool) -> WatchOptions {
         recursive,
         ..Default::default()
     }
-}
-
-fn no_validate(_: &Object) -> BoxFuture<'static, crate::Result<()>> {
-    Box::pin(async { Ok(()) })
 }
 
 async fn bump(s: &DynStorage, k: &str) -> Object {

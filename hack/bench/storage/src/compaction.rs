@@ -19,16 +19,17 @@ const HOT: usize = 2_000;
 /// Updates in flight at once.
 const WRITERS: usize = 32;
 
-/// Updates `key`'s data (one superseded row per call).
-async fn update(s: &DynStorage, key: &str, n: usize) -> Result<()> {
+/// Updates the `i`th update's hot key (one superseded row per call).
+async fn update(s: &DynStorage, i: usize) -> Result<()> {
+    let key = format!("/leases/hot/cm-{}", i % HOT);
     let mut f = move |cur: Option<kapi_machinery::Object>| {
         Box::pin(async move {
             let mut o = cur.ok_or_else(|| kapi_storage::Error::Internal("missing key".into()))?;
-            o.insert("data", json!({"n": n.to_string()}));
+            o.insert("data", json!({"n": i.to_string()}));
             Ok(o)
         }) as futures::future::BoxFuture<'static, kapi_storage::Result<_>>
     };
-    s.guaranteed_update(key, None, false, &mut f).await?;
+    s.guaranteed_update(&key, None, false, &mut f).await?;
     Ok(())
 }
 
@@ -43,7 +44,7 @@ async fn update_load(s: DynStorage, stop: Arc<AtomicBool>) -> Result<Vec<Duratio
             let mut i = w;
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
-                update(&s, &format!("/leases/hot/cm-{}", i % HOT), i).await?;
+                update(&s, i).await?;
                 took.push(t.elapsed());
                 i += WRITERS;
             }
@@ -78,7 +79,7 @@ pub async fn run(data: &Path, live: usize, history: usize) -> Result<()> {
         let s = s.clone();
         move |i| {
             let s = s.clone();
-            async move { update(&s, &format!("/leases/hot/cm-{}", i % HOT), i).await }
+            async move { update(&s, i).await }
         }
     })
     .await?;

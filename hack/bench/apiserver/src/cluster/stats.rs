@@ -148,45 +148,39 @@ impl Stats {
         expected: &[u16],
     ) -> Answer {
         let t = Instant::now();
-        let mut failed = "error";
-        let answer = match client.send(req.map(kube::client::Body::from)).await {
+        // The status and body, or how the request failed without an answer.
+        let answered = match client.send(req.map(kube::client::Body::from)).await {
             Ok(resp) => {
                 let status = resp.status();
                 match resp.into_body().collect().await {
-                    Ok(b) => Answer {
-                        status: Some(status),
-                        body: b.to_bytes(),
-                    },
-                    Err(e) => {
-                        failed = failure_kind(&e);
-                        Answer {
-                            status: None,
-                            body: bytes::Bytes::new(),
-                        }
-                    }
+                    Ok(b) => Ok((status, b.to_bytes())),
+                    Err(e) => Err(failure_kind(&e)),
                 }
             }
-            Err(e) => {
-                failed = failure_kind(&e);
+            Err(e) => Err(failure_kind(&e)),
+        };
+        let took = t.elapsed();
+        let mut map = self.by_class.lock().unwrap_or_else(|e| e.into_inner());
+        let rec = map.entry(class).or_default();
+        match answered {
+            Ok((status, body)) => {
+                rec.latencies.push(took);
+                if !status.is_success() && !expected.contains(&status.as_u16()) {
+                    *rec.not_ok.entry(status.as_u16().to_string()).or_default() += 1;
+                }
+                Answer {
+                    status: Some(status),
+                    body,
+                }
+            }
+            Err(kind) => {
+                *rec.not_ok.entry(kind.to_string()).or_default() += 1;
                 Answer {
                     status: None,
                     body: bytes::Bytes::new(),
                 }
             }
-        };
-        let took = t.elapsed();
-        let mut map = self.by_class.lock().unwrap_or_else(|e| e.into_inner());
-        let rec = map.entry(class).or_default();
-        match answer.status {
-            Some(s) => {
-                rec.latencies.push(took);
-                if !s.is_success() && !expected.contains(&s.as_u16()) {
-                    *rec.not_ok.entry(s.as_u16().to_string()).or_default() += 1;
-                }
-            }
-            None => *rec.not_ok.entry(failed.to_string()).or_default() += 1,
         }
-        answer
     }
 
     /// Prints the per-class table beside the server's p99 (when `server` has the class) and
