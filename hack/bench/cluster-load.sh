@@ -16,7 +16,8 @@
 #
 #   hack/bench/cluster-load.sh <kapi-apiserver release binary> [N ...]   (default N: 20)
 #   BENCH_PODS_PER_NODE (default 3; ClusterLoader2's is 30), BENCH_POD_CHURN (pods/s, default
-#   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"), BENCH_DRIVER (default:
+#   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"; reference is upstream's
+#   kube-apiserver, and any other name stops the run), BENCH_DRIVER (default:
 #   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
 #   BENCH_KEEP=1 keeps the run's directory (logs of every component), BENCH_PROFILE=DIR
 #   samples the server in windows of 15 s (`perf record -F 49`) every BENCH_PROFILE_EVERY
@@ -34,12 +35,12 @@ sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(20)
 driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
 [ -x "$driver" ] || { echo "cluster-load: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
 ppn=${BENCH_PODS_PER_NODE:-3} churn=${BENCH_POD_CHURN:-20}
-servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 read -r -a load_args <<<"${BENCH_LOAD_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+bench_servers cluster-load
 bench_dir cluster-load
 
 # profile_windows PID PREFIX EVERY: a 15 s `perf record -F 49` of PID 60 s in and then every

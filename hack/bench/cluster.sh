@@ -20,11 +20,11 @@ bin=$(realpath "$bin")
 shift
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10 40)
 settle=${BENCH_SETTLE:-30} window=${BENCH_WINDOW:-60}
-servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+bench_servers cluster
 bench_dir cluster
 machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
 heartbeats() {

@@ -21,13 +21,13 @@ bin=$(realpath "$bin")
 n=${2:-1000000}
 driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
 [ -x "$driver" ] || { echo "data-scale: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
-servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 concurrency=${BENCH_CONCURRENCY:-16}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 ETCD_EXTRA_ARGS="--quota-backend-bytes=8589934592"
 
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+bench_servers data-scale
 # shellcheck source=hack/reference-pki.sh
 . "$ROOT/hack/reference-pki.sh"
 upstream_or_kapi_only data-scale

@@ -26,12 +26,12 @@ bin=$(realpath "$bin")
 driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
 [ -x "$driver" ] || { echo "fairness: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
 phase=${BENCH_PHASE:-20} settle=${BENCH_SETTLE:-65}
-servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+bench_servers fairness
 # shellcheck source=hack/reference-pki.sh
 . "$ROOT/hack/reference-pki.sh"
 upstream_or_kapi_only fairness

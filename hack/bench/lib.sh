@@ -23,6 +23,21 @@ bench_exit() {
   if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "$bench_name: kept $base"; else rm -rf "$base"; fi
 }
 
+# bench_servers NAME: sets servers from BENCH_SERVERS (default "kapi-embedded kapi-etcd
+# reference"). Only `reference` runs upstream's kube-apiserver; any other name would otherwise
+# fall through to a kapi server and be reported under the wrong label, so an unknown name stops
+# the run.
+bench_servers() {
+  servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
+  local s
+  for s in $servers; do
+    case $s in
+      kapi-embedded | kapi-etcd | reference) ;;
+      *) echo "$1: unknown server '$s' in BENCH_SERVERS (kapi-embedded, kapi-etcd or reference)" >&2; exit 2 ;;
+    esac
+  done
+}
+
 # upstream_or_kapi_only NAME: sets UP to the folder of upstream's binaries (upstream_bin);
 # without a kube-apiserver there, says so in one line and drops reference from the caller's
 # servers.

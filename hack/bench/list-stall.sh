@@ -16,11 +16,11 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 bin=${1:?usage: hack/bench/list-stall.sh <kapi-apiserver binary> [N]}
 bin=$(realpath "$bin")
 n=${2:-30000}
-servers=${BENCH_SERVERS:-kapi-embedded kapi-etcd reference}
 modes=${BENCH_LIST_MODE:-pretty json}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 # shellcheck source=hack/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+bench_servers list-stall
 # shellcheck source=hack/reference-pki.sh
 . "$ROOT/hack/reference-pki.sh"
 upstream_or_kapi_only list-stall

@@ -73,11 +73,21 @@ struct Tracked {
     startup_seen: Vec<f64>,
     /// Pods first seen Running in a relist rather than a watch event (not timed).
     untimed: usize,
+    /// The watch's first event of a pod → the watch saw it bound to a node (the scheduler's
+    /// share, with two watch deliveries), and bound → Running (the node's watch, its status
+    /// patch and the delivery back), seconds: where a start-up tail comes from.
+    to_bound: Vec<f64>,
+    bound_to_running: Vec<f64>,
+    /// (seconds since the watch's first event, start-up seconds) of each timed pod: when in
+    /// the run the slow ones came.
+    timeline: Vec<(f64, f64)>,
+    origin: Option<Instant>,
 }
 
 struct PodSeen {
     created: Option<k8s_openapi::jiff::Timestamp>,
     first_seen: Instant,
+    bound_seen: Option<Instant>,
     running: bool,
     terminating: bool,
     /// `namespace/name` and the resourceVersion of the last event or item seen of it.
@@ -271,9 +281,14 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
                 return;
             }
             let running = pod["status"]["phase"] == "Running";
+            let bound = pod["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+            let origin = *t.origin.get_or_insert_with(Instant::now);
             let seen = t.pods.entry(uid).or_insert_with(|| PodSeen {
                 created: m["creationTimestamp"].as_str().and_then(|c| c.parse().ok()),
                 first_seen: Instant::now(),
+                bound_seen: None,
                 running: false,
                 terminating: false,
                 name: pod_name(m),
@@ -281,6 +296,9 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
             });
             seen.terminating = !m["deletionTimestamp"].is_null();
             seen.resource_version = m["resourceVersion"].as_str().unwrap_or_default().into();
+            if bound && seen.bound_seen.is_none() && ev != Event::Listed {
+                seen.bound_seen = Some(Instant::now());
+            }
             if running && !seen.running {
                 seen.running = true;
                 if ev == Event::Listed {
@@ -292,15 +310,71 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
                             .duration_since(c)
                             .as_secs_f64()
                     });
+                    let split = seen.bound_seen.map(|b| {
+                        (
+                            b.saturating_duration_since(seen.first_seen).as_secs_f64(),
+                            b.elapsed().as_secs_f64(),
+                        )
+                    });
+                    let at = seen.first_seen.duration_since(origin).as_secs_f64();
                     t.startup_seen.push(since_seen);
+                    if let Some((to_bound, to_running)) = split {
+                        t.to_bound.push(to_bound);
+                        t.bound_to_running.push(to_running);
+                    }
                     if let Some(s) = since_created {
                         t.startup.push(s);
+                        t.timeline.push((at, s));
                     }
                 }
             }
         },
     )
     .await;
+}
+
+/// Where the start-up tail comes from: the split between the scheduler's share and the
+/// node's, and the start-up p99 per 300 s of the run (by when the watch first saw the pod).
+fn report_startup_split(t: &Tracked) {
+    let sorted = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (to_bound, to_running) = (sorted(&t.to_bound), sorted(&t.bound_to_running));
+    println!(
+        "pod start-up split ({} pods): first event → seen bound p50 {:.2} s, p99 {:.2} s, max {:.2} s; seen bound → seen Running p50 {:.2} s, p99 {:.2} s, max {:.2} s",
+        to_bound.len(),
+        pct(&to_bound, 0.5),
+        pct(&to_bound, 0.99),
+        to_bound.last().copied().unwrap_or(f64::NAN),
+        pct(&to_running, 0.5),
+        pct(&to_running, 0.99),
+        to_running.last().copied().unwrap_or(f64::NAN),
+    );
+    const WINDOW: u64 = 300;
+    let mut windows: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for &(at, s) in &t.timeline {
+        windows.entry(at as u64 / WINDOW).or_default().push(s);
+    }
+    let line: Vec<String> = windows
+        .into_iter()
+        .map(|(w, v)| {
+            let v = sorted(&v);
+            let over = v.iter().filter(|&&s| s > 5.0).count();
+            format!(
+                "{}–{} s: {} pods, p99 {:.2} s, {over} over 5 s",
+                w.saturating_mul(WINDOW),
+                w.saturating_add(1).saturating_mul(WINDOW),
+                v.len(),
+                pct(&v, 0.99)
+            )
+        })
+        .collect();
+    println!(
+        "pod start-up per 300 s (by the watch's first event of the pod): {}",
+        line.join("; ")
+    );
 }
 
 /// A LIST of pods in a namespace of the load and one across the cluster every `interval`.
@@ -691,6 +765,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         pct(&seen, 0.99),
         t.untimed
     );
+    report_startup_split(&t);
     let events = shared.events.load(Ordering::Relaxed);
     let ooo = shared.out_of_order.load(Ordering::Relaxed);
     println!(
