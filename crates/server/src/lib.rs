@@ -380,7 +380,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         .await;
     }
     let health = health::Health::new(storage.clone(), shutting_down.clone());
-    let apf = flowcontrol::start(&handler, &config, &metrics)?;
+    let object_counts = Arc::new(kapi_flowcontrol::ObjectCountTracker::new());
+    let apf = flowcontrol::start(&handler, &config, &metrics, object_counts.clone())?;
+    let counting =
+        storage_metrics::observe_object_counts(handler.clone(), metrics.clone(), object_counts);
     let api = api::ApiService::new(
         handler.clone(),
         health,
@@ -438,6 +441,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         let _crd_controllers = crd_controllers;
         let _autoregister = autoregister;
         let _apf = apf;
+        let _counting = counting;
         let shutdown = async move {
             // A dropped RunningServer also stops the server.
             let _ = stop_rx.await;

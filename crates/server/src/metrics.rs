@@ -1,7 +1,8 @@
 //! The server's Prometheus metrics, named and labelled as kube-apiserver's so existing
 //! dashboards and queries work: `apiserver_request_total`, `apiserver_request_duration_seconds`,
-//! `apiserver_current_inflight_requests`, `apiserver_dropped_requests_total` and
-//! `etcd_request_duration_seconds` (storage operations, whichever backend is in use).
+//! `apiserver_current_inflight_requests`, `apiserver_dropped_requests_total`,
+//! `apiserver_storage_objects` and `etcd_request_duration_seconds` (storage operations,
+//! whichever backend is in use).
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -31,6 +32,9 @@ pub struct Metrics {
     pub dropped_requests: IntCounterVec,
     pub storage_duration: HistogramVec,
     pub longrunning: IntGaugeVec,
+    /// Objects stored per resource (`pods`, `deployments.apps`) at the last count, -1 where
+    /// the count failed.
+    pub storage_objects: IntGaugeVec,
 }
 
 /// The labels of one served request.
@@ -108,7 +112,15 @@ impl Metrics {
             ),
             &["verb", "group", "version", "resource", "subresource", "scope", "component"],
         )?;
+        let storage_objects = IntGaugeVec::new(
+            Opts::new(
+                "apiserver_storage_objects",
+                "[STABLE] Number of stored objects at the time of last check split by kind.",
+            ),
+            &["resource"],
+        )?;
         registry.register(Box::new(longrunning.clone()))?;
+        registry.register(Box::new(storage_objects.clone()))?;
         registry.register(Box::new(request_total.clone()))?;
         registry.register(Box::new(request_duration.clone()))?;
         registry.register(Box::new(current_inflight.clone()))?;
@@ -125,6 +137,7 @@ impl Metrics {
             dropped_requests,
             storage_duration,
             longrunning,
+            storage_objects,
         }))
     }
 

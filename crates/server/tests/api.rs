@@ -274,6 +274,28 @@ async fn version_health_and_metrics() {
         "no storage create timing in\n{}",
         m.body
     );
+    // Stored objects per resource, counted as the server starts and every minute after, with
+    // upstream's resource names (`configmaps`, `deployments.apps`) and help text.
+    let counted = |resource: &'static str| {
+        move |l: &str| {
+            l.strip_prefix(&format!(
+                r#"apiserver_storage_objects{{resource="{resource}"}} "#
+            ))
+            .and_then(|n| n.parse::<i64>().ok())
+            .is_some_and(|n| n >= 0)
+        }
+    };
+    common::wait_for_metric_line(&t.server, &admin, counted("configmaps")).await;
+    common::wait_for_metric_line(&t.server, &admin, counted("deployments.apps")).await;
+    let m = conn.send("GET", "/metrics", None).await;
+    // events.k8s.io events are the core events' store: counted once, as `events`.
+    assert!(m
+        .body
+        .contains(r#"apiserver_storage_objects{resource="events"} "#));
+    assert!(!m.body.contains(r#"resource="events.events.k8s.io""#));
+    assert!(m.body.contains(
+        "# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n"
+    ));
     // A made-up resource is counted without its name.
     let r = conn
         .send("GET", "/api/v1/namespaces/default/madeupthings", None)

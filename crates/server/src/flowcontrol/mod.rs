@@ -1,26 +1,24 @@
 //! API Priority and Fairness in the server: the `kapi-flowcontrol` controller fed with the
 //! stored FlowSchemas and PriorityLevelConfigurations (a user's object takes effect without a
 //! restart), their `Dangling` conditions written back, the bootstrap objects kept
-//! ([`ensurer`]), object counts for the LIST work estimate, and the debug dumps. The filter
-//! itself is `filters/priority_and_fairness.rs`.
+//! ([`ensurer`]), the LIST work estimate from the object counts `storage_metrics` takes, and
+//! the debug dumps. The filter itself is `filters/priority_and_fairness.rs`.
 
 pub mod ensurer;
 
-use crate::controllers::framework::{inform, served_resources, Event};
+use crate::controllers::framework::{inform, Event};
 use crate::controllers::ops;
 use crate::metrics::Metrics;
 use crate::ServerError;
 use ensurer::Stores;
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use kapi_endpoints::ApiServerHandler;
-use kapi_flowcontrol::estimate::group_resource_key;
 use kapi_flowcontrol::{
     Controller, ControllerConfig, EstimatorGates, FlowSchemaStatusUpdate, ObjectCountTracker,
     WatchTracker, WorkEstimator,
 };
 use kapi_machinery::{ApiError, ListOptions, Object};
 use kapi_registry::rest::{find_subresource, Context, Storage};
-use kapi_registry::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -30,10 +28,6 @@ use tokio::task::JoinHandle;
 const GROUP: &str = kapi_resources::flowcontrol::GROUP;
 /// How often the bootstrap objects are ensured again (upstream's hook: every minute).
 const ENSURE_PERIOD: Duration = Duration::from_secs(60);
-/// How often object counts are taken (`--etcd-count-metric-poll-period`'s default).
-const COUNT_PERIOD: Duration = Duration::from_secs(60);
-/// Counts not refreshed for this long are forgotten (resources no longer served).
-const COUNT_PRUNE_AGE: Duration = Duration::from_secs(3600);
 const RETRY: Duration = Duration::from_secs(1);
 
 /// The running APF controller and the tasks that feed it; they stop when it drops.
@@ -61,6 +55,7 @@ pub fn start(
     handler: &ApiServerHandler,
     config: &crate::ServerConfig,
     metrics: &Metrics,
+    counts: Arc<ObjectCountTracker>,
 ) -> Result<Option<Apf>, ServerError> {
     if !config.enable_priority_and_fairness {
         return Ok(None);
@@ -77,7 +72,6 @@ pub fn start(
         kapi_flowcontrol::Metrics::new(metrics.registry())
             .map_err(|e| ServerError::Config(format!("APF metrics: {e}")))?,
     );
-    let counts = Arc::new(ObjectCountTracker::new());
     let estimator = WorkEstimator::new(
         counts.clone(),
         Arc::new(WatchTracker::new()),
@@ -92,7 +86,6 @@ pub fn start(
         apf_metrics,
     );
     let mut tasks = vec![tokio::spawn(controller.clone().run_borrowing())];
-    tasks.push(tokio::spawn(count_objects(handler.clone(), counts)));
     let stores = (
         find(handler, "prioritylevelconfigurations", ""),
         find(handler, "flowschemas", ""),
@@ -205,28 +198,6 @@ async fn write_condition(status: &dyn Storage, u: FlowSchemaStatusUpdate) -> Res
         },
     )
     .await
-}
-
-/// Every minute, how many objects each served resource has in storage (upstream's stores feed
-/// `StorageObjectCountTracker` the same way, the counts of `apiserver_storage_objects`).
-async fn count_objects(handler: ApiServerHandler, counts: Arc<ObjectCountTracker>) {
-    let mut last_prune = tokio::time::Instant::now();
-    loop {
-        for s in served_resources(&handler.groups()) {
-            let Some(store) = s.as_any().and_then(|a| a.downcast_ref::<Store>()) else {
-                continue;
-            };
-            let info = s.info();
-            if let Ok(n) = store.storage().count(&store.list_prefix("")).await {
-                counts.set(&group_resource_key(&info.group, &info.resource), n);
-            }
-        }
-        if last_prune.elapsed() >= COUNT_PRUNE_AGE {
-            counts.prune(COUNT_PRUNE_AGE);
-            last_prune = tokio::time::Instant::now();
-        }
-        tokio::time::sleep(COUNT_PERIOD).await;
-    }
 }
 
 /// The `/debug/api_priority_and_fairness/*` dumps, for the path if it is one of them.
