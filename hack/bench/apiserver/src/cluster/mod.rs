@@ -336,11 +336,6 @@ async fn measure_pods(shared: Arc<Shared>, listed: tokio::sync::oneshot::Sender<
 /// Where the start-up tail comes from: the split between the scheduler's share and the
 /// node's, and the start-up p99 per 300 s of the run (by when the watch first saw the pod).
 fn report_startup_split(t: &Tracked) {
-    let sorted = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v
-    };
     let (to_bound, to_running) = (sorted(&t.to_bound), sorted(&t.bound_to_running));
     println!(
         "pod start-up split ({} pods): first event → seen bound p50 {:.2} s, p99 {:.2} s, max {:.2} s; seen bound → seen Running p50 {:.2} s, p99 {:.2} s, max {:.2} s",
@@ -526,6 +521,13 @@ async fn hold(seconds: f64, phases: &mut Vec<(&str, f64, String)>) {
         seconds,
         "nothing created or deleted; nodes, LISTs and controllers go on".to_string(),
     ));
+}
+
+/// A sorted copy of `v`, for [`pct`].
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -745,10 +747,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
         );
     }
     let t = shared.tracked.lock().unwrap_or_else(|e| e.into_inner());
-    let mut startup = t.startup.clone();
-    startup.sort_by(f64::total_cmp);
-    let mut seen = t.startup_seen.clone();
-    seen.sort_by(f64::total_cmp);
+    let (startup, seen) = (sorted(&t.startup), sorted(&t.startup_seen));
     let p99 = pct(&startup, 0.99);
     println!();
     println!(
