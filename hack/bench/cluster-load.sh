@@ -12,14 +12,17 @@
 # Prints the generator's own output (per-class latencies, server-side histogram, pod start-up,
 # watch order) and one table line per (server, N): each SLO's worst p99 (client side), pod
 # start-up p50/p99, out-of-order watch events, and the server's (and etcd's) CPU seconds and
-# peak RSS (VmHWM) over the run, from /proc.
+# peak RSS (VmHWM) over the run, from /proc; for a server on etcd, a second table of what it
+# asked of etcd (lib.sh's etcd_work: requests by method, keys and bytes put, watch events, bytes
+# each way, the backend's size).
 #
 #   hack/bench/cluster-load.sh <kapi-apiserver release binary> [N ...]   (default N: 20)
 #   BENCH_PODS_PER_NODE (default 3; ClusterLoader2's is 30), BENCH_POD_CHURN (pods/s, default
 #   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"; reference is upstream's
 #   kube-apiserver, and any other name stops the run), BENCH_DRIVER (default:
 #   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
-#   BENCH_KEEP=1 keeps the run's directory (logs of every component), BENCH_PROFILE=DIR
+#   BENCH_KEEP=1 keeps the run's directory (logs of every component, the server's /metrics at
+#   the end in server-metrics.txt), BENCH_PROFILE=DIR
 #   samples the server in windows of 15 s (`perf record -F 49`) every BENCH_PROFILE_EVERY
 #   seconds (default 300; the first 60 s in) and writes each window's top symbols by self time
 #   to DIR/<server>-<N>-<seconds into the run>.txt (one `perf record` over a whole run kept a
@@ -87,7 +90,14 @@ for n in "${sizes[@]}"; do
     c1=$(cpu_ticks "$server_pid"); e1=0; [ -n "$etcd_pid" ] && e1=$(cpu_ticks "$etcd_pid")
     k1=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
     rss=$(peak_mb "$server_pid"); erss=0; [ -n "$etcd_pid" ] && erss=$(peak_mb "$etcd_pid")
-    echo "$(grep '^summary ' "$dir/driver.out" | tail -1) seconds=$((t1 - t0)) server_cpu=$((c1 - c0)) etcd_cpu=$((e1 - e0)) ctl_cpu=$((k1 - k0)) hz=$HZ server_rss=$rss etcd_rss=$erss" >>"$rows"
+    # The server's own view of the run, kept with the run's directory (BENCH_KEEP=1).
+    kubectl --kubeconfig "$kubeconfig" get --raw /metrics >"$dir/server-metrics.txt" 2>/dev/null || true
+    etcd_words=""
+    if [ -n "$etcd_pid" ]; then
+      etcd_words=$(etcd_work "$ETCD_URL")
+      echo "cluster-load: what $server asked of etcd: $etcd_words"
+    fi
+    echo "$(grep '^summary ' "$dir/driver.out" | tail -1) seconds=$((t1 - t0)) server_cpu=$((c1 - c0)) etcd_cpu=$((e1 - e0)) ctl_cpu=$((k1 - k0)) hz=$HZ server_rss=$rss etcd_rss=$erss $etcd_words" >>"$rows"
     grep -iE 'error|panic' "$dir/cluster/logs/kapi.log" 2>/dev/null | tail -5 | sed "s/^/cluster-load: $server log: /" || true
     stop_all
   done
@@ -108,4 +118,14 @@ for line in open(sys.argv[1]):
     print(f"| {f['label']} | {f['nodes']} | {f['pods']} | {f['mutating_p99_ms']} | {f['read_p99_ms']} | {f['list_ns_p99_ms']} | "
           f"{f['list_cluster_p99_ms']} | {f['startup_p50_s']} / {f['startup_p99_s']} | {f['out_of_order']} | {f['slo']} | {f['seconds']} | "
           f"{cpu('server_cpu')} | {cpu('etcd_cpu') if f['etcd_rss'] != '0' else '–'} | {cpu('ctl_cpu')} | {f.get('generator_cpu_s', '–')} | {f.get('machine_busy_pct', '–')}% | {f['server_rss']} | {f['etcd_rss'] if f['etcd_rss'] != '0' else '–'} |")
+rows = [dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv) for line in open(sys.argv[1])]
+rows = [f for f in rows if "etcd_puts" in f]
+if rows:
+    print()
+    print("What each server asked of its etcd over the run (etcd's /metrics; puts include those inside transactions):")
+    print("| server | nodes | etcd CPU s | Range | Txn | DeleteRange | keys put | MB put | watch events | MB received | MB sent | db MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for f in rows:
+        print(f"| {f['label']} | {f['nodes']} | {int(f['etcd_cpu']) / float(f['hz']):.1f} | {f['etcd_requests_Range']} | {f['etcd_requests_Txn']} | "
+              f"{f['etcd_requests_DeleteRange']} | {f['etcd_puts']} | {f['etcd_put_mb']} | {f['etcd_watch_events']} | {f['etcd_rx_mb']} | {f['etcd_tx_mb']} | {f['etcd_db_mb']} |")
 PY

@@ -66,6 +66,38 @@ start_etcd() {
   wait_until 30 etcd_healthy || { echo "bench: etcd did not start:" >&2; tail -20 "$dir/etcd.log" >&2; return 1; }
 }
 
+# etcd_work URL: what a server asked of the etcd at URL so far, as key=value words from its
+# /metrics: the requests by gRPC method (Range, Txn, Put, DeleteRange, Compact, LeaseGrant;
+# `etcd_requests_<method>`), the keys put and their bytes (puts inside transactions count),
+# the watch events it sent, the bytes received and sent over gRPC, and the backend's size.
+# Two servers doing the same cluster's work are compared by these, beside etcd's CPU.
+etcd_work() {
+  curl -s "$1/metrics" 2>/dev/null | python3 -c '
+import re, sys
+metric, by_method = {}, {}
+for line in sys.stdin:
+    if line.startswith("#"):
+        continue
+    name, _, value = line.rpartition(" ")
+    method = re.search(r"^grpc_server_handled_total.*grpc_method=.([A-Za-z]+)", name)
+    if method:
+        by_method[method[1]] = by_method.get(method[1], 0) + float(value)
+    else:
+        metric[name] = float(value)
+count = lambda name: "%.0f" % metric.get(name, 0)
+mb = lambda name: "%.1f" % (metric.get(name, 0) / 1e6)
+words = ["etcd_puts=" + count("etcd_debugging_mvcc_put_total"),
+         "etcd_put_mb=" + mb("etcd_debugging_mvcc_total_put_size_in_bytes"),
+         "etcd_watch_events=" + count("etcd_debugging_mvcc_events_total"),
+         "etcd_rx_mb=" + mb("etcd_network_client_grpc_received_bytes_total"),
+         "etcd_tx_mb=" + mb("etcd_network_client_grpc_sent_bytes_total"),
+         "etcd_db_mb=" + mb("etcd_mvcc_db_total_size_in_bytes")]
+for method in ("Range", "Txn", "Put", "DeleteRange", "Compact", "LeaseGrant"):
+    words.append("etcd_requests_%s=%.0f" % (method, by_method.get(method, 0)))
+print(" ".join(words))
+'
+}
+
 # start_server SERVER DIR PORT ETCD_URL: starts kapi (the caller's $bin, its data in DIR/data,
 # on etcd when ETCD_URL is set) or, for SERVER=reference, kube-apiserver with the certificates
 # reference_pki made in DIR/pki (the caller sources hack/reference-pki.sh), in the background,
