@@ -13,8 +13,8 @@
 # watch order) and one table line per (server, N): each SLO's worst p99 (client side), pod
 # start-up p50/p99, out-of-order watch events, and the server's (and etcd's) CPU seconds and
 # peak RSS (VmHWM) over the run, from /proc; for a server on etcd, a second table of what it
-# asked of etcd (lib.sh's etcd_work: requests by method, keys and bytes put, watch events, bytes
-# each way, the backend's size).
+# asked of etcd and how etcd fared (lib.sh's etcd_work: requests by method, keys and bytes put,
+# watch events, bytes each way, the backend's size, slow applies, compaction, fsync and commit).
 #
 #   hack/bench/cluster-load.sh <kapi-apiserver release binary> [N ...]   (default N: 20)
 #   BENCH_PODS_PER_NODE (default 3; ClusterLoader2's is 30), BENCH_POD_CHURN (pods/s, default
@@ -123,9 +123,10 @@ rows = [f for f in rows if "etcd_puts" in f]
 if rows:
     print()
     print("What each server asked of its etcd over the run (etcd's /metrics; puts include those inside transactions):")
-    print("| server | nodes | etcd CPU s | Range | Txn | DeleteRange | keys put | MB put | watch events | MB received | MB sent | db MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| server | nodes | etcd CPU s | Range | Txn | DeleteRange | keys put | MB put | watch events | MB received | MB sent | db MB | applies over 100 ms | compacting s | WAL fsync mean ms | backend commit mean ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for f in rows:
         print(f"| {f['label']} | {f['nodes']} | {int(f['etcd_cpu']) / float(f['hz']):.1f} | {f['etcd_requests_Range']} | {f['etcd_requests_Txn']} | "
-              f"{f['etcd_requests_DeleteRange']} | {f['etcd_puts']} | {f['etcd_put_mb']} | {f['etcd_watch_events']} | {f['etcd_rx_mb']} | {f['etcd_tx_mb']} | {f['etcd_db_mb']} |")
+              f"{f['etcd_requests_DeleteRange']} | {f['etcd_puts']} | {f['etcd_put_mb']} | {f['etcd_watch_events']} | {f['etcd_rx_mb']} | {f['etcd_tx_mb']} | {f['etcd_db_mb']} | "
+              f"{f.get('etcd_slow_applies', '–')} | {f.get('etcd_compaction_s', '–')} | {f.get('etcd_fsync_ms', '–')} | {f.get('etcd_commit_ms', '–')} |")
 PY

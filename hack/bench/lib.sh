@@ -69,7 +69,9 @@ start_etcd() {
 # etcd_work URL: what a server asked of the etcd at URL so far, as key=value words from its
 # /metrics: the requests by gRPC method (Range, Txn, Put, DeleteRange, Compact, LeaseGrant;
 # `etcd_requests_<method>`), the keys put and their bytes (puts inside transactions count),
-# the watch events it sent, the bytes received and sent over gRPC, and the backend's size.
+# the watch events it sent, the bytes received and sent over gRPC, the backend's size, and
+# how etcd fared: applies over 100 ms, time spent compacting, the mean WAL fsync and backend
+# commit.
 # Two servers doing the same cluster's work are compared by these, beside etcd's CPU.
 etcd_work() {
   curl -s "$1/metrics" 2>/dev/null | python3 -c '
@@ -91,7 +93,12 @@ words = ["etcd_puts=" + count("etcd_debugging_mvcc_put_total"),
          "etcd_watch_events=" + count("etcd_debugging_mvcc_events_total"),
          "etcd_rx_mb=" + mb("etcd_network_client_grpc_received_bytes_total"),
          "etcd_tx_mb=" + mb("etcd_network_client_grpc_sent_bytes_total"),
-         "etcd_db_mb=" + mb("etcd_mvcc_db_total_size_in_bytes")]
+         "etcd_db_mb=" + mb("etcd_mvcc_db_total_size_in_bytes"),
+         "etcd_slow_applies=" + count("etcd_server_slow_apply_total"),
+         "etcd_compaction_s=%.1f" % (metric.get("etcd_debugging_mvcc_db_compaction_total_duration_milliseconds_sum", 0) / 1e3)]
+mean_ms = lambda name: "%.2f" % (1e3 * metric.get(name + "_sum", 0) / max(metric.get(name + "_count", 0), 1))
+words += ["etcd_fsync_ms=" + mean_ms("etcd_disk_wal_fsync_duration_seconds"),
+          "etcd_commit_ms=" + mean_ms("etcd_disk_backend_commit_duration_seconds")]
 for method in ("Range", "Txn", "Put", "DeleteRange", "Compact", "LeaseGrant"):
     words.append("etcd_requests_%s=%.0f" % (method, by_method.get(method, 0)))
 print(" ".join(words))

@@ -349,13 +349,16 @@ impl kapi_storage::Storage for AnswerLost {
     ) -> kapi_storage::Result<Object> {
         self.0.update(key, update).await
     }
-    async fn delete(
+    async fn delete_from(
         &self,
         key: &str,
         preconditions: Option<&kapi_machinery::Preconditions>,
         validate: &kapi_storage::ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> kapi_storage::Result<Object> {
-        self.0.delete(key, preconditions, validate).await
+        self.0
+            .delete_from(key, preconditions, validate, cached)
+            .await
     }
     async fn watch(
         &self,

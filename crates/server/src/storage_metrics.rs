@@ -87,14 +87,18 @@ impl Storage for MeteredStorage {
         r
     }
 
-    async fn delete(
+    async fn delete_from(
         &self,
         key: &str,
         preconditions: Option<&Preconditions>,
         validate: &ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> Result<Object> {
         let start = Instant::now();
-        let r = self.inner.delete(key, preconditions, validate).await;
+        let r = self
+            .inner
+            .delete_from(key, preconditions, validate, cached)
+            .await;
         self.observe("delete", key, start);
         r
     }

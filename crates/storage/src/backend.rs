@@ -1,10 +1,11 @@
 //! What the two backends (etcd and the embedded store) do alike around their own reads and
 //! writes: the stored form carries no `resourceVersion`, a point read answers the same way, and
-//! an update decides each attempt the same way, from a read or from the watch cache's copy.
+//! an update or a delete decides each attempt the same way, from a read or from the watch
+//! cache's copy.
 
 use crate::error::{too_large_resource_version, Error, Result};
-use crate::interface::{GetOptions, GuaranteedUpdate, Revision};
-use kapi_machinery::Object;
+use crate::interface::{GetOptions, GuaranteedUpdate, Revision, ValidateDeleteFn};
+use kapi_machinery::{Object, Preconditions};
 
 /// The object as stored: its `resourceVersion` is the key's revision, never part of the value.
 pub(crate) fn strip_revision(mut obj: Object) -> Object {
@@ -54,10 +55,42 @@ pub(crate) fn get_answer(
 /// The watch cache's copy an update may start from, with its revision (none if it carries
 /// none it can be compared at).
 pub(crate) fn cached_copy(u: &mut GuaranteedUpdate<'_, '_>) -> Option<(Object, Revision)> {
-    u.cached.take().and_then(|obj| {
-        let rev = obj.resource_version().parse::<Revision>().ok()?;
-        Some((obj, rev))
-    })
+    u.cached.take().and_then(with_its_revision)
+}
+
+/// A watch cache's copy with the revision it was read at (none if it carries none).
+pub(crate) fn with_its_revision(obj: Object) -> Option<(Object, Revision)> {
+    let rev = obj.resource_version().parse::<Revision>().ok()?;
+    Some((obj, rev))
+}
+
+/// The state a delete decides on: the watch cache's copy, or what a read of the key found.
+pub(crate) struct DeleteState {
+    pub object: Object,
+    pub revision: Revision,
+    /// Read from the store just now, not the cache's copy.
+    pub read: bool,
+}
+
+/// Whether a delete may go ahead on `state`: its preconditions (errors name `error_key`) and
+/// `validate` pass. `Ok(false)` when one refused the cache's copy, which may only be stale:
+/// the caller reads the key and asks again (upstream's conditionalDelete); on a read, the
+/// refusal is the answer.
+pub(crate) async fn delete_allowed(
+    state: &DeleteState,
+    error_key: &str,
+    preconditions: Option<&Preconditions>,
+    validate: &ValidateDeleteFn<'_>,
+) -> Result<bool> {
+    let checked = match crate::error::check_preconditions(preconditions, error_key, &state.object) {
+        Ok(()) => validate(&state.object).await,
+        Err(e) => Err(e),
+    };
+    match checked {
+        Ok(()) => Ok(true),
+        Err(_) if !state.read => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// What one attempt of an update does next.

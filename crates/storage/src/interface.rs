@@ -173,8 +173,8 @@ pub trait Storage: Send + Sync + 'static {
         self.update(key, update).await
     }
 
-    /// Whether [`Storage::update`] starts from [`GuaranteedUpdate::cached`] when given one;
-    /// a watch cache over a store that does not decodes no copy for it.
+    /// Whether [`Storage::update`] and [`Storage::delete_from`] start from the watch cache's
+    /// copy when given one; a watch cache over a store that does not decodes no copy for it.
     fn starts_from_cached_copy(&self) -> bool {
         false
     }
@@ -188,6 +188,22 @@ pub trait Storage: Send + Sync + 'static {
         key: &str,
         preconditions: Option<&Preconditions>,
         validate: &ValidateDeleteFn<'_>,
+    ) -> Result<Object> {
+        self.delete_from(key, preconditions, validate, None).await
+    }
+
+    /// What a store implements for [`Storage::delete`]: `cached` is the object as a watch
+    /// cache holds it (with its `resourceVersion`), perhaps stale, which a store that
+    /// [`Storage::starts_from_cached_copy`] checks and deletes at its revision instead of
+    /// reading the key first (upstream's `cachedExistingObject` for deletes). The
+    /// compare-and-delete catches a stale copy, and a precondition or validation that refuses
+    /// the copy is checked again on a read of the key.
+    async fn delete_from(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: &ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> Result<Object>;
 
     /// Watches a key or prefix.

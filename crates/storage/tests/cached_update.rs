@@ -1,8 +1,9 @@
-//! An update that starts from a watch cache's copy of the object (`GuaranteedUpdate::cached`)
-//! ends as one that read the key, on both backends: a stale copy loses the compare-and-swap
-//! and the update runs again on the stored state; a precondition, an error or "no change"
-//! decided on the copy alone is decided again on a read; a current copy is written without a
-//! read (on etcd: one range fewer, and the key keeps its lease).
+//! An update or a delete that starts from a watch cache's copy of the object
+//! (`GuaranteedUpdate::cached`, `Storage::delete_from`) ends as one that read the key, on both
+//! backends: a stale copy loses the compare-and-swap and the write runs again on the stored
+//! state; a precondition, an error, a refused validation or "no change" decided on the copy
+//! alone is decided again on a read; a current copy is written or deleted without a read (on
+//! etcd: one range fewer, and an updated key keeps its lease).
 
 use futures::future::BoxFuture;
 use kapi_machinery::{Object, Preconditions};
@@ -257,4 +258,135 @@ async fn on_etcd_a_current_copy_saves_the_read_and_keeps_the_lease() {
     );
     assert!(rv(&from_copy) > rv(&created));
     assert_eq!(lease_of().await, lease, "the key kept its lease");
+}
+
+/// Deletes the test's pod from `cached`, recording the counters `validate` was handed;
+/// `refuse` is a counter validation turns down.
+async fn delete_from(
+    store: &DynStorage,
+    cached: Option<Object>,
+    preconditions: Option<&Preconditions>,
+    refuse: Option<i64>,
+) -> (kapi_storage::Result<Object>, Vec<i64>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let validate = {
+        let seen = seen.clone();
+        move |cur: &Object| -> BoxFuture<'static, kapi_storage::Result<()>> {
+            let n = counter(cur);
+            seen.lock().unwrap().push(n);
+            Box::pin(async move {
+                match refuse {
+                    Some(r) if r == n => Err(Error::Internal("refused".into())),
+                    _ => Ok(()),
+                }
+            })
+        }
+    };
+    let result = store
+        .delete_from(&key("a", "p"), preconditions, &validate, cached)
+        .await;
+    let seen = seen.lock().unwrap().clone();
+    (result, seen)
+}
+
+/// Whether the test's pod is stored.
+async fn stored(store: &DynStorage) -> bool {
+    let opts = kapi_storage::GetOptions {
+        ignore_not_found: true,
+        ..Default::default()
+    };
+    store.get(&key("a", "p"), &opts).await.unwrap().is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_from_a_stale_copy_deletes_the_stored_state() {
+    for f in backends().await {
+        let (stale, current) = stale_and_current(&f.store).await;
+        let (result, seen) = delete_from(&f.store, Some(stale), None, None).await;
+        let deleted = result.unwrap();
+        assert_eq!(seen, [0, 1], "the copy first, then the stored state");
+        assert_eq!(counter(&deleted), 1, "the deleted object is the stored one");
+        assert!(rv(&deleted) > rv(&current));
+        assert!(!stored(&f.store).await);
+
+        // A current copy: one check, the same answer as without a copy.
+        let (_, current) = stale_and_current(&f.store).await;
+        let (result, seen) = delete_from(&f.store, Some(current), None, None).await;
+        assert_eq!(seen, [1]);
+        assert_eq!(counter(&result.unwrap()), 1);
+
+        // The copy of a key no longer stored: NotFound, as without a copy.
+        let (stale, _) = stale_and_current(&f.store).await;
+        f.store
+            .delete(&key("a", "p"), None, &|_| Box::pin(async { Ok(()) }))
+            .await
+            .unwrap();
+        let (result, _) = delete_from(&f.store, Some(stale), None, None).await;
+        assert!(matches!(result, Err(Error::NotFound { .. })), "{result:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_precondition_or_a_validation_refusing_a_stale_copy_is_decided_again_on_a_read() {
+    for f in backends().await {
+        // The precondition names the stored revision: the copy fails it, the stored state
+        // passes.
+        let (stale, current) = stale_and_current(&f.store).await;
+        let preconditions = Preconditions {
+            uid: None,
+            resource_version: Some(current.resource_version().to_string()),
+        };
+        let (result, seen) = delete_from(&f.store, Some(stale), Some(&preconditions), None).await;
+        assert_eq!(seen, [1], "validation never ran on the copy");
+        assert_eq!(counter(&result.unwrap()), 1);
+
+        // A validation that refuses what it sees in the copy passes the stored state.
+        let (stale, _) = stale_and_current(&f.store).await;
+        let (result, seen) = delete_from(&f.store, Some(stale), None, Some(0)).await;
+        assert_eq!(seen, [0, 1]);
+        assert_eq!(counter(&result.unwrap()), 1);
+
+        // A precondition or a validation the stored state fails too is the caller's answer,
+        // and the key stays.
+        let (stale, _) = stale_and_current(&f.store).await;
+        let wrong = Preconditions {
+            uid: Some("another".into()),
+            resource_version: None,
+        };
+        let (result, seen) = delete_from(&f.store, Some(stale.clone()), Some(&wrong), None).await;
+        assert!(matches!(result, Err(Error::Conflict { .. })), "{result:?}");
+        assert!(seen.is_empty());
+        let (result, seen) = delete_from(&f.store, Some(stale), None, Some(1)).await;
+        assert!(matches!(result, Err(Error::Internal(_))), "{result:?}");
+        assert_eq!(seen, [0, 1]);
+        assert!(stored(&f.store).await);
+    }
+}
+
+/// On etcd, a delete from a current copy reads nothing before its transaction: one range
+/// fewer than a delete without it.
+#[cfg(feature = "etcd")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd_a_delete_from_a_current_copy_saves_the_read() {
+    let f = etcd_fixture().await;
+    let etcd = f.etcd.as_ref().unwrap();
+    let ranges = || etcd.metric("etcd_mvcc_range_total") as u64;
+
+    stale_and_current(&f.store).await;
+    let before = ranges();
+    let (result, _) = delete_from(&f.store, None, None, None).await;
+    result.unwrap();
+    let read_ranges = ranges() - before;
+
+    let (_, current) = stale_and_current(&f.store).await;
+    let before = ranges();
+    let (result, seen) = delete_from(&f.store, Some(current), None, None).await;
+    let copy_ranges = ranges() - before;
+    assert_eq!(seen, [1], "one check, on the copy");
+    assert_eq!(counter(&result.unwrap()), 1);
+    assert_eq!(
+        copy_ranges + 1,
+        read_ranges,
+        "one range fewer than with a read first"
+    );
 }

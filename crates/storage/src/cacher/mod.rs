@@ -686,15 +686,21 @@ impl Storage for Cacher {
         self.shared.backend.update(key, update).await
     }
 
-    async fn delete(
+    async fn delete_from(
         &self,
         key: &str,
         preconditions: Option<&Preconditions>,
         validate: &ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> Result<Object> {
+        // As for updates: upstream's cacher hands its object to the store's delete.
+        let cached = match cached {
+            None if self.shared.backend.starts_from_cached_copy() => self.shared.cached_object(key),
+            given => given,
+        };
         self.shared
             .backend
-            .delete(key, preconditions, validate)
+            .delete_from(key, preconditions, validate, cached)
             .await
     }
 

@@ -11,7 +11,9 @@ pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
-use crate::backend::{get_answer, strip_revision, UpdateStep};
+use crate::backend::{
+    delete_allowed, get_answer, strip_revision, with_its_revision, DeleteState, UpdateStep,
+};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{with_revision, Change};
 use crate::interface::{
@@ -415,30 +417,43 @@ impl Storage for EmbeddedStorage {
         }
     }
 
-    async fn delete(
+    async fn delete_from(
         &self,
         key: &str,
         preconditions: Option<&Preconditions>,
         validate: &ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> Result<Object> {
+        // The watch cache's copy saves the read of the key (on the blocking pool), as for
+        // updates; the writer's revision check catches a stale one.
+        let mut cached = cached.and_then(with_its_revision);
         loop {
-            let (current, _) = self.inner.latest(key).await?;
-            let Some((cur, rev, _)) = current else {
-                return Err(Error::NotFound { key: key.into() });
-            };
-            crate::error::check_preconditions(preconditions, key, &cur)?;
-            validate(&cur).await?;
-            match write(
-                &self.inner,
-                WriteOp::Delete {
-                    key: key.into(),
-                    expected: rev,
-                    prev: Arc::new(cur.clone()),
+            let state = match cached.take() {
+                Some((object, revision)) => DeleteState {
+                    object,
+                    revision,
+                    read: false,
                 },
-            )
-            .await
-            {
-                Ok(outcome) => return Ok(with_revision(cur, written(outcome)?)),
+                None => match self.inner.latest(key).await?.0 {
+                    Some((object, revision, _)) => DeleteState {
+                        object,
+                        revision,
+                        read: true,
+                    },
+                    None => return Err(Error::NotFound { key: key.into() }),
+                },
+            };
+            if !delete_allowed(&state, key, preconditions, validate).await? {
+                continue;
+            }
+            let op = WriteOp::Delete {
+                key: key.into(),
+                expected: state.revision,
+                prev: Arc::new(state.object.clone()),
+            };
+            match write(&self.inner, op).await {
+                Ok(outcome) => return Ok(with_revision(state.object, written(outcome)?)),
+                // A stale copy, or a write in between: decide again on a read.
                 Err(Error::Conflict { .. }) => continue,
                 Err(e) => return Err(e),
             }

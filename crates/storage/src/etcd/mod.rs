@@ -10,7 +10,9 @@ mod members;
 mod ttl;
 mod watch;
 
-use crate::backend::{get_answer, strip_revision, UpdateStep};
+use crate::backend::{
+    delete_allowed, get_answer, strip_revision, with_its_revision, DeleteState, UpdateStep,
+};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{prefix_end, with_revision};
 use crate::interface::{
@@ -631,26 +633,47 @@ impl Storage for EtcdStorage {
         }
     }
 
-    async fn delete(
+    async fn delete_from(
         &self,
         key: &str,
         preconditions: Option<&Preconditions>,
         validate: &ValidateDeleteFn<'_>,
+        cached: Option<Object>,
     ) -> Result<Object> {
+        // The watch cache's copy saves the read of the key before the transaction, as for
+        // updates; the transaction's revision guard catches a stale one and returns the key.
         let full = self.full(key);
-        let mut current = self.get_kv(key).await?.0;
+        let read_state = |kv: Option<KeyValue>| -> Result<Option<DeleteState>> {
+            kv.map(|kv| {
+                Ok(DeleteState {
+                    object: decode_kv(self, &kv)?,
+                    revision: kv.mod_revision(),
+                    read: true,
+                })
+            })
+            .transpose()
+        };
+        let mut current = match cached.and_then(with_its_revision) {
+            Some((object, revision)) => Some(DeleteState {
+                object,
+                revision,
+                read: false,
+            }),
+            None => read_state(self.get_kv(key).await?.0)?,
+        };
         loop {
-            let Some(kv) = current.take() else {
+            let Some(state) = current.take() else {
                 return Err(Error::NotFound { key: key.into() });
             };
-            let cur = decode_kv(self, &kv)?;
-            crate::error::check_preconditions(preconditions, &self.full(key), &cur)?;
-            validate(&cur).await?;
+            if !delete_allowed(&state, &full, preconditions, validate).await? {
+                current = read_state(self.get_kv(key).await?.0)?;
+                continue;
+            }
             let txn = Txn::new()
                 .when([Compare::mod_revision(
                     full.clone(),
                     CompareOp::Equal,
-                    kv.mod_revision(),
+                    state.revision,
                 )])
                 .and_then([TxnOp::delete(full.clone(), None)])
                 .or_else([TxnOp::get(full.clone(), None)]);
@@ -658,11 +681,11 @@ impl Storage for EtcdStorage {
             let resp = self.call_plain("txn", client.txn(txn)).await?;
             if resp.succeeded() {
                 return Ok(with_revision(
-                    cur,
+                    state.object,
                     resp.header().map_or(0, |h| h.revision()),
                 ));
             }
-            current = first_kv(&resp.op_responses());
+            current = read_state(first_kv(&resp.op_responses()))?;
         }
     }
 
