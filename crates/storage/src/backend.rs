@@ -72,6 +72,19 @@ pub(crate) struct DeleteState {
     pub read: bool,
 }
 
+impl DeleteState {
+    /// The watch cache's copy as a delete's first state (none without a copy, or one without
+    /// a revision).
+    pub fn from_copy(cached: Option<Object>) -> Option<DeleteState> {
+        let (object, revision) = cached.and_then(with_its_revision)?;
+        Some(DeleteState {
+            object,
+            revision,
+            read: false,
+        })
+    }
+}
+
 /// Whether a delete may go ahead on `state`: its preconditions (errors name `error_key`) and
 /// `validate` pass. `Ok(false)` when one refused the cache's copy, which may only be stale:
 /// the caller reads the key and asks again (upstream's conditionalDelete); on a read, the

@@ -194,6 +194,17 @@ enum OneKey {
 }
 
 impl Shared {
+    /// The copy an update or a delete of `key` hands the backend: the caller's, else the
+    /// cache's own, so the backend may start from it instead of reading the key (upstream's
+    /// cacher hands its object to GuaranteedUpdate and Delete the same way); decoded only for
+    /// a backend that does.
+    fn copy_for_backend(&self, key: &str, given: Option<Object>) -> Option<Object> {
+        match given {
+            None if self.backend.starts_from_cached_copy() => self.cached_object(key),
+            given => given,
+        }
+    }
+
     /// The object of `key` as the cache holds it, decoded (outside the lock), if it holds one.
     fn cached_object(&self, key: &str) -> Option<Object> {
         let item = {
@@ -677,12 +688,7 @@ impl Storage for Cacher {
         key: &str,
         mut update: crate::GuaranteedUpdate<'_, '_>,
     ) -> Result<Object> {
-        // The backend may start from the cache's copy instead of reading the key (upstream's
-        // cacher hands its object to the store's GuaranteedUpdate the same way); decoded only
-        // for a backend that does.
-        if update.cached.is_none() && self.shared.backend.starts_from_cached_copy() {
-            update.cached = self.shared.cached_object(key);
-        }
+        update.cached = self.shared.copy_for_backend(key, update.cached.take());
         self.shared.backend.update(key, update).await
     }
 
@@ -693,11 +699,7 @@ impl Storage for Cacher {
         validate: &ValidateDeleteFn<'_>,
         cached: Option<Object>,
     ) -> Result<Object> {
-        // As for updates: upstream's cacher hands its object to the store's delete.
-        let cached = match cached {
-            None if self.shared.backend.starts_from_cached_copy() => self.shared.cached_object(key),
-            given => given,
-        };
+        let cached = self.shared.copy_for_backend(key, cached);
         self.shared
             .backend
             .delete_from(key, preconditions, validate, cached)

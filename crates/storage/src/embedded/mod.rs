@@ -11,9 +11,7 @@ pub use lock::{private_dir, tighten, LOCK_FILE};
 mod watch;
 mod writer;
 
-use crate::backend::{
-    delete_allowed, get_answer, strip_revision, with_its_revision, DeleteState, UpdateStep,
-};
+use crate::backend::{delete_allowed, get_answer, strip_revision, DeleteState, UpdateStep};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{with_revision, Change};
 use crate::interface::{
@@ -426,14 +424,10 @@ impl Storage for EmbeddedStorage {
     ) -> Result<Object> {
         // The watch cache's copy saves the read of the key (on the blocking pool), as for
         // updates; the writer's revision check catches a stale one.
-        let mut cached = cached.and_then(with_its_revision);
+        let mut copy = DeleteState::from_copy(cached);
         loop {
-            let state = match cached.take() {
-                Some((object, revision)) => DeleteState {
-                    object,
-                    revision,
-                    read: false,
-                },
+            let state = match copy.take() {
+                Some(copy) => copy,
                 None => match self.inner.latest(key).await?.0 {
                     Some((object, revision, _)) => DeleteState {
                         object,

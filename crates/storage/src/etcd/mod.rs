@@ -10,9 +10,7 @@ mod members;
 mod ttl;
 mod watch;
 
-use crate::backend::{
-    delete_allowed, get_answer, strip_revision, with_its_revision, DeleteState, UpdateStep,
-};
+use crate::backend::{delete_allowed, get_answer, strip_revision, DeleteState, UpdateStep};
 use crate::error::{too_large_resource_version, Error, Result};
 use crate::events::{prefix_end, with_revision};
 use crate::interface::{
@@ -653,12 +651,8 @@ impl Storage for EtcdStorage {
             })
             .transpose()
         };
-        let mut current = match cached.and_then(with_its_revision) {
-            Some((object, revision)) => Some(DeleteState {
-                object,
-                revision,
-                read: false,
-            }),
+        let mut current = match DeleteState::from_copy(cached) {
+            Some(copy) => Some(copy),
             None => read_state(self.get_kv(key).await?.0)?,
         };
         loop {
