@@ -26,7 +26,10 @@
 #   samples the server in windows of 15 s (`perf record -F 49`) every BENCH_PROFILE_EVERY
 #   seconds (default 300; the first 60 s in) and writes each window's top symbols by self time
 #   to DIR/<server>-<N>-<seconds into the run>.txt (one `perf record` over a whole run kept a
-#   core of this machine busy by itself); upstream binaries as
+#   core of this machine busy by itself); BENCH_PROFILE_CALLERS=1 also records each window's
+#   call stacks (`--call-graph dwarf`) and keeps its perf.data beside the .txt, for
+#   `perf report -i <file> --no-children --stdio -S <symbol> -G` after the run (callers of a
+#   hot symbol; unwinding is left until then so the run is not disturbed); upstream binaries as
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
 # pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
@@ -49,14 +52,19 @@ bench_dir cluster-load
 # profile_windows PID PREFIX EVERY: a 15 s `perf record -F 49` of PID 60 s in and then every
 # EVERY seconds, each window's top symbols by self time in PREFIX-<seconds into the run>.txt.
 profile_windows() {
-  local pid=$1 prefix=$2 every=$3 start=$SECONDS at
+  local pid=$1 prefix=$2 every=$3 start=$SECONDS at stacks=()
+  [ -n "${BENCH_PROFILE_CALLERS:-}" ] && stacks=(--call-graph dwarf,16384)
   sleep 60
   while kill -0 "$pid" 2>/dev/null; do
     at=$((SECONDS - start))
-    perf record -F 49 -p "$pid" -o "$prefix-$at.perf.data" -- sleep 15 >/dev/null 2>&1 || return 0
-    perf report -i "$prefix-$at.perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
-      | grep -E '^ +[0-9.]+%' | head -60 >"$prefix-$at.txt" || true
-    rm -f "$prefix-$at.perf.data"
+    perf record -F 49 "${stacks[@]}" -p "$pid" -o "$prefix-$at.perf.data" -- sleep 15 >/dev/null 2>&1 || return 0
+    # Without stacks the report is cheap; with them it would unwind every sample now, so it
+    # waits for the run's end.
+    if [ ${#stacks[@]} -eq 0 ]; then
+      perf report -i "$prefix-$at.perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
+        | grep -E '^ +[0-9.]+%' | head -60 >"$prefix-$at.txt" || true
+      rm -f "$prefix-$at.perf.data"
+    fi
     sleep "$every"
   done
 }
@@ -85,6 +93,11 @@ for n in "${sizes[@]}"; do
     t1=$(date +%s)
     if [ -n "$perf_pid" ]; then
       kill "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null || true
+      for data in "$BENCH_PROFILE/$server-$n"-*.perf.data; do
+        [ -e "$data" ] || continue
+        perf report -i "$data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null \
+          | grep -E '^ +[0-9.]+%' | head -60 >"${data%.perf.data}.txt" || true
+      done
       echo "cluster-load: profiles of $server at N=$n: $(ls "$BENCH_PROFILE/$server-$n"-*.txt 2>/dev/null | tr '\n' ' ')"
     fi
     c1=$(cpu_ticks "$server_pid"); e1=0; [ -n "$etcd_pid" ] && e1=$(cpu_ticks "$etcd_pid")
