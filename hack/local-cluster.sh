@@ -19,6 +19,8 @@
 #   CLUSTER_KCM_ARGS more kube-controller-manager flags (e.g. a shorter --node-monitor-grace-period)
 #   CLUSTER_SCHEDULER_ARGS more kube-scheduler flags (e.g. --kube-api-qps=100: its default of 50
 #                   requests/s caps its binds at 50 pods/s)
+#   CLUSTER_SCHEDULER_METRICS_PORT  the scheduler serves /metrics on 127.0.0.1 at this port to
+#                   anyone (--authorization-always-allow-paths; default: no serving port)
 #   CLUSTER_TLS_BOOTSTRAP=1  kubelets join as real nodes do (kubeadm join): each starts with only
 #                   a bootstrap kubeconfig holding a bootstrap token and gets its client
 #                   certificate through a CSR, auto-approved and signed by the controller
@@ -171,8 +173,13 @@ Y
 fi
 
 K="$D/pki/scheduler.kubeconfig"
+SCHEDULER_SERVING=(--secure-port=0)
+if [ -n "${CLUSTER_SCHEDULER_METRICS_PORT:-}" ]; then
+  SCHEDULER_SERVING=(--secure-port="$CLUSTER_SCHEDULER_METRICS_PORT" --bind-address=127.0.0.1
+    --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics)
+fi
 "$UP/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
-  --leader-elect=false --secure-port=0 ${CLUSTER_SCHEDULER_ARGS:-} >"$D/logs/kube-scheduler.log" 2>&1 &
+  --leader-elect=false "${SCHEDULER_SERVING[@]}" ${CLUSTER_SCHEDULER_ARGS:-} >"$D/logs/kube-scheduler.log" 2>&1 &
 PIDS+=($!); echo $! >"$D/pids/kube-scheduler"
 K="$D/pki/controller-manager.kubeconfig"
 "$UP/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \

@@ -31,6 +31,10 @@
 #   `perf report -i <file> --no-children --stdio -S <symbol> -G` after the run (callers of a
 #   hot symbol; unwinding is left until then so the run is not disturbed); upstream binaries as
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
+# The scheduler serves its /metrics on loopback; at the end of each run the script prints its own
+# view of scheduling (scheduler_pod_scheduling_sli_duration_seconds: from the pod's entering
+# its queue to bound; the time of each attempt; attempts by result) beside the generator's
+# start-up split, and keeps the metrics (scheduler-metrics.txt).
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
 # pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
 set -euo pipefail
@@ -69,9 +73,48 @@ profile_windows() {
   done
 }
 
+# scheduler_work FILE: from kube-scheduler's /metrics, its SLI (a pod's entering the queue →
+# bound; p50/p99 interpolated in buckets), the mean time of one scheduling attempt, and
+# attempts by result.
+scheduler_work() {
+  python3 - "$1" <<'PY'
+import re, sys, collections
+buckets, sums, counts, attempts = collections.defaultdict(dict), collections.Counter(), collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r'^(scheduler_[a-z_]+?)(_bucket|_sum|_count)?\{(.*)\} (\S+)$', line)
+    if not m:
+        continue
+    name, part, labels, value = m.group(1), m.group(2), dict(re.findall(r'(\w+)="([^"]*)"', m.group(3))), float(m.group(4))
+    if name == "scheduler_schedule_attempts_total":
+        attempts[labels.get("result", "")] += value
+    elif part == "_bucket":
+        le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+        buckets[name][le] = buckets[name].get(le, 0) + value
+    elif part == "_sum":
+        sums[name] += value
+    elif part == "_count":
+        counts[name] += value
+def quantile(name, q):
+    b = sorted(buckets[name].items())
+    if not b or b[-1][1] == 0:
+        return float("nan")
+    rank, lo, below = q * b[-1][1], 0.0, 0.0
+    for le, n in b:
+        if n >= rank:
+            return lo if le == float("inf") else lo + (le - lo) * (rank - below) / max(n - below, 1e-9)
+        lo, below = le, n
+sli = "scheduler_pod_scheduling_sli_duration_seconds"
+att = "scheduler_scheduling_attempt_duration_seconds"
+print(f"queue → bound p50 {quantile(sli, 0.5):.2f} s, p99 {quantile(sli, 0.99):.2f} s ({counts[sli]:.0f} pods); "
+      f"one attempt mean {1000 * sums[att] / max(counts[att], 1):.1f} ms; attempts "
+      + ", ".join(f"{k} {v:.0f}" for k, v in sorted(attempts.items())))
+PY
+}
+
 for n in "${sizes[@]}"; do
   for server in $servers; do
     dir="$base/$server-$n"; mkdir -p "$dir"
+    CLUSTER_SCHEDULER_METRICS_PORT=$(free_port); export CLUSTER_SCHEDULER_METRICS_PORT
     # No hollow kubelets: the generator's simulated nodes stand in for them.
     start_server_cluster "$server" "$dir" 0 "$bin" \
       || { echo "cluster-load: $server did not start:" >&2; tail -20 "$dir/local-cluster.out" >&2; exit 1; }
@@ -105,6 +148,9 @@ for n in "${sizes[@]}"; do
     rss=$(peak_mb "$server_pid"); erss=0; [ -n "$etcd_pid" ] && erss=$(peak_mb "$etcd_pid")
     # The server's own view of the run, kept with the run's directory (BENCH_KEEP=1).
     kubectl --kubeconfig "$kubeconfig" get --raw /metrics >"$dir/server-metrics.txt" 2>/dev/null || true
+    if curl -sfk "https://127.0.0.1:$CLUSTER_SCHEDULER_METRICS_PORT/metrics" >"$dir/scheduler-metrics.txt"; then
+      echo "cluster-load: the scheduler's view of $server: $(scheduler_work "$dir/scheduler-metrics.txt")"
+    fi
     etcd_words=""
     if [ -n "$etcd_pid" ]; then
       etcd_words=$(etcd_work "$ETCD_URL")
