@@ -32,7 +32,7 @@
 #   hot symbol; unwinding is left until then so the run is not disturbed); upstream binaries as
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
 # The scheduler serves its /metrics on loopback; at the end of each run the script prints its own
-# view of scheduling (scheduler_pod_scheduling_sli_duration_seconds: from the pod's entering
+# view of scheduling (scheduler_pod_scheduling_duration_seconds: from the pod's first entering
 # its queue to bound; the time of each attempt; attempts by result) beside the generator's
 # start-up split, and keeps the metrics (scheduler-metrics.txt).
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
@@ -73,8 +73,8 @@ profile_windows() {
   done
 }
 
-# scheduler_work FILE: from kube-scheduler's /metrics, its SLI (a pod's entering the queue →
-# bound; p50/p99 interpolated in buckets), the mean time of one scheduling attempt, and
+# scheduler_work FILE: from kube-scheduler's /metrics, a pod's first entering its queue →
+# bound (p50/p99 interpolated in buckets), the mean time of one scheduling attempt, and
 # attempts by result.
 scheduler_work() {
   python3 - "$1" <<'PY'
@@ -103,7 +103,8 @@ def quantile(name, q):
         if n >= rank:
             return lo if le == float("inf") else lo + (le - lo) * (rank - below) / max(n - below, 1e-9)
         lo, below = le, n
-sli = "scheduler_pod_scheduling_sli_duration_seconds"
+# 1.28 names it scheduler_pod_scheduling_duration_seconds; later releases add the _sli_ one.
+sli = next((n for n in ("scheduler_pod_scheduling_sli_duration_seconds", "scheduler_pod_scheduling_duration_seconds") if buckets[n]), "scheduler_pod_scheduling_duration_seconds")
 att = "scheduler_scheduling_attempt_duration_seconds"
 print(f"queue → bound p50 {quantile(sli, 0.5):.2f} s, p99 {quantile(sli, 0.99):.2f} s ({counts[sli]:.0f} pods); "
       f"one attempt mean {1000 * sums[att] / max(counts[att], 1):.1f} ms; attempts "
