@@ -53,6 +53,13 @@ HZ=$(getconf CLK_TCK)
 bench_servers cluster-load
 bench_dir cluster-load
 
+# flat_profile X.perf.data: its top symbols by self time in X.txt (`-g none`: a window recorded
+# with call stacks is reported flat, without unwinding them).
+flat_profile() {
+  perf report -i "$1" --no-children --sort dso,symbol --stdio -g none 2>/dev/null \
+    | grep -E '^ +[0-9.]+%' | head -60 >"${1%.perf.data}.txt" || true
+}
+
 # profile_windows PID PREFIX EVERY: a 15 s `perf record -F 49` of PID 60 s in and then every
 # EVERY seconds, each window's top symbols by self time in PREFIX-<seconds into the run>.txt.
 profile_windows() {
@@ -65,8 +72,7 @@ profile_windows() {
     # Without stacks the report is cheap; with them it would unwind every sample now, so it
     # waits for the run's end.
     if [ ${#stacks[@]} -eq 0 ]; then
-      perf report -i "$prefix-$at.perf.data" --no-children --sort dso,symbol --stdio 2>/dev/null \
-        | grep -E '^ +[0-9.]+%' | head -60 >"$prefix-$at.txt" || true
+      flat_profile "$prefix-$at.perf.data"
       rm -f "$prefix-$at.perf.data"
     fi
     sleep "$every"
@@ -139,8 +145,7 @@ for n in "${sizes[@]}"; do
       kill "$perf_pid" 2>/dev/null; wait "$perf_pid" 2>/dev/null || true
       for data in "$BENCH_PROFILE/$server-$n"-*.perf.data; do
         [ -e "$data" ] || continue
-        perf report -i "$data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null \
-          | grep -E '^ +[0-9.]+%' | head -60 >"${data%.perf.data}.txt" || true
+        flat_profile "$data"
       done
       echo "cluster-load: profiles of $server at N=$n: $(ls "$BENCH_PROFILE/$server-$n"-*.txt 2>/dev/null | tr '\n' ' ')"
     fi
