@@ -33,8 +33,9 @@
 #   hack/local-cluster.sh finds them (KAPI_UPSTREAM_BIN, else ../shared/upstream).
 # The scheduler serves its /metrics on loopback; at the end of each run the script prints its own
 # view of scheduling (scheduler_pod_scheduling_duration_seconds: from the pod's first entering
-# its queue to bound; the time of each attempt; attempts by result) beside the generator's
-# start-up split, and keeps the metrics (scheduler-metrics.txt).
+# its queue to bound; the time of each attempt; attempts by result; its costliest extension
+# points per pod) beside the generator's start-up split, and keeps the metrics
+# (scheduler-metrics.txt). On etcd it prints the server's mean etcd round trips too.
 # Everything listens on and dials 127.0.0.1 only; simulated nodes have 127.0.0.0/8 addresses and
 # pods 10.128.0.0/9 ones (Endpoints refuse loopback addresses), which nothing connects to.
 set -euo pipefail
@@ -80,12 +81,14 @@ profile_windows() {
 }
 
 # scheduler_work FILE: from kube-scheduler's /metrics, a pod's first entering its queue →
-# bound (p50/p99 interpolated in buckets), the mean time of one scheduling attempt, and
-# attempts by result.
+# bound (p50/p99 interpolated in buckets), the mean time of one scheduling attempt, attempts
+# by result, and the mean time per pod of its costliest extension points (its own work, the
+# same whichever server it talks to; Bind is its API call).
 scheduler_work() {
   python3 - "$1" <<'PY'
 import re, sys, collections
 buckets, sums, counts, attempts = collections.defaultdict(dict), collections.Counter(), collections.Counter(), collections.Counter()
+point_sums, point_counts = collections.Counter(), collections.Counter()
 for line in open(sys.argv[1]):
     m = re.match(r'^(scheduler_[a-z_]+?)(_bucket|_sum|_count)?\{(.*)\} (\S+)$', line)
     if not m:
@@ -93,6 +96,9 @@ for line in open(sys.argv[1]):
     name, part, labels, value = m.group(1), m.group(2), dict(re.findall(r'(\w+)="([^"]*)"', m.group(3))), float(m.group(4))
     if name == "scheduler_schedule_attempts_total":
         attempts[labels.get("result", "")] += value
+    elif name == "scheduler_framework_extension_point_duration_seconds" and part in ("_sum", "_count"):
+        if labels.get("status") == "Success":
+            (point_sums if part == "_sum" else point_counts)[labels.get("extension_point", "")] += value
     elif part == "_bucket":
         le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
         buckets[name][le] = buckets[name].get(le, 0) + value
@@ -114,7 +120,27 @@ sli = next((n for n in ("scheduler_pod_scheduling_sli_duration_seconds", "schedu
 att = "scheduler_scheduling_attempt_duration_seconds"
 print(f"queue → bound p50 {quantile(sli, 0.5):.2f} s, p99 {quantile(sli, 0.99):.2f} s ({counts[sli]:.0f} pods); "
       f"one attempt mean {1000 * sums[att] / max(counts[att], 1):.1f} ms; attempts "
-      + ", ".join(f"{k} {v:.0f}" for k, v in sorted(attempts.items())))
+      + ", ".join(f"{k} {v:.0f}" for k, v in sorted(attempts.items()))
+      + "; per pod " + ", ".join(f"{p} {1000 * point_sums[p] / point_counts[p]:.1f} ms"
+                                 for p in ("PreScore", "Score", "Filter", "Bind") if point_counts[p]))
+PY
+}
+
+# etcd_round_trips FILE: from a server's /metrics, the mean of its most frequent etcd requests
+# (etcd_request_duration_seconds by operation and type, kapi's and kube-apiserver's alike): what
+# one round trip cost the server, beside etcd's own fsync and commit times in etcd_work.
+etcd_round_trips() {
+  python3 - "$1" <<'PY'
+import re, sys, collections
+sums, counts = collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    m = re.match(r'^etcd_request_duration_seconds_(sum|count)\{(.*)\} (\S+)$', line)
+    if m:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        key = f"{labels.get('operation', '')} {labels.get('type', '').split('.')[0]}"
+        (sums if m.group(1) == "sum" else counts)[key] += float(m.group(3))
+top = sorted(counts, key=lambda k: -counts[k])[:5]
+print(", ".join(f"{k} {1000 * sums[k] / counts[k]:.1f} ms ({counts[k]:.0f})" for k in top) or "none reported")
 PY
 }
 
@@ -158,6 +184,9 @@ for n in "${sizes[@]}"; do
       echo "cluster-load: the scheduler's view of $server: $(scheduler_work "$dir/scheduler-metrics.txt")"
     fi
     etcd_words=""
+    if [ -n "$etcd_pid" ] && [ -s "$dir/server-metrics.txt" ]; then
+      echo "cluster-load: $server's etcd round trips, mean (count): $(etcd_round_trips "$dir/server-metrics.txt")"
+    fi
     if [ -n "$etcd_pid" ]; then
       etcd_words=$(etcd_work "$ETCD_URL")
       echo "cluster-load: what $server asked of etcd: $etcd_words"
