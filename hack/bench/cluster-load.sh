@@ -184,10 +184,10 @@ for n in "${sizes[@]}"; do
       echo "cluster-load: the scheduler's view of $server: $(scheduler_work "$dir/scheduler-metrics.txt")"
     fi
     etcd_words=""
-    if [ -n "$etcd_pid" ] && [ -s "$dir/server-metrics.txt" ]; then
-      echo "cluster-load: $server's etcd round trips, mean (count): $(etcd_round_trips "$dir/server-metrics.txt")"
-    fi
     if [ -n "$etcd_pid" ]; then
+      if [ -s "$dir/server-metrics.txt" ]; then
+        echo "cluster-load: $server's etcd round trips, mean (count): $(etcd_round_trips "$dir/server-metrics.txt")"
+      fi
       etcd_words=$(etcd_work "$ETCD_URL")
       echo "cluster-load: what $server asked of etcd: $etcd_words"
     fi
