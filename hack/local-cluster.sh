@@ -19,6 +19,8 @@
 #   CLUSTER_KCM_ARGS more kube-controller-manager flags (e.g. a shorter --node-monitor-grace-period)
 #   CLUSTER_SCHEDULER_ARGS more kube-scheduler flags (e.g. --kube-api-qps=100: its default of 50
 #                   requests/s caps its binds at 50 pods/s)
+#   CLUSTER_SCHEDULER=none  start no kube-scheduler (something else binds the pods, e.g. the
+#                   cluster-load generator's --simulate-scheduler)
 #   CLUSTER_SCHEDULER_METRICS_PORT  the scheduler serves /metrics on 127.0.0.1 at this port to
 #                   anyone (--authorization-always-allow-paths; default: no serving port)
 #   CLUSTER_TLS_BOOTSTRAP=1  kubelets join as real nodes do (kubeadm join): each starts with only
@@ -172,15 +174,20 @@ Y
   kubectl config use-context local --kubeconfig="$B" >/dev/null
 fi
 
-K="$D/pki/scheduler.kubeconfig"
-SCHEDULER_SERVING=(--secure-port=0)
-if [ -n "${CLUSTER_SCHEDULER_METRICS_PORT:-}" ]; then
-  SCHEDULER_SERVING=(--secure-port="$CLUSTER_SCHEDULER_METRICS_PORT" --bind-address=127.0.0.1
-    --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics)
+SCHEDULER_NAME=kube-scheduler
+if [ "${CLUSTER_SCHEDULER:-}" = none ]; then
+  SCHEDULER_NAME="no scheduler"
+else
+  K="$D/pki/scheduler.kubeconfig"
+  SCHEDULER_SERVING=(--secure-port=0)
+  if [ -n "${CLUSTER_SCHEDULER_METRICS_PORT:-}" ]; then
+    SCHEDULER_SERVING=(--secure-port="$CLUSTER_SCHEDULER_METRICS_PORT" --bind-address=127.0.0.1
+      --authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics)
+  fi
+  "$UP/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
+    --leader-elect=false "${SCHEDULER_SERVING[@]}" ${CLUSTER_SCHEDULER_ARGS:-} >"$D/logs/kube-scheduler.log" 2>&1 &
+  PIDS+=($!); echo $! >"$D/pids/kube-scheduler"
 fi
-"$UP/kube-scheduler" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
-  --leader-elect=false "${SCHEDULER_SERVING[@]}" ${CLUSTER_SCHEDULER_ARGS:-} >"$D/logs/kube-scheduler.log" 2>&1 &
-PIDS+=($!); echo $! >"$D/pids/kube-scheduler"
 K="$D/pki/controller-manager.kubeconfig"
 "$UP/kube-controller-manager" --kubeconfig="$K" --authentication-kubeconfig="$K" --authorization-kubeconfig="$K" \
   --controllers='*,bootstrapsigner,tokencleaner' --leader-elect=false --secure-port=0 --use-service-account-credentials=true \
@@ -209,7 +216,7 @@ for _ in $(seq 1 120); do
   [ "$(ready_nodes)" -ge "$N" ] && break
   sleep 1
 done
-echo "local-cluster: $([ "$REFERENCE" = 1 ] && echo kube-apiserver || echo kapi) on $SERVER, kube-scheduler, kube-controller-manager, $(ready_nodes)/$N hollow nodes Ready"
+echo "local-cluster: $([ "$REFERENCE" = 1 ] && echo kube-apiserver || echo kapi) on $SERVER, $SCHEDULER_NAME, kube-controller-manager, $(ready_nodes)/$N hollow nodes Ready"
 echo "local-cluster: logs in $D/logs"
 echo "export KUBECONFIG=$ADMIN"
 echo "local-cluster: running; Ctrl-C stops it"

@@ -21,6 +21,9 @@
 #   20), BENCH_SERVERS (default "kapi-embedded kapi-etcd reference"; reference is upstream's
 #   kube-apiserver, and any other name stops the run), BENCH_DRIVER (default:
 #   kapi-bench-apiserver beside the binary), BENCH_LOAD_ARGS (more flags for the generator),
+#   BENCH_SCHEDULER=simulated runs no kube-scheduler: the generator binds the pods itself
+#   (`--simulate-scheduler`: the scheduler's node and pod watches, a Binding and an event per
+#   pod, without its per-pod CPU; the "scheduler + KCM" CPU is then the controller manager's),
 #   BENCH_KEEP=1 keeps the run's directory (logs of every component, the server's /metrics at
 #   the end in server-metrics.txt), BENCH_PROFILE=DIR
 #   samples the server in windows of 15 s (`perf record -F 49`) every BENCH_PROFILE_EVERY
@@ -47,6 +50,14 @@ driver=${BENCH_DRIVER:-$(dirname "$bin")/kapi-bench-apiserver}
 [ -x "$driver" ] || { echo "cluster-load: no $driver (cargo build --release -p kapi-bench-apiserver)" >&2; exit 2; }
 ppn=${BENCH_PODS_PER_NODE:-3} churn=${BENCH_POD_CHURN:-20}
 read -r -a load_args <<<"${BENCH_LOAD_ARGS:-}"
+scheduler_words="upstream kube-scheduler and kube-controller-manager v1.28.7"
+case "${BENCH_SCHEDULER:-upstream}" in
+  upstream) ;;
+  simulated)
+    export CLUSTER_SCHEDULER=none; load_args+=(--simulate-scheduler)
+    scheduler_words="scheduling simulated by the generator, upstream kube-controller-manager v1.28.7" ;;
+  *) echo "cluster-load: BENCH_SCHEDULER is upstream or simulated" >&2; exit 2 ;;
+esac
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
 HZ=$(getconf CLK_TCK)
 # shellcheck source=hack/bench/lib.sh
@@ -157,7 +168,7 @@ for n in "${sizes[@]}"; do
     c0=$(cpu_ticks "$server_pid"); e0=0; [ -n "$etcd_pid" ] && e0=$(cpu_ticks "$etcd_pid")
     k0=$(( $(cpu_ticks "${ctl_pids[0]}") + $(cpu_ticks "${ctl_pids[1]}") ))
     t0=$(date +%s)
-    echo "== $server, N=$n, $ppn pods per node, $churn pods/s (upstream kube-scheduler and kube-controller-manager v1.28.7 against it)"
+    echo "== $server, N=$n, $ppn pods per node, $churn pods/s ($scheduler_words against it)"
     perf_pid=""
     if [ -n "${BENCH_PROFILE:-}" ]; then
       mkdir -p "$BENCH_PROFILE"

@@ -186,6 +186,10 @@ struct Args {
     /// phase): the peak measured in about half the time.
     #[arg(long)]
     no_delete: bool,
+    /// `--cluster-load`: bind the pods from this process (see `cluster::scheduler`), for a
+    /// cluster run without kube-scheduler.
+    #[arg(long)]
+    simulate_scheduler: bool,
     /// `--cluster-load`: seed of the timers' offsets and the scale factors.
     #[arg(long, default_value_t = 1)]
     seed: u64,

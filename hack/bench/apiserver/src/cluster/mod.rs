@@ -8,7 +8,9 @@
 //! The load is ClusterLoader2's "load" test (see [`load`]): Deployments with a Service,
 //! ConfigMap and Secret each, created at `--pod-churn` pods per second until the cluster holds
 //! `--pods-per-node` × `--nodes` pods, then scaled, then deleted. Deployments → ReplicaSets →
-//! Pods → binding (and Endpoints) are the scheduler's and controller manager's work.
+//! Pods → binding (and Endpoints) are the scheduler's and controller manager's work; with
+//! `--simulate-scheduler` the binding is this process's (see [`scheduler`]), for clusters
+//! whose scheduling alone would take the machine's cores.
 //!
 //! Measured here, from the end of the `settle` phase that follows the nodes' registration
 //! (`--settle-seconds`), client side, against SIG Scalability's SLOs (see [`stats`]): every
@@ -26,6 +28,7 @@
 
 mod load;
 mod node;
+mod scheduler;
 mod stats;
 
 use crate::requests::get;
@@ -163,11 +166,17 @@ pub async fn reflect(
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     }));
     let mut list_rv = "0".to_string();
+    // `path?` with the query's own parameters first, ready for more.
+    let base = if query.is_empty() {
+        format!("{path}?")
+    } else {
+        format!("{path}?{query}&")
+    };
     loop {
         let url = if list_rv.is_empty() {
             format!("{path}?{query}")
         } else {
-            format!("{path}?{query}&resourceVersion={list_rv}")
+            format!("{base}resourceVersion={list_rv}")
         };
         let a = shared
             .stats
@@ -201,7 +210,7 @@ pub async fn reflect(
         'watch: loop {
             let timeout = 300 + rng.next() % 300;
             let url = format!(
-                "{path}?{query}&watch=true&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds={timeout}"
+                "{base}watch=true&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds={timeout}"
             );
             let Ok(events) = shared.client.request_events::<Value>(get(&url)).await else {
                 break 'watch;
@@ -568,9 +577,8 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     let mut rng = Rng::new(args.seed);
     let count = |size: usize| plan.iter().filter(|d| d.replicas == size).count();
     println!(
-        "cluster-load ({label}): {n} simulated nodes in this process (kwok-style, no kubelet); \
-         scheduling, Deployments → ReplicaSets → Pods and Endpoints by the cluster's own \
-         kube-scheduler and kube-controller-manager"
+        "cluster-load ({label}): {n} simulated nodes in this process (kwok-style, no kubelet); {}",
+        scheduler::describe(args.simulate_scheduler)
     );
     println!(
         "cluster-load ({label}): {} Deployments ({} of 250, {} of 30, {} of 5 or fewer) in {namespaces} namespaces, {pods} pods, \
@@ -589,6 +597,9 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     tasks.push(tokio::spawn(measure_pods(shared.clone(), tx)));
     rx.await.ok();
+    if args.simulate_scheduler {
+        tasks.push(tokio::spawn(scheduler::run(shared.clone())));
+    }
 
     let mut phases: Vec<(&str, f64, String)> = Vec::new();
     let t = Instant::now();
@@ -769,7 +780,7 @@ pub async fn run(args: &Args, kubeconfig: &Path) -> Result<()> {
     let ooo = shared.out_of_order.load(Ordering::Relaxed);
     println!(
         "watch events: {events} over {} watches, {ooo} out of order (resourceVersion not above the watch's last)",
-        n + 1
+        n + 1 + if args.simulate_scheduler { 2 } else { 0 }
     );
     let w = |name: &str| worst.get(name).map_or(f64::NAN, |(p, _)| p * 1000.0);
     let sw = |name: &str| server_worst.get(name).map_or(f64::NAN, |(p, _)| p * 1000.0);
