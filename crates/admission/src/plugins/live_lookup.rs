@@ -96,6 +96,10 @@ impl ForceLive {
 pub struct CachedList {
     gr: GroupResource,
     live: Expiring<Arc<Vec<Object>>>,
+    /// One live list per namespace at a time (upstream's `singleflight.Group`): when the kept
+    /// answer expires under a stream of writes, the writes that find it gone wait for the one
+    /// list in flight instead of each listing storage.
+    in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl CachedList {
@@ -103,6 +107,7 @@ impl CachedList {
         Self {
             gr,
             live: Expiring::new(LIVE_LOOKUP_TTL),
+            in_flight: Mutex::default(),
         }
     }
 
@@ -124,9 +129,26 @@ impl CachedList {
         if let Some(live) = self.live.get(namespace) {
             return Ok((*live).clone());
         }
-        let live = objects.list(&self.gr, namespace).await?;
-        self.live.put(namespace, Arc::new(live.clone()));
-        Ok(live)
+        let turn = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            in_flight.entry(namespace.to_string()).or_default().clone()
+        };
+        let listed = {
+            let _turn = turn.lock().await;
+            // The list this one waited for has answered for it.
+            match self.live.get(namespace) {
+                Some(live) => Ok((*live).clone()),
+                None => objects.list(&self.gr, namespace).await.inspect(|live| {
+                    self.live.put(namespace, Arc::new(live.clone()));
+                }),
+            }
+        };
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        // Held by the map and this call only: no one waits on it.
+        if Arc::strong_count(&turn) == 2 {
+            in_flight.remove(namespace);
+        }
+        listed
     }
 
     /// Drops the kept live answer of `namespace`.
@@ -153,6 +175,57 @@ mod tests {
         assert!(!f.active("ns"));
         f.mark("ns");
         assert!(f.active("ns"));
+    }
+
+    /// Lists in storage slowly, counting the lists.
+    #[derive(Default)]
+    struct SlowStorage {
+        lists: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for SlowStorage {
+        async fn get(
+            &self,
+            _: &GroupResource,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<Object>, ApiError> {
+            Ok(None)
+        }
+        async fn list(&self, _: &GroupResource, _: &str) -> Result<Vec<Object>, ApiError> {
+            self.lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(Vec::new())
+        }
+        async fn list_cached(&self, _: &GroupResource, _: &str) -> Result<Vec<Object>, ApiError> {
+            Ok(Vec::new())
+        }
+        async fn create(&self, _: &GroupResource, obj: Object) -> Result<Object, ApiError> {
+            Ok(obj)
+        }
+        async fn update(&self, _: &GroupResource, obj: Object) -> Result<Object, ApiError> {
+            Ok(obj)
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_misses_share_one_live_list() {
+        let storage = Arc::new(SlowStorage::default());
+        let list = Arc::new(CachedList::new(GroupResource::new("", "resourcequotas")));
+        let calls: Vec<_> = (0..20)
+            .map(|i| {
+                let (storage, list) = (storage.clone(), list.clone());
+                let namespace = if i % 2 == 0 { "a" } else { "b" };
+                tokio::spawn(async move { list.list(storage.as_ref(), namespace, false).await })
+            })
+            .collect();
+        for call in calls {
+            assert!(call.await.unwrap().unwrap().is_empty());
+        }
+        // One list per namespace, not one per caller.
+        assert_eq!(storage.lists.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert!(list.in_flight.lock().unwrap().is_empty());
     }
 
     #[test]
