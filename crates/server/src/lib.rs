@@ -255,7 +255,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let pki = tokio::task::spawn_blocking(move || pki::load_or_create(&pki_config))
         .await
         .map_err(|e| ServerError::Config(format!("preparing certificates: {e}")))??;
-    let storage = storage_metrics::MeteredStorage::wrap(backend, metrics.clone());
+    // Upstream's default `--etcd-prefix` names counts on the embedded store, which has none.
+    let key_prefix = match &config.storage {
+        StorageConfig::Etcd(opts) => opts.prefix.as_str(),
+        StorageConfig::Embedded { .. } => "/registry",
+    };
+    let storage_names = Arc::new(storage_metrics::StorageTypeNames::default());
+    let storage = storage_metrics::MeteredStorage::wrap(
+        backend,
+        metrics.clone(),
+        storage_names.clone(),
+        key_prefix,
+    );
 
     let mut registry_config = kapi_resources::RegistryConfig::new(storage.clone());
     registry_config.service_cluster_ip_range = config.service_cluster_ip_range;
@@ -270,6 +281,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     };
     let crd_build = kapi_resources::BuildContext::new(registry_config);
     let mut groups = kapi_resources::build_with(&crd_build).await?;
+    storage_names.learn(&groups);
     // Admission's namespace and quota plugins read the namespaces' and quotas' watch caches.
     let watch_caches = crd_build.caches.clone();
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,
@@ -321,6 +333,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         proxy,
         ..Default::default()
     };
+    // Again with the groups the authentication and RBAC set-ups added.
+    storage_names.learn(&groups);
     let handler = kapi_endpoints::ApiServerHandler::new(groups, admission, handler_config);
     schemas.set_handler(&handler);
     // Custom resources are served from their definitions, as they come and go.

@@ -1,8 +1,10 @@
 //! Storage metrics: a decorator that times every operation into
-//! `etcd_request_duration_seconds` (`operation`: create/get/list/update/delete/watch/count;
-//! `type`: the resource, taken from the key's first segment), and the count of each served
-//! resource's stored objects every minute (`apiserver_storage_objects`, and the counts APF's
-//! LIST work estimate reads).
+//! `etcd_request_duration_seconds` with upstream's labels (`operation`: create, get, list,
+//! update, delete, watch, and `listWithCount` for an object count; `type`: the group-resource
+//! of the store the key belongs to, `pods`, `nodes`, `deployments.apps`, as upstream's etcd3
+//! store names its requests, or for a count the stored key prefix, `/registry/pods/`), and the
+//! count of each served resource's stored objects every minute (`apiserver_storage_objects`,
+//! and the counts APF's LIST work estimate reads).
 
 use crate::controllers::framework::served_resources;
 use crate::metrics::Metrics;
@@ -11,12 +13,13 @@ use kapi_endpoints::ApiServerHandler;
 use kapi_flowcontrol::estimate::group_resource_key;
 use kapi_flowcontrol::ObjectCountTracker;
 use kapi_machinery::{ListOptions, Object, Preconditions};
+use kapi_registry::rest::ApiGroupInfo;
 use kapi_registry::store::Store;
 use kapi_storage::{
     DynStorage, GetOptions, ListResult, Result, Revision, Storage, ValidateDeleteFn, WatchOptions,
     WatchStream,
 };
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
@@ -25,26 +28,91 @@ const COUNT_PERIOD: Duration = Duration::from_secs(60);
 /// Counts not refreshed for this long are forgotten by APF (resources no longer served).
 const COUNT_PRUNE_AGE: Duration = Duration::from_secs(3600);
 
+/// The group-resource each storage key prefix belongs to, learnt from the served stores: the
+/// key alone does not say it (nodes live under `/minions/`, Endpoints under
+/// `/services/endpoints/`, Deployments under `/deployments/` without their group).
+#[derive(Default)]
+pub struct StorageTypeNames {
+    /// (key prefix, group-resource), longest prefix first.
+    by_prefix: RwLock<Vec<(String, String)>>,
+}
+
+impl StorageTypeNames {
+    /// Adds the prefixes of the stores `groups` serve; a prefix two groups share (core and
+    /// events.k8s.io events) keeps the first group's name, as upstream has one store for both.
+    pub fn learn(&self, groups: &[ApiGroupInfo]) {
+        let mut by_prefix = self.by_prefix.write().unwrap_or_else(|e| e.into_inner());
+        for s in served_resources(groups) {
+            let Some(store) = s.as_any().and_then(|a| a.downcast_ref::<Store>()) else {
+                continue;
+            };
+            let prefix = store.list_prefix("");
+            if by_prefix.iter().all(|(p, _)| *p != prefix) {
+                let info = s.info();
+                by_prefix.push((prefix, group_resource_key(&info.group, &info.resource)));
+            }
+        }
+        by_prefix.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    }
+
+    /// The `type` label of an operation on `key`. Keys of no learnt store (custom resources,
+    /// whose stores come and go with their definitions, and the allocators' ranges) are named
+    /// from their layout: `/<group>/<plural>/` is `<plural>.<group>`.
+    fn name_of(&self, key: &str) -> String {
+        let by_prefix = self.by_prefix.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, name)) = by_prefix
+            .iter()
+            .find(|(p, _)| key.starts_with(p.as_str()) || key == p.trim_end_matches('/'))
+        {
+            return name.clone();
+        }
+        let mut parts = key.trim_start_matches('/').split('/');
+        let first = parts.next().unwrap_or_default();
+        let second = parts.next().unwrap_or_default();
+        match (first, second) {
+            (_, "") => first.to_string(),
+            ("ranges", "serviceips") => "serviceipallocations".to_string(),
+            ("ranges", "servicenodeports") => "servicenodeportallocations".to_string(),
+            (group, plural) if group.contains('.') => format!("{plural}.{group}"),
+            _ => first.to_string(),
+        }
+    }
+}
+
 /// Times each call to the wrapped storage.
 pub struct MeteredStorage {
     inner: DynStorage,
     metrics: Arc<Metrics>,
+    names: Arc<StorageTypeNames>,
+    /// What upstream's keys start with (`--etcd-prefix`, `/registry` on the embedded store):
+    /// a count is labelled with the whole stored prefix, as upstream's `Count` does.
+    key_prefix: String,
 }
 
 impl MeteredStorage {
-    pub fn wrap(inner: DynStorage, metrics: Arc<Metrics>) -> DynStorage {
-        Arc::new(Self { inner, metrics })
+    pub fn wrap(
+        inner: DynStorage,
+        metrics: Arc<Metrics>,
+        names: Arc<StorageTypeNames>,
+        key_prefix: &str,
+    ) -> DynStorage {
+        Arc::new(Self {
+            inner,
+            metrics,
+            names,
+            key_prefix: key_prefix.trim_end_matches('/').to_string(),
+        })
     }
 
     fn observe(&self, operation: &str, key: &str, start: Instant) {
-        let resource = key
-            .trim_start_matches('/')
-            .split('/')
-            .next()
-            .unwrap_or_default();
+        let name = self.names.name_of(key);
+        self.record(operation, &name, start);
+    }
+
+    fn record(&self, operation: &str, name: &str, start: Instant) {
         self.metrics
             .storage_duration
-            .with_label_values(&[operation, resource])
+            .with_label_values(&[operation, name])
             .observe(start.elapsed().as_secs_f64());
     }
 }
@@ -121,7 +189,11 @@ impl Storage for MeteredStorage {
     async fn count(&self, prefix: &str) -> Result<i64> {
         let start = Instant::now();
         let r = self.inner.count(prefix).await;
-        self.observe("count", prefix, start);
+        self.record(
+            "listWithCount",
+            &format!("{}{prefix}", self.key_prefix),
+            start,
+        );
         r
     }
 

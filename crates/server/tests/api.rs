@@ -222,6 +222,17 @@ async fn version_health_and_metrics() {
     cms.create(&PostParams::default(), &configmap("m", "1"))
         .await
         .unwrap();
+    // Kept where the key does not say the group-resource: nodes under /minions/, Leases under
+    // /leases/ without their group.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let node =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "metered"}})).unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "default");
+    let lease =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "metered"}})).unwrap();
+    leases.create(&PostParams::default(), &lease).await.unwrap();
     let m = conn.send("GET", "/metrics", None).await;
     assert_eq!(m.status, 200);
     assert!(m.headers["content-type"]
@@ -274,6 +285,33 @@ async fn version_health_and_metrics() {
         "no storage create timing in\n{}",
         m.body
     );
+    // Each operation is labelled with its store's group-resource, as upstream's etcd3 store
+    // labels it (the key's own first segment would say `minions`, `leases`, `priorityclasses`).
+    for type_ in [
+        "nodes",
+        "leases.coordination.k8s.io",
+        "priorityclasses.scheduling.k8s.io",
+    ] {
+        let label = format!(r#"type="{type_}""#);
+        assert!(
+            m.body
+                .lines()
+                .any(|l| l.starts_with("etcd_request_duration_seconds_count{")
+                    && l.contains(r#"operation="create""#)
+                    && l.contains(&label)),
+            "no storage create timing of {type_} in\n{}",
+            m.body
+        );
+    }
+    for key_segment in ["minions", "leases", "priorityclasses"] {
+        let label = format!(r#"type="{key_segment}""#);
+        assert!(
+            !m.body
+                .lines()
+                .any(|l| l.starts_with("etcd_request_duration_seconds") && l.contains(&label)),
+            "a storage timing labelled {label}"
+        );
+    }
     // Stored objects per resource, counted as the server starts and every minute after, with
     // upstream's resource names (`configmaps`, `deployments.apps`) and help text.
     let counted = |resource: &'static str| {
@@ -288,6 +326,14 @@ async fn version_health_and_metrics() {
     common::wait_for_metric_line(&t.server, &admin, counted("configmaps")).await;
     common::wait_for_metric_line(&t.server, &admin, counted("deployments.apps")).await;
     let m = conn.send("GET", "/metrics", None).await;
+    // The counts are timed as upstream's `Count` is: `listWithCount` of the stored prefix.
+    assert!(
+        m.body.contains(
+            r#"etcd_request_duration_seconds_count{operation="listWithCount",type="/registry/configmaps/"} "#
+        ),
+        "no count timing of /registry/configmaps/ in\n{}",
+        m.body
+    );
     // events.k8s.io events are the core events' store: counted once, as `events`.
     assert!(m
         .body

@@ -122,7 +122,7 @@ async fn pod_admission_reads_its_objects_from_the_watch_caches() {
     let before = [
         common::storage_reads(&mut conn, "get", "serviceaccounts").await,
         common::storage_reads(&mut conn, "list", "limitranges").await,
-        common::storage_reads(&mut conn, "list", "priorityclasses").await,
+        common::storage_reads(&mut conn, "list", "priorityclasses.scheduling.k8s.io").await,
     ];
     for i in 0..5 {
         let pod: Pod = serde_json::from_value(json!({"metadata": {"name": format!("p{i}")},
@@ -143,7 +143,7 @@ async fn pod_admission_reads_its_objects_from_the_watch_caches() {
     let after = [
         common::storage_reads(&mut conn, "get", "serviceaccounts").await,
         common::storage_reads(&mut conn, "list", "limitranges").await,
-        common::storage_reads(&mut conn, "list", "priorityclasses").await,
+        common::storage_reads(&mut conn, "list", "priorityclasses.scheduling.k8s.io").await,
     ];
     assert_eq!(
         after, before,

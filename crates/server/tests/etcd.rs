@@ -24,7 +24,7 @@ async fn serves_from_etcd_and_readyz_follows_it() {
     let t = common::start_with(move |c| {
         c.storage = StorageConfig::Etcd(EtcdOptions {
             servers: vec![url],
-            prefix: "/registry".into(),
+            prefix: "/kapi-etcd-test".into(),
             compaction_interval: None,
             request_timeout: Duration::from_secs(5),
             ..Default::default()
@@ -46,6 +46,13 @@ async fn serves_from_etcd_and_readyz_follows_it() {
     let r = conn.send("GET", "/readyz?verbose", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("[+]etcd ok\n"));
+    // Counts are timed under the stored prefix, `--etcd-prefix` included, as upstream's are.
+    common::wait_for_metric_line(&t.server, &admin, |l| {
+        l.starts_with(
+            r#"etcd_request_duration_seconds_count{operation="listWithCount",type="/kapi-etcd-test/configmaps/"} "#,
+        )
+    })
+    .await;
 
     etcd.kill();
     let r = conn.send("GET", "/readyz", None).await;
