@@ -303,6 +303,10 @@ async fn version_health_and_metrics() {
             m.body
         );
     }
+    assert!(
+        !m.body.contains(r#"operation="watch""#),
+        "watches are timed, which upstream's are not"
+    );
     for key_segment in ["minions", "leases", "priorityclasses"] {
         let label = format!(r#"type="{key_segment}""#);
         assert!(
