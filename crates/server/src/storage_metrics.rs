@@ -1,11 +1,10 @@
-//! Storage metrics: a decorator that times every operation into
-//! `etcd_request_duration_seconds` with upstream's labels (`operation`: create, get, list,
-//! update, delete, and `listWithCount` for an object count; watches are not timed, as
-//! upstream's are not; `type`: the group-resource
-//! of the store the key belongs to, `pods`, `nodes`, `deployments.apps`, as upstream's etcd3
-//! store names its requests, or for a count the stored key prefix, `/registry/pods/`), and the
-//! count of each served resource's stored objects every minute (`apiserver_storage_objects`,
-//! and the counts APF's LIST work estimate reads).
+//! Storage metrics: a decorator that times every operation but a watch (upstream times none)
+//! into `etcd_request_duration_seconds` with upstream's labels (`operation`: create, get, list,
+//! update, delete, and `listWithCount` for an object count; `type`: the group-resource of the
+//! store the key belongs to, `pods`, `nodes`, `deployments.apps`, as upstream's etcd3 store
+//! names its requests, or for a count the stored key prefix, `/registry/pods/`), and the count
+//! of each served resource's stored objects every minute (`apiserver_storage_objects`, and the
+//! counts APF's LIST work estimate reads).
 
 use crate::controllers::framework::served_resources;
 use crate::metrics::Metrics;
