@@ -15,6 +15,7 @@ use futures::StreamExt;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::mpsc;
 
 const LIST_NODES: Class = class("LIST", "nodes", Scope::Cluster);
@@ -26,8 +27,8 @@ const POST_EVENT: Class = class("POST", "events", Scope::Object);
 /// its client's rate limit).
 const BINDERS: usize = 16;
 
-/// A pod waiting for a node: namespace, name, uid.
-struct Unbound(String, String, String);
+/// A pod waiting for a node: namespace, name, uid, when this process's watch first saw it.
+struct Unbound(String, String, String, Instant);
 
 /// The simulated scheduler, forever: its node and pod informers and its binders.
 pub async fn run(shared: Arc<Shared>) {
@@ -37,7 +38,7 @@ pub async fn run(shared: Arc<Shared>) {
     tokio::spawn(watch_pods(shared.clone(), tx));
     let next = std::sync::atomic::AtomicUsize::new(0);
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|u| (u, rx)) })
-        .for_each_concurrent(BINDERS, |Unbound(ns, name, uid)| {
+        .for_each_concurrent(BINDERS, |Unbound(ns, name, uid, seen)| {
             let (shared, nodes, next) = (&shared, &nodes, &next);
             async move {
                 let node = {
@@ -48,7 +49,16 @@ pub async fn run(shared: Arc<Shared>) {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     nodes[i % nodes.len()].clone()
                 };
-                bind(shared, &ns, &name, &uid, &node).await;
+                if bind(shared, &ns, &name, &uid, &node).await {
+                    let took = seen.elapsed().as_secs_f64();
+                    let mut t = shared.tracked.lock().unwrap_or_else(|e| e.into_inner());
+                    t.sched_seen_to_bound.push(took);
+                    // The measuring watch saw the pod first, or this watch did (then 0).
+                    if let Some(first) = t.pods.get(&uid).map(|p| p.first_seen) {
+                        let lag = seen.saturating_duration_since(first).as_secs_f64();
+                        t.sched_watch_lag.push(lag);
+                    }
+                }
             }
         })
         .await;
@@ -94,14 +104,16 @@ async fn watch_pods(shared: Arc<Shared>, tx: mpsc::UnboundedSender<Unbound>) {
                 m["namespace"].as_str().unwrap_or_default().to_string(),
                 m["name"].as_str().unwrap_or_default().to_string(),
                 uid.to_string(),
+                Instant::now(),
             ));
         }
     })
     .await;
 }
 
-/// The Binding, then (not waited for by the next bind) the `Scheduled` event.
-async fn bind(shared: &Arc<Shared>, ns: &str, name: &str, uid: &str, node: &str) {
+/// The Binding, then (not waited for by the next bind) the `Scheduled` event; whether the
+/// Binding was accepted.
+async fn bind(shared: &Arc<Shared>, ns: &str, name: &str, uid: &str, node: &str) -> bool {
     let binding = json!({"apiVersion": "v1", "kind": "Binding",
         "metadata": {"name": name, "namespace": ns, "uid": uid},
         "target": {"kind": "Node", "name": node}});
@@ -116,7 +128,7 @@ async fn bind(shared: &Arc<Shared>, ns: &str, name: &str, uid: &str, node: &str)
         .call(&shared.client, POST_BINDING, req, &[404, 409])
         .await;
     if !answer.ok() {
-        return;
+        return false;
     }
     let now = now_micro();
     let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
@@ -138,6 +150,7 @@ async fn bind(shared: &Arc<Shared>, ns: &str, name: &str, uid: &str, node: &str)
             .call(&shared.client, POST_EVENT, req, &[])
             .await;
     });
+    true
 }
 
 /// Nanoseconds since the Unix epoch, as client-go's event recorder suffixes event names.
