@@ -15,6 +15,7 @@ use kapi_flowcontrol::ObjectCountTracker;
 use kapi_machinery::{ListOptions, Object, Preconditions};
 use kapi_registry::rest::ApiGroupInfo;
 use kapi_registry::store::Store;
+use kapi_resources::allocator::{SERVICE_IPS_KEY, SERVICE_NODE_PORTS_KEY};
 use kapi_storage::{
     DynStorage, GetOptions, ListResult, Result, Revision, Storage, ValidateDeleteFn, WatchOptions,
     WatchStream,
@@ -31,10 +32,27 @@ const COUNT_PRUNE_AGE: Duration = Duration::from_secs(3600);
 /// The group-resource each storage key prefix belongs to, learnt from the served stores: the
 /// key alone does not say it (nodes live under `/minions/`, Endpoints under
 /// `/services/endpoints/`, Deployments under `/deployments/` without their group).
-#[derive(Default)]
 pub struct StorageTypeNames {
     /// (key prefix, group-resource), longest prefix first.
     by_prefix: RwLock<Vec<(String, String)>>,
+}
+
+impl Default for StorageTypeNames {
+    /// The allocators' ranges, which no served store holds, under upstream's names.
+    fn default() -> Self {
+        let ranges = [
+            (SERVICE_IPS_KEY, "serviceipallocations"),
+            (SERVICE_NODE_PORTS_KEY, "servicenodeportallocations"),
+        ];
+        Self {
+            by_prefix: RwLock::new(
+                ranges
+                    .into_iter()
+                    .map(|(key, name)| (key.to_string(), name.to_string()))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 impl StorageTypeNames {
@@ -56,8 +74,8 @@ impl StorageTypeNames {
     }
 
     /// The `type` label of an operation on `key`. Keys of no learnt store (custom resources,
-    /// whose stores come and go with their definitions, and the allocators' ranges) are named
-    /// from their layout: `/<group>/<plural>/` is `<plural>.<group>`.
+    /// whose stores come and go with their definitions) are named from their layout:
+    /// `/<group>/<plural>/` is `<plural>.<group>`.
     fn name_of(&self, key: &str) -> String {
         let by_prefix = self.by_prefix.read().unwrap_or_else(|e| e.into_inner());
         if let Some((_, name)) = by_prefix
@@ -70,10 +88,9 @@ impl StorageTypeNames {
         let first = parts.next().unwrap_or_default();
         let second = parts.next().unwrap_or_default();
         match (first, second) {
-            (_, "") => first.to_string(),
-            ("ranges", "serviceips") => "serviceipallocations".to_string(),
-            ("ranges", "servicenodeports") => "servicenodeportallocations".to_string(),
-            (group, plural) if group.contains('.') => format!("{plural}.{group}"),
+            (group, plural) if group.contains('.') && !plural.is_empty() => {
+                format!("{plural}.{group}")
+            }
             _ => first.to_string(),
         }
     }

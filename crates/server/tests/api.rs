@@ -307,6 +307,15 @@ async fn version_health_and_metrics() {
         !m.body.contains(r#"operation="watch""#),
         "watches are timed, which upstream's are not"
     );
+    // The `kubernetes` Service's ClusterIP was allocated in the ranges no served store holds.
+    assert!(
+        m.body
+            .lines()
+            .any(|l| l.starts_with("etcd_request_duration_seconds_count{")
+                && l.contains(r#"type="serviceipallocations""#)),
+        "no storage timing of serviceipallocations in\n{}",
+        m.body
+    );
     for key_segment in ["minions", "leases", "priorityclasses"] {
         let label = format!(r#"type="{key_segment}""#);
         assert!(
