@@ -64,19 +64,25 @@ pub async fn run(shared: Arc<Shared>) {
         .await;
 }
 
+/// The nodes in the order they first appeared (a new one joins the rotation at its end).
 async fn watch_nodes(shared: Arc<Shared>, nodes: Arc<Mutex<Vec<String>>>) {
     let mut known: HashSet<String> = HashSet::new();
     reflect(&shared, "/api/v1/nodes", "", LIST_NODES, |ev, node| {
         let name = node["metadata"]["name"].as_str().unwrap_or_default();
-        let changed = match ev {
-            Event::Synced => false,
-            Event::Deleted => known.remove(name),
-            _ => !name.is_empty() && known.insert(name.to_string()),
-        };
-        if changed {
-            let mut list: Vec<String> = known.iter().cloned().collect();
-            list.sort();
-            *nodes.lock().unwrap_or_else(|e| e.into_inner()) = list;
+        match ev {
+            Event::Synced => {}
+            Event::Deleted => {
+                if known.remove(name) {
+                    let mut nodes = nodes.lock().unwrap_or_else(|e| e.into_inner());
+                    nodes.retain(|n| n != name);
+                }
+            }
+            _ => {
+                if !name.is_empty() && known.insert(name.to_string()) {
+                    let mut nodes = nodes.lock().unwrap_or_else(|e| e.into_inner());
+                    nodes.push(name.to_string());
+                }
+            }
         }
     })
     .await;
