@@ -223,3 +223,36 @@ async fn a_bookmark_comes_before_the_timeout() {
     assert_eq!(next_event(&mut without).await.unwrap().revision, last);
     assert!(without.next().now_or_never().is_none());
 }
+
+/// A ready cache counts from memory (the object-count metric's read), the same numbers the
+/// backend gives, for its whole prefix and a namespace below it, deletions included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_from_memory_matches_the_backend() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (backend, cache) = setup(tmp.path(), CacherConfig::default());
+    for (ns, name) in [
+        ("a", "p1"),
+        ("a", "p2"),
+        ("b", "p1"),
+        ("b", "p2"),
+        ("b", "p3"),
+    ] {
+        cache
+            .create(&key(ns, name), pod(ns, name, &[]), None)
+            .await
+            .unwrap();
+    }
+    cache
+        .delete(&key("b", "p2"), None, &kapi_storage::testing::no_validate)
+        .await
+        .unwrap();
+    let last = backend.current_revision().await.unwrap();
+    eventually("the cache to reach the last write", || async {
+        cache.revision() >= last
+    })
+    .await;
+    for (prefix, want) in [(PREFIX.to_string(), 4), (format!("{PREFIX}b/"), 2)] {
+        assert_eq!(cache.count(&prefix).await.unwrap(), want, "{prefix}");
+        assert_eq!(backend.count(&prefix).await.unwrap(), want, "{prefix}");
+    }
+}
