@@ -161,6 +161,10 @@ impl Storage for MeteredStorage {
         self.inner.starts_from_cached_copy()
     }
 
+    fn counts_slowly(&self) -> bool {
+        self.inner.counts_slowly()
+    }
+
     async fn update(
         &self,
         key: &str,

@@ -339,14 +339,8 @@ async fn version_health_and_metrics() {
     common::wait_for_metric_line(&t.server, &admin, counted("configmaps")).await;
     common::wait_for_metric_line(&t.server, &admin, counted("deployments.apps")).await;
     let m = conn.send("GET", "/metrics", None).await;
-    // The counts are timed as upstream's `Count` is: `listWithCount` of the stored prefix.
-    assert!(
-        m.body.contains(
-            r#"etcd_request_duration_seconds_count{operation="listWithCount",type="/registry/configmaps/"} "#
-        ),
-        "no count timing of /registry/configmaps/ in\n{}",
-        m.body
-    );
+    // On this (embedded) store a loaded watch cache counts from memory, so no count need be
+    // timed here; on etcd the counts are timed as upstream's `Count` is (tests/etcd.rs).
     // events.k8s.io events are the core events' store: counted once, as `events`.
     assert!(m
         .body

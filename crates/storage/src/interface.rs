@@ -218,6 +218,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Counts the keys under a prefix (for `apiserver_storage_objects`).
     async fn count(&self, prefix: &str) -> Result<i64>;
 
+    /// Whether [`Storage::count`] reads more than the keys it counts (the embedded store reads
+    /// each key's history), so that a watch cache over it counts from memory instead; etcd
+    /// counts from its in-memory index, and a cache over it asks etcd, as upstream's does.
+    fn counts_slowly(&self) -> bool {
+        false
+    }
+
     /// Whether the backend answers right now (for `/readyz`).
     async fn health(&self) -> Result<()>;
 

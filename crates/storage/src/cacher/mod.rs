@@ -790,11 +790,11 @@ impl Storage for Cacher {
         Ok(())
     }
 
-    /// From memory once the cache is ready: it holds every key under its prefix, where the
-    /// embedded store counts by reading each key's history and etcd reads every key of the
-    /// range (the object-count metric asks for each resource every minute).
+    /// Over a store that counts slowly, from memory once the cache is ready: it holds every
+    /// key under its prefix, where the embedded store reads each key's history (the
+    /// object-count metric asks for each resource every minute).
     async fn count(&self, prefix: &str) -> Result<i64> {
-        if prefix.starts_with(self.shared.prefix.as_str()) {
+        if self.shared.backend.counts_slowly() && prefix.starts_with(self.shared.prefix.as_str()) {
             let st = self.shared.lock();
             if st.ready {
                 let held = st.count_under(prefix, &self.shared.prefix);

@@ -355,6 +355,10 @@ impl Storage for EmbeddedStorage {
         true
     }
 
+    fn counts_slowly(&self) -> bool {
+        true
+    }
+
     async fn update(&self, key: &str, mut u: crate::GuaranteedUpdate<'_, '_>) -> Result<Object> {
         // The watch cache's copy saves the first read of the key (a read on the blocking pool
         // for every write); the writer's compare-and-swap catches a stale one.

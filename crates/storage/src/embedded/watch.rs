@@ -10,7 +10,7 @@ use crate::interface::{Revision, WatchOptions, WatchStream};
 use futures::StreamExt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -82,35 +82,20 @@ impl Watch {
                         return;
                     }
                 }
-                received = rx.recv() => {
-                    // Every watch of the store sees every change, and a commit publishes its
-                    // batch's changes together: take all that are there in this one wakeup
-                    // rather than one per turn of the `select!` (each turn registers and drops
-                    // a waiter on the consumer's channel).
-                    let mut received = received;
-                    loop {
-                        match received {
-                            Ok(change) => {
-                                if !self.deliver(&change).await {
-                                    return;
-                                }
-                            }
-                            Err(RecvError::Lagged(_)) => {
-                                if let Err(e) = self.replay().await {
-                                    let _ = self.tx.send(Err(e)).await;
-                                    return;
-                                }
-                            }
-                            Err(RecvError::Closed) => return,
+                received = rx.recv() => match received {
+                    Ok(change) => {
+                        if !self.deliver(&change).await {
+                            return;
                         }
-                        received = match rx.try_recv() {
-                            Ok(change) => Ok(change),
-                            Err(TryRecvError::Empty) => break,
-                            Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
-                            Err(TryRecvError::Closed) => Err(RecvError::Closed),
-                        };
                     }
-                }
+                    Err(RecvError::Lagged(_)) => {
+                        if let Err(e) = self.replay().await {
+                            let _ = self.tx.send(Err(e)).await;
+                            return;
+                        }
+                    }
+                    Err(RecvError::Closed) => return,
+                },
             }
         }
     }
