@@ -790,16 +790,18 @@ impl Storage for Cacher {
         Ok(())
     }
 
-    /// Over a store that counts slowly, from memory once the cache is ready: it holds every
-    /// key under its prefix, where the embedded store reads each key's history (the
+    /// Over a store that counts slowly, from memory once the cache holds the backend's current
+    /// state (a count right after a write sees it, as the backend's own would): the cache holds
+    /// every key under its prefix, where the embedded store reads each key's history (the
     /// object-count metric asks for each resource every minute).
     async fn count(&self, prefix: &str) -> Result<i64> {
-        if self.shared.backend.counts_slowly() && prefix.starts_with(self.shared.prefix.as_str()) {
-            let st = self.shared.lock();
-            if st.ready {
-                let held = st.count_under(prefix, &self.shared.prefix);
-                return Ok(i64::try_from(held).unwrap_or(i64::MAX));
-            }
+        if self.shared.backend.counts_slowly()
+            && prefix.starts_with(self.shared.prefix.as_str())
+            && self.shared.lock().ready
+            && self.shared.wait_fresh(prefix).await?.is_some()
+        {
+            let held = self.shared.lock().count_under(prefix, &self.shared.prefix);
+            return Ok(i64::try_from(held).unwrap_or(i64::MAX));
         }
         self.shared.backend.count(prefix).await
     }
