@@ -341,6 +341,11 @@ bad_input_cases() {
   python3 "$ROOT/e2e/python/bad_backend.py" html "$html_port" "$PKI/wardle-serving.crt" "$PKI/wardle-serving.key" >/dev/null 2>&1 &
   html_pid=$!
   PIDS+=("$junk_pid" "$html_pid")
+  # the check runs on create, then again after a backoff that the failing APIServices above
+  # have already taken to 30 s (upstream's resync): a backend still starting would be seen
+  # as refused for longer than condition_is waits
+  wait_until 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$junk_port"
+  wait_until 20 curl -sk -o /dev/null "https://127.0.0.1:$html_port/"
   backend_service junk "$junk_port"
   k create -f - >/dev/null <<<"$(apiservice v1.junk.example.com "{\"group\":\"junk.example.com\",\"version\":\"v1\",\"groupPriorityMinimum\":100,\"versionPriority\":10,\"insecureSkipTLSVerify\":true,\"service\":{\"namespace\":\"wardle\",\"name\":\"junk\",\"port\":$SVC_PORT}}")"
   condition_is "a backend that is not TLS: FailedDiscoveryCheck with the handshake error" v1.junk.example.com \
