@@ -179,13 +179,21 @@ pub(crate) fn api_resources<'a>(group: &str, version: &'a ApiVersionInfo) -> Vec
         .collect()
 }
 
-/// The hash of the version a kind is stored in. events.k8s.io Events are stored as core
-/// v1 Events upstream, so both resources report the same hash.
-fn stored_hash(group: &str, version: &str, kind: &str) -> String {
-    match (group, kind) {
-        ("events.k8s.io", "Event") => storage_version_hash("", "v1", "Event"),
-        _ => storage_version_hash(group, version, kind),
-    }
+/// The hash of the version kube-apiserver 1.28 stores a kind in, which every served version
+/// reports: the served version itself but for the kinds below (events.k8s.io Events are core
+/// v1 Events; CRDs stay v1beta1 and EndpointSlices v1beta1 in its storage factory).
+pub(super) fn stored_hash(group: &str, version: &str, kind: &str) -> String {
+    let (group, version) = match (group, kind) {
+        ("events.k8s.io", "Event") => ("", "v1"),
+        ("autoscaling", "HorizontalPodAutoscaler") => (group, "v2"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => (group, "v1beta1"),
+        ("discovery.k8s.io", "EndpointSlice") => (group, "v1beta1"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration") => {
+            (group, "v1beta3")
+        }
+        _ => (group, version),
+    };
+    storage_version_hash(group, version, kind)
 }
 
 impl Documents {

@@ -204,6 +204,61 @@ fn storage_version_hash_matches_kube_apiserver() {
         storage_version_hash("apps", "v1", "Deployment"),
         "8aSe+NMegvE="
     );
+    // Kinds kube-apiserver 1.28.7 stores in another version than they are served at, with
+    // the hashes its discovery reports for every served version.
+    use super::legacy::stored_hash;
+    for (group, version, kind, hash) in [
+        (
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "jfWCUB31mvA=",
+        ),
+        (
+            "autoscaling",
+            "v1",
+            "HorizontalPodAutoscaler",
+            "qwQve8ut294=",
+        ),
+        (
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "qwQve8ut294=",
+        ),
+        ("discovery.k8s.io", "v1", "EndpointSlice", "Nx3SIv6I0mE="),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "FlowSchema",
+            "9NnFrw7ZEmA=",
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "v1beta3",
+            "FlowSchema",
+            "9NnFrw7ZEmA=",
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+            "+CwSrEWTDhc=",
+        ),
+        (
+            "events.k8s.io",
+            "v1",
+            "Event",
+            &storage_version_hash("", "v1", "Event"),
+        ),
+        ("apps", "v1", "Deployment", "8aSe+NMegvE="),
+    ] {
+        assert_eq!(
+            stored_hash(group, version, kind),
+            hash,
+            "{group}/{version} {kind}"
+        );
+    }
 }
 
 #[test]
