@@ -79,6 +79,22 @@ run_cases() {
   expect_eq "both versions served, v1 preferred" "flowcontrol.apiserver.k8s.io/v1 flowcontrol.apiserver.k8s.io/v1beta3 flowcontrol.apiserver.k8s.io/v1" \
     sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get --raw /apis/flowcontrol.apiserver.k8s.io | python3 -c 'import json,sys; g=json.load(sys.stdin); print(\" \".join([v[\"groupVersion\"] for v in g[\"versions\"]] + [g[\"preferredVersion\"][\"groupVersion\"]]))'"
 
+  # a v1beta3 manifest, as kubectl 1.28 users write them: created, answered as v1beta3, and
+  # served at v1 too
+  expect_eq "kubectl apply of a v1beta3 FlowSchema (validation on)" "flowschema.flowcontrol.apiserver.k8s.io/beta-made created" \
+    k apply -f - <<'Y'
+apiVersion: flowcontrol.apiserver.k8s.io/v1beta3
+kind: FlowSchema
+metadata: {name: beta-made}
+spec:
+  priorityLevelConfiguration: {name: workload-low}
+  matchingPrecedence: 7000
+  rules: [{subjects: [{kind: User, user: {name: nobody}}], nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]}]
+Y
+  expect_eq "read back at v1beta3 and at v1" "flowcontrol.apiserver.k8s.io/v1beta3 7000 flowcontrol.apiserver.k8s.io/v1 7000" \
+    sh -c "echo \$($KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get flowschemas.v1beta3.flowcontrol.apiserver.k8s.io beta-made -o jsonpath='{.apiVersion} {.spec.matchingPrecedence}') \$($KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE get flowschemas.v1.flowcontrol.apiserver.k8s.io beta-made -o jsonpath='{.apiVersion} {.spec.matchingPrecedence}')"
+  k delete flowschema beta-made >/dev/null
+
   # the admin (system:masters) is exempt
   expect_eq "system:masters: the exempt FlowSchema's UID" "$(k get flowschema exempt -o jsonpath='{.metadata.uid}')" \
     pf_header /api/v1/namespaces X-Kubernetes-PF-FlowSchema-UID

@@ -27,7 +27,7 @@ fn init_logging(verbosity: u8) {
     };
     // RUST_LOG, when set, wins; otherwise -v sets kapi's level and keeps dependencies quieter.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(format!("warn,kapi_server={level},kapi_apiserver={level},kapi_endpoints={level},kapi_registry={level},kapi_storage={level}"))
+        EnvFilter::new(format!("warn,kapi_server={level},kapi_apiserver={level},kapi_endpoints={level},kapi_registry={level},kapi_resources={level},kapi_storage={level}"))
     });
     use std::io::IsTerminal;
     use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};

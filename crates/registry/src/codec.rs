@@ -34,15 +34,29 @@ pub fn decode<T>(body: Object, validation: FieldValidation) -> Decoded
 where
     T: DeserializeOwned + Serialize + k8s_openapi::Resource,
 {
+    decode_as::<T>(body, validation, T::API_VERSION)
+}
+
+/// [`decode`] for a served version `api_version` whose schema is `T`'s, though `T` is
+/// another version's type (flowcontrol v1beta3 bodies read as v1): checked, worded and
+/// answered as `api_version`.
+pub fn decode_as<T>(body: Object, validation: FieldValidation, api_version: &str) -> Decoded
+where
+    T: DeserializeOwned + Serialize + k8s_openapi::Resource,
+{
     let mut body = body;
-    check_type_meta(&mut body, T::API_VERSION, T::KIND)?;
+    check_type_meta(&mut body, api_version, T::KIND)?;
+    body.set_api_version_kind(T::API_VERSION, T::KIND);
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
     let mut unknown: Vec<String> = Vec::new();
     let typed: T =
         serde_ignored::deserialize(body.into_value(), |path| unknown.push(format_path(&path)))
-            .map_err(|e| cannot_handle(T::KIND, T::VERSION, &go_decode_message(&e.to_string())))?;
-    let warnings = unknown_fields(T::KIND, T::VERSION, &unknown, validation)?;
+            .map_err(|e| cannot_handle(T::KIND, version, &go_decode_message(&e.to_string())))?;
+    let warnings = unknown_fields(T::KIND, version, &unknown, validation)?;
     let value = serde_json::to_value(&typed).map_err(ApiError::internal)?;
-    Ok((Object::from_value(value)?, warnings))
+    let mut obj = Object::from_value(value)?;
+    obj.set_api_version_kind(api_version, T::KIND);
+    Ok((obj, warnings))
 }
 
 /// A typed decoding error as Go's decoder words it where the two differ: a `[]byte` field that

@@ -28,9 +28,11 @@ pub mod scheduling;
 #[cfg(test)]
 mod status_strategy_tests;
 pub mod storage;
+mod storage_layout;
 pub mod workload;
 
 pub use bootstrap::bootstrap;
+pub use storage_layout::upgrade_earlier_layout;
 // The helpers every kind's module builds with, under the names the kinds use.
 pub(crate) use kapi_registry::kind::{
     at, default_at, default_in, group_util, info, non_negative, obj_mut, object_at_mut,

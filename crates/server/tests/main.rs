@@ -26,3 +26,4 @@ mod limits;
 mod protobuf_bodies;
 mod protobuf_subresources;
 mod request_header;
+mod storage_layout;

@@ -1,15 +1,16 @@
 //! flowcontrol.apiserver.k8s.io: FlowSchemas and PriorityLevelConfigurations, each with
 //! `/status` (`pkg/registry/flowcontrol`), upstream's defaults
 //! (`pkg/apis/flowcontrol/v1/defaults.go`) and validation
-//! (`pkg/apis/flowcontrol/validation`). Served at v1 and v1beta3, both stored as v1: the two
-//! versions have the same schema; v1beta3 differs only in defaulting a zero
-//! `nominalConcurrencyShares` (its field is not a pointer there) to 30.
+//! (`pkg/apis/flowcontrol/validation`). Served at v1 and v1beta3, both stored as v1beta3, the
+//! storage version of kube-apiserver 1.28 (which does not know v1), so that it reads what kapi
+//! wrote to a shared etcd: the two versions have the same schema; v1beta3 differs only in
+//! defaulting a zero `nominalConcurrencyShares` (its field is not a pointer there) to 30.
 
 mod validation;
 
 use crate::strategy_group;
 use crate::BuildContext;
-use crate::{default_in, info, typed};
+use crate::{default_in, info};
 use k8s_openapi::api::flowcontrol::v1 as api;
 use kapi_machinery::{FieldError, Object};
 use kapi_registry::kind::group_util::fill_zeros;
@@ -22,7 +23,9 @@ use std::sync::Arc;
 
 pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// The version both served versions are stored in.
-const STORAGE_VERSION: &str = "v1";
+const STORAGE_VERSION: &str = "v1beta3";
+/// The version of the `k8s-openapi` types both versions are read through.
+const TYPE_VERSION: &str = "v1";
 /// `FlowSchemaDefaultMatchingPrecedence`.
 const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
 
@@ -101,8 +104,39 @@ fn fill_priority_level_zeros(body: &mut Object) {
     }
 }
 
+/// `typed!` for a kind served at v1 and v1beta3 through the v1 type (the only one
+/// `k8s-openapi` has): bodies are checked, decoded and answered as the strategy's version.
+macro_rules! flowcontrol_typed {
+    ($t:ty, fill = $fill:expr) => {
+        fn decode(
+            &self,
+            mut body: Object,
+            validation: kapi_registry::rest::FieldValidation,
+        ) -> kapi_registry::rest::Decoded {
+            let fill: fn(&mut Object) = $fill;
+            fill(&mut body);
+            let api_version = format!("{GROUP}/{}", self.version);
+            let (mut obj, warnings) =
+                kapi_registry::codec::decode_as::<$t>(body, validation, &api_version)?;
+            self.defaults(&mut obj);
+            Ok((obj, warnings))
+        }
+        fn openapi_schema(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Option<schemars::Schema> {
+            Some(generator.subschema_for::<$t>())
+        }
+        fn canonicalize(&self, obj: Object) -> Object {
+            let canonical =
+                kapi_registry::codec::canonicalize::<$t>(with_version(obj, TYPE_VERSION));
+            with_version(canonical, self.version)
+        }
+    };
+}
+
 /// What both kinds' strategies share: generation tracking, `/status` (upstream's status
-/// strategies keep the spec and all metadata but managedFields), storage as v1.
+/// strategies keep the spec and all metadata but managedFields), storage as v1beta3.
 macro_rules! flowcontrol_kind {
     () => {
         fn tracks_generation(&self) -> bool {
@@ -127,8 +161,10 @@ macro_rules! flowcontrol_kind {
         fn to_storage(&self, obj: Object) -> Object {
             with_version(obj, STORAGE_VERSION)
         }
+        // a store may hold either version: kapi stored v1 before, and kube-apiserver 1.29
+        // and later store v1 too
         fn converts_from_storage(&self) -> bool {
-            self.version != STORAGE_VERSION
+            true
         }
         fn convert_from_storage(&self, obj: Object) -> Object {
             with_version(obj, self.version)
@@ -141,7 +177,7 @@ pub struct FlowSchemaStrategy {
 }
 
 impl Strategy for FlowSchemaStrategy {
-    typed!(api::FlowSchema, fill = fill_flow_schema_zeros);
+    flowcontrol_typed!(api::FlowSchema, fill = fill_flow_schema_zeros);
     flowcontrol_kind!();
     fn info(&self) -> ResourceInfo {
         info(
@@ -185,7 +221,7 @@ pub struct PriorityLevelStrategy {
 }
 
 impl Strategy for PriorityLevelStrategy {
-    typed!(
+    flowcontrol_typed!(
         api::PriorityLevelConfiguration,
         fill = fill_priority_level_zeros
     );

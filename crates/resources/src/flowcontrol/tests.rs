@@ -107,14 +107,62 @@ fn mandatory_objects_validate_and_catch_all_is_fixed() {
 }
 
 #[test]
-fn both_kinds_have_status_and_are_stored_as_v1() {
+fn both_kinds_have_status_and_are_stored_as_v1beta3() {
     let beta_fs = FlowSchemaStrategy { version: "v1beta3" };
     for s in [&V1_PL as &dyn Strategy, &V1BETA3_PL, &V1_FS, &beta_fs] {
         assert!(s.has_status() && s.tracks_generation());
         let obj = Object::from_value(json!({"apiVersion": "x", "kind": "FlowSchema"})).unwrap();
         assert_eq!(
             s.to_storage(obj).api_version(),
-            "flowcontrol.apiserver.k8s.io/v1"
+            "flowcontrol.apiserver.k8s.io/v1beta3"
         );
     }
+    // what an earlier kapi (or kube-apiserver 1.30) stored as v1 is served at each version
+    for (s, version) in [(&beta_fs as &dyn Strategy, "v1beta3"), (&V1_FS, "v1")] {
+        let stored = Object::from_value(
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema"}),
+        )
+        .unwrap();
+        assert!(s.converts_from_storage());
+        assert_eq!(
+            s.convert_from_storage(stored).api_version(),
+            format!("flowcontrol.apiserver.k8s.io/{version}")
+        );
+    }
+}
+
+#[test]
+fn v1beta3_bodies_are_read_and_answered_as_v1beta3() {
+    let beta_fs = FlowSchemaStrategy { version: "v1beta3" };
+    let body = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema",
+        "metadata": {"name": "f"}, "spec": {"priorityLevelConfiguration": {"name": "workload-low"}}});
+    let obj = decode(&beta_fs, body.clone());
+    assert_eq!(obj.api_version(), "flowcontrol.apiserver.k8s.io/v1beta3");
+    assert_eq!(obj.get("spec").unwrap()["matchingPrecedence"], json!(1000));
+    // canonical field order through the v1 type, the version kept
+    let canonical = beta_fs.canonicalize(obj);
+    assert_eq!(
+        canonical.api_version(),
+        "flowcontrol.apiserver.k8s.io/v1beta3"
+    );
+    let keys: Vec<&String> = canonical.as_map().keys().collect();
+    assert_eq!(keys, ["apiVersion", "kind", "metadata", "spec"]);
+    // a body of the other version names the endpoint's, as upstream's check does
+    let err = V1_FS
+        .decode(Object::from_value(body).unwrap(), FieldValidation::Strict)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the API version in the data (flowcontrol.apiserver.k8s.io/v1beta3) does not match the expected API version (flowcontrol.apiserver.k8s.io/v1)"
+    );
+    // strict decoding errors name the served version (kube-apiserver 1.28.7's words)
+    let bad = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema",
+        "metadata": {"name": "f"}, "spec": {"bogus": 1, "priorityLevelConfiguration": {"name": "x"}}});
+    let err = beta_fs
+        .decode(Object::from_value(bad).unwrap(), FieldValidation::Strict)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "FlowSchema in version \"v1beta3\" cannot be handled as a FlowSchema: strict decoding error: unknown field \"spec.bogus\""
+    );
 }

@@ -72,6 +72,10 @@ fn key_matches(selector: &Selector, key: &str) -> bool {
         ("", "services") => first == "services" && second == "specs",
         ("", "endpoints") => first == "services" && second == "endpoints",
         ("", "nodes") => first == "minions",
+        // upstream's prefix, or the plural an earlier kapi stored them under until moved
+        ("networking.k8s.io" | "extensions", "ingresses") => {
+            first == "ingress" || first == resource
+        }
         _ => first == resource,
     };
     builtin || (!group.is_empty() && first == group && second == resource)

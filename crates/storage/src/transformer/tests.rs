@@ -105,3 +105,36 @@ fn invalid_configurations_are_refused_with_every_problem() {
     assert!(err.contains("*.apps"), "{err}");
     assert!(Transformers::parse("kind: Other\n").is_err());
 }
+
+#[test]
+fn resources_kept_under_other_prefixes_are_selected_by_their_keys() {
+    let t = Transformers::parse(
+        &format!("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [ingresses.networking.k8s.io, customresourcedefinitions.apiextensions.k8s.io, apiservices.apiregistration.k8s.io, nodes]\n  providers:\n{}", aescbc("key1")),
+    )
+    .unwrap();
+    for key in [
+        // upstream's keys
+        "/ingress/ns/a",
+        "/apiextensions.k8s.io/customresourcedefinitions/a",
+        "/apiregistration.k8s.io/apiservices/a",
+        "/minions/a",
+        // the keys an earlier kapi used, readable until they are moved
+        "/ingresses/ns/a",
+        "/customresourcedefinitions/a",
+        "/apiservices/a",
+    ] {
+        let sealed = t.to_storage(key, "", b"{}".to_vec()).unwrap();
+        assert!(sealed.starts_with(b"k8s:enc:aescbc:v1:key1:"), "{key}");
+    }
+    for key in [
+        "/ingressclasses/a",
+        "/services/specs/ns/a",
+        "/configmaps/ns/a",
+    ] {
+        assert_eq!(
+            t.to_storage(key, "", b"{}".to_vec()).unwrap(),
+            b"{}",
+            "{key}"
+        );
+    }
+}
