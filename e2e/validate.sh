@@ -110,6 +110,16 @@ run_cases() {
     'Error from server (BadRequest): ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data"' \
     k create --raw '/api/v1/namespaces/default/configmaps?fieldValidation=Strict' -f "$f/cm-dup.json"
 
+  # Field errors as kube-apiserver 1.28.7 words them (selectors of apps kinds, a Job's
+  # restartPolicy, a PersistentVolume's sources, qualified names, events, a v1beta3
+  # FlowSchema's defaults, a CSI attacher's name): each object refused, in order, word for word.
+  if ! run_cmd sh -c "$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE apply -f - < $ROOT/e2e/testdata/field-errors.yaml" &&
+    [ "$OUT" = "$(cat "$ROOT/e2e/expected/validate-field-errors.txt")" ]; then
+    pass "kubectl apply of invalid objects: upstream's field errors, word for word"
+  else
+    fail "kubectl apply of invalid objects: upstream's field errors, word for word (want: e2e/expected/validate-field-errors.txt)"
+  fi
+
   # apply -f of a List: created, then configured and unchanged item by item.
   expect_out "apply -f of a List creates its items" '^service/svc-app created$' k apply -f "$f/list-apply.yaml"
   expect_out "apply -f of a changed List configures what changed" '^configmap/cm-app configured$' \

@@ -131,7 +131,8 @@ pub fn is_qualified_name(s: &str) -> Vec<String> {
     } else if name.len() > 63 {
         errs.push(format!("name part {}", max_len_error(63)));
     }
-    if !name.is_empty() && !matches_qualified_name_part(name) {
+    // an empty name fails the pattern too, and upstream says so as well
+    if !matches_qualified_name_part(name) {
         errs.push(format!(
             "name part {}",
             regex_error(
@@ -203,6 +204,11 @@ mod tests {
         assert!(is_dns1123_label("a.b").len() == 1);
         assert!(is_qualified_name("example.com/my-key").is_empty());
         assert!(!is_qualified_name("a/b/c").is_empty());
+        // an empty name part is both empty and off the pattern (kube-apiserver 1.28.7 lists both)
+        let empty = is_qualified_name("a/");
+        assert_eq!(empty.len(), 2, "{empty:?}");
+        assert_eq!(empty[0], "name part must be non-empty");
+        assert!(empty[1].starts_with("name part must consist of alphanumeric characters"));
         assert!(is_valid_label_value("").is_empty());
         assert!(!is_valid_label_value("-x").is_empty());
     }

@@ -2,7 +2,9 @@
 //! controllerrevisions.
 
 use crate::group_util::immutable;
-use crate::workload::{default_template, validate_selector_immutable, validate_template};
+use crate::workload::{
+    default_template, validate_selector_immutable, validate_template, TemplateRules,
+};
 use crate::BuildContext;
 use crate::{default_in, info, set_status, typed};
 use k8s_openapi::api::apps::v1 as apps;
@@ -33,21 +35,48 @@ fn spec_mut(obj: &mut Object) -> Option<&mut serde_json::Map<String, Value>> {
     obj.get_mut("spec").and_then(Value::as_object_mut)
 }
 
-fn validate_apps(obj: &Object) -> Vec<FieldError> {
+/// The template rules of an apps/v1 kind: a required, non-empty selector and a valid pod
+/// spec; `empty_invalid_for` names the kind as upstream's message does (ReplicaSets share
+/// Deployments' wording there).
+const fn apps_rules(empty_invalid_for: &'static str) -> TemplateRules {
+    TemplateRules {
+        selector_required: true,
+        absent_matches_nothing: true,
+        empty_invalid_for: Some(empty_invalid_for),
+        pod_spec: true,
+        restart: &["Always"],
+    }
+}
+const DEPLOYMENT_RULES: TemplateRules = apps_rules("deployment");
+/// `ValidatePodTemplateSpecForStatefulSet` leaves the pod spec itself unvalidated.
+const STATEFUL_SET_RULES: TemplateRules = TemplateRules {
+    pod_spec: false,
+    ..apps_rules("statefulset")
+};
+/// `ValidateDaemonSetSpec` does not require the selector; an absent one matches nothing.
+const DAEMON_SET_RULES: TemplateRules = TemplateRules {
+    selector_required: false,
+    ..apps_rules("daemonset")
+};
+
+/// A pointer in Go that the OpenAPI schema (and so `k8s-openapi`) makes required.
+const SELECTOR: &[&[&str]] = &[&["spec", "selector"]];
+
+fn validate_apps(obj: &Object, rules: &TemplateRules) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_template(&mut errs, obj, true, &["Always"]);
+    validate_template(&mut errs, obj, rules);
     errs
 }
 
-fn validate_apps_update(new: &Object, old: &Object) -> Vec<FieldError> {
-    let mut errs = validate_apps(new);
+fn validate_apps_update(new: &Object, old: &Object, rules: &TemplateRules) -> Vec<FieldError> {
+    let mut errs = validate_apps(new, rules);
     validate_selector_immutable(&mut errs, new, old);
     errs
 }
 
 /// Fields every apps/v1 strategy shares.
 macro_rules! apps_common {
-    () => {
+    ($rules:expr) => {
         fn tracks_generation(&self) -> bool {
             true
         }
@@ -58,18 +87,18 @@ macro_rules! apps_common {
             set_status(obj, Some(json!({})));
         }
         fn validate(&self, obj: &Object) -> Vec<FieldError> {
-            validate_apps(obj)
+            validate_apps(obj, &$rules)
         }
         fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
-            validate_apps_update(new, old)
+            validate_apps_update(new, old, &$rules)
         }
     };
 }
 
 pub struct DeploymentStrategy;
 impl Strategy for DeploymentStrategy {
-    typed!(apps::Deployment);
-    apps_common!();
+    typed!(apps::Deployment, keep_absent = SELECTOR);
+    apps_common!(DEPLOYMENT_RULES);
     /// Upstream's deployment status strategy also keeps the stored labels.
     fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
         keep_all_but_status_and_metadata(new, old);
@@ -112,8 +141,8 @@ impl Strategy for DeploymentStrategy {
 
 pub struct ReplicaSetStrategy;
 impl Strategy for ReplicaSetStrategy {
-    typed!(apps::ReplicaSet);
-    apps_common!();
+    typed!(apps::ReplicaSet, keep_absent = SELECTOR);
+    apps_common!(DEPLOYMENT_RULES);
     fn info(&self) -> ResourceInfo {
         info(
             "apps",
@@ -138,8 +167,8 @@ impl Strategy for ReplicaSetStrategy {
 
 pub struct StatefulSetStrategy;
 impl Strategy for StatefulSetStrategy {
-    typed!(apps::StatefulSet);
-    apps_common!();
+    typed!(apps::StatefulSet, keep_absent = SELECTOR);
+    apps_common!(STATEFUL_SET_RULES);
     fn info(&self) -> ResourceInfo {
         info(
             "apps",
@@ -180,8 +209,8 @@ impl Strategy for StatefulSetStrategy {
 
 pub struct DaemonSetStrategy;
 impl Strategy for DaemonSetStrategy {
-    typed!(apps::DaemonSet);
-    apps_common!();
+    typed!(apps::DaemonSet, keep_absent = SELECTOR);
+    apps_common!(DAEMON_SET_RULES);
     fn info(&self) -> ResourceInfo {
         info(
             "apps",

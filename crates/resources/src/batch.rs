@@ -1,7 +1,7 @@
 //! batch/v1: jobs and cronjobs (each with `/status`).
 
 use crate::strategy_group;
-use crate::workload::{default_template, validate_template};
+use crate::workload::{default_template, validate_template, TemplateRules};
 use crate::BuildContext;
 use crate::{at, default_in, info, obj_mut, set_status, str_at, typed};
 use k8s_openapi::api::batch::v1 as batch;
@@ -20,6 +20,15 @@ pub fn groups(ctx: &BuildContext) -> Vec<ApiGroupInfo> {
 }
 
 const JOB_RESTART: &[&str] = &["OnFailure", "Never"];
+/// `ValidateJobSpec`: a required selector (generated unless `manualSelector`) matching the
+/// template's labels; an empty one matches every label set and is allowed.
+const JOB_RULES: TemplateRules = TemplateRules {
+    selector_required: true,
+    absent_matches_nothing: true,
+    empty_invalid_for: None,
+    pod_spec: true,
+    restart: JOB_RESTART,
+};
 
 /// A Job's spec defaults (upstream's `SetDefaults_Job`; not a CronJob's job template's).
 fn default_job_spec(spec: &mut serde_json::Map<String, Value>) {
@@ -98,7 +107,7 @@ impl Strategy for JobStrategy {
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        validate_template(&mut errs, obj, true, JOB_RESTART);
+        validate_template(&mut errs, obj, &JOB_RULES);
         for f in [
             "parallelism",
             "completions",
@@ -193,17 +202,11 @@ impl Strategy for CronJobStrategy {
         }
         let tmpl = at(obj, &["spec", "jobTemplate", "spec", "template", "spec"]);
         crate::core::pod::validate_pod_spec(&mut errs, tmpl, "spec.jobTemplate.spec.template.spec");
-        let rp = tmpl
-            .and_then(|s| s.get("restartPolicy"))
-            .and_then(Value::as_str)
-            .unwrap_or("Always");
-        if !JOB_RESTART.contains(&rp) {
-            errs.push(FieldError::not_supported(
-                "spec.jobTemplate.spec.template.spec.restartPolicy",
-                rp,
-                JOB_RESTART,
-            ));
-        }
+        errs.extend(crate::workload::template_restart_policy(
+            tmpl,
+            "spec.jobTemplate.spec.template.spec.restartPolicy",
+            JOB_RESTART,
+        ));
         errs
     }
 }

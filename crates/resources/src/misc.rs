@@ -128,30 +128,60 @@ impl Strategy for EventsV1Strategy {
             ("reportingController", "reportingComponent"),
         ]
     }
+    /// Upstream's `ValidateEventCreate` for events.k8s.io/v1: the legacy rules every event
+    /// passes, then the strict ones of this API (on the internal field names).
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        let mut errs = Vec::new();
-        if at(obj, &["eventTime"]).is_none_or(Value::is_null) {
+        let core = self.to_storage(obj.clone());
+        let mut errs = crate::core::simple::legacy_event_errors(&core, "reportingController");
+        let set = |path: &[&str]| at(&core, path).is_some_and(|v| !v.is_null());
+        if let Some(series) = at(&core, &["series"]).filter(|v| !v.is_null()) {
+            if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+                errs.push(FieldError::invalid(
+                    "series.count",
+                    "",
+                    "should be at least 2",
+                ));
+            }
+            if series.get("lastObservedTime").is_none_or(Value::is_null) {
+                errs.push(FieldError::required("series.lastObservedTime", ""));
+            }
+        }
+        if !set(&["eventTime"]) {
             errs.push(FieldError::required("eventTime", ""));
         }
-        let t = str_at(obj, &["type"]);
+        let t = str_at(&core, &["type"]);
         if t != "Normal" && t != "Warning" {
             errs.push(FieldError::invalid(
                 "type",
-                t,
-                "has invalid value: must be Normal or Warning",
+                "",
+                format!("has invalid value: {t}"),
             ));
         }
-        for f in [
-            "reportingController",
-            "reportingInstance",
-            "action",
-            "reason",
+        for (field, path) in [
+            ("firstTimestamp", "firstTimestamp"),
+            ("lastTimestamp", "lastTimestamp"),
         ] {
-            if str_at(obj, &[f]).is_empty() {
-                errs.push(FieldError::required(f, ""));
+            if set(&[field]) {
+                errs.push(FieldError::invalid(path, "", "needs to be unset"));
             }
         }
+        if at(&core, &["count"]).and_then(Value::as_i64).unwrap_or(0) != 0 {
+            errs.push(FieldError::invalid("count", "", "needs to be unset"));
+        }
+        if !str_at(&core, &["source", "component"]).is_empty()
+            || !str_at(&core, &["source", "host"]).is_empty()
+        {
+            errs.push(FieldError::invalid("source", "", "needs to be unset"));
+        }
         errs
+    }
+    /// `ValidateEventUpdate`: the legacy rules (the fields it holds immutable are not
+    /// checked here).
+    fn validate_update(&self, new: &Object, _old: &Object) -> Vec<FieldError> {
+        crate::core::simple::legacy_event_errors(
+            &self.to_storage(new.clone()),
+            "reportingController",
+        )
     }
 }
 

@@ -337,6 +337,20 @@ impl Strategy for VolumeAttachmentStrategy {
         for msg in is_dns1123_subdomain(node) {
             errs.push(FieldError::invalid("spec.nodeName", node, msg));
         }
+        // `ValidateVolumeAttachmentV1`: the attacher is a CSI driver's name
+        let attacher = str_at(obj, &["spec", "attacher"]);
+        if attacher.is_empty() {
+            errs.push(FieldError::required("spec.attacher", ""));
+        }
+        if attacher.len() > 63 {
+            errs.push(FieldError::too_long(
+                "spec.attacher",
+                "must have at most 63 bytes",
+            ));
+        }
+        for msg in is_dns1123_subdomain(&attacher.to_lowercase()) {
+            errs.push(FieldError::invalid("spec.attacher", attacher, msg));
+        }
         errs
     }
     fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {

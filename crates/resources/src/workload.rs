@@ -74,34 +74,55 @@ pub fn template_labels(obj: &Object, template_path: &[&str]) -> BTreeMap<String,
         .unwrap_or_default()
 }
 
+/// How a kind checks its `spec.selector` and template, in upstream's words for it.
+pub struct TemplateRules {
+    /// "Required value" when the selector is absent (not for DaemonSets, nor for
+    /// ReplicationControllers, whose selector defaults to the template's labels).
+    pub selector_required: bool,
+    /// An absent selector matches no labels (`metav1.LabelSelectorAsSelector(nil)`), so the
+    /// template's labels are reported as not matching it; a ReplicationController's absent
+    /// map selects nothing to compare.
+    pub absent_matches_nothing: bool,
+    /// The kind named in "empty selector is invalid for <kind>"; `None`: an empty selector
+    /// is allowed (it matches every label set).
+    pub empty_invalid_for: Option<&'static str>,
+    /// Whether the template's pod spec is validated (upstream leaves a StatefulSet's alone).
+    pub pod_spec: bool,
+    /// The `restartPolicy` values the template may have.
+    pub restart: &'static [&'static str],
+}
+
 /// `spec.selector` required, non-empty and matching the template's labels; the template's
-/// pod spec valid; `restartPolicy` among `allowed_restart`.
-pub fn validate_template(
-    errs: &mut Vec<FieldError>,
-    obj: &Object,
-    selector_required: bool,
-    allowed_restart: &[&str],
-) {
+/// pod spec valid; `restartPolicy` among the allowed ones: per `rules`.
+pub fn validate_template(errs: &mut Vec<FieldError>, obj: &Object, rules: &TemplateRules) {
     let labels = template_labels(obj, &["spec", "template"]);
+    let mismatch = || {
+        FieldError::invalid(
+            "spec.template.metadata.labels",
+            BadValue::string_map(at(obj, &["spec", "template", "metadata", "labels"])),
+            "`selector` does not match template `labels`",
+        )
+    };
     match at(obj, &["spec", "selector"]) {
         None | Some(Value::Null) => {
-            if selector_required {
+            if rules.selector_required {
                 errs.push(FieldError::required("spec.selector", ""));
+            }
+            if rules.absent_matches_nothing {
+                errs.push(mismatch());
             }
         }
         Some(sel) => {
             if selector_is_empty(sel) {
-                errs.push(FieldError::invalid(
-                    "spec.selector",
-                    Value::Null,
-                    "empty selector is invalid for deployment",
-                ));
+                if let Some(kind) = rules.empty_invalid_for {
+                    errs.push(FieldError::invalid(
+                        "spec.selector",
+                        selector_value(obj),
+                        format!("empty selector is invalid for {kind}"),
+                    ));
+                }
             } else if !selector_matches(sel, &labels) {
-                errs.push(FieldError::invalid(
-                    "spec.template.metadata.labels",
-                    BadValue::string_map(at(obj, &["spec", "template", "metadata", "labels"])),
-                    "`selector` does not match template `labels`",
-                ));
+                errs.push(mismatch());
             }
             errs.extend(kapi_registry::meta::validate_labels(
                 sel.get("matchLabels"),
@@ -114,19 +135,41 @@ pub fn validate_template(
         "spec.template.metadata.labels",
     ));
     let spec = at(obj, &["spec", "template", "spec"]);
-    validate_pod_spec(errs, spec, "spec.template.spec");
+    if rules.pod_spec {
+        validate_pod_spec(errs, spec, "spec.template.spec");
+    }
+    let allowed_restart = rules.restart;
+    errs.extend(template_restart_policy(
+        spec,
+        "spec.template.spec.restartPolicy",
+        allowed_restart,
+    ));
+    crate::non_negative(errs, obj, &["spec", "replicas"], "spec.replicas");
+}
+
+/// A template's `restartPolicy` (defaulted to `Always`) outside `allowed`: `Always` where it
+/// is not allowed (a Job's) is "Required" with the valid values, as kube-apiserver 1.28
+/// words it; any other value is "Unsupported".
+pub fn template_restart_policy(
+    spec: Option<&Value>,
+    path: &str,
+    allowed: &[&str],
+) -> Option<FieldError> {
     let rp = spec
         .and_then(|s| s.get("restartPolicy"))
         .and_then(Value::as_str)
         .unwrap_or("Always");
-    if !allowed_restart.contains(&rp) {
-        errs.push(FieldError::not_supported(
-            "spec.template.spec.restartPolicy",
-            rp,
-            allowed_restart,
-        ));
+    if allowed.contains(&rp) {
+        None
+    } else if rp == "Always" {
+        let valid: Vec<String> = allowed.iter().map(|v| format!("{v:?}")).collect();
+        Some(FieldError::required(
+            path,
+            format!("valid values: {}", valid.join(", ")),
+        ))
+    } else {
+        Some(FieldError::not_supported(path, rp, allowed))
     }
-    crate::non_negative(errs, obj, &["spec", "replicas"], "spec.replicas");
 }
 
 /// `spec.selector` as upstream prints it in a field error (a `metav1.LabelSelector`).

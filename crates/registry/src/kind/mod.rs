@@ -74,10 +74,42 @@ pub fn info(
 /// omitted field as its zero value, which validation then reports (422), where the typed
 /// struct would refuse the body (400): `typed!(T, zeros = &[(path, zero), ...])` fills such
 /// fields first, and `typed!(T, fill = f)` runs `f: fn(&mut Object)` for zeros nested in lists.
+/// A field that is a pointer in Go but required in the OpenAPI schema (a Deployment's
+/// `spec.selector`) decodes as its zero value in `T`; `typed!(T, keep_absent = &[path, ...])`
+/// leaves it absent when the body had none, so that validation sees Go's nil.
 #[macro_export]
 macro_rules! typed {
     ($t:ty) => {
         $crate::typed!($t, fill = |_| {});
+    };
+    ($t:ty, keep_absent = $paths:expr) => {
+        fn decode(
+            &self,
+            body: kapi_machinery::Object,
+            validation: $crate::rest::FieldValidation,
+        ) -> $crate::rest::Decoded {
+            let paths: &[&[&str]] = $paths;
+            let absent: Vec<&[&str]> = paths
+                .iter()
+                .copied()
+                .filter(|p| $crate::kind::at(&body, p).is_none_or(serde_json::Value::is_null))
+                .collect();
+            let (mut obj, warnings) = $crate::codec::decode::<$t>(body, validation)?;
+            for path in absent {
+                $crate::kind::remove_at(&mut obj, path);
+            }
+            self.defaults(&mut obj);
+            Ok((obj, warnings))
+        }
+        fn openapi_schema(
+            &self,
+            generator: &mut schemars::SchemaGenerator,
+        ) -> Option<schemars::Schema> {
+            Some(generator.subschema_for::<$t>())
+        }
+        fn canonicalize(&self, obj: kapi_machinery::Object) -> kapi_machinery::Object {
+            $crate::codec::canonicalize::<$t>(obj)
+        }
     };
     ($t:ty, zeros = $zeros:expr) => {
         $crate::typed!(
@@ -107,6 +139,21 @@ macro_rules! typed {
             $crate::codec::canonicalize::<$t>(obj)
         }
     };
+}
+
+/// Removes the value at a path of object keys, if there is one.
+pub fn remove_at(obj: &mut Object, path: &[&str]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj.as_map_mut();
+    for k in parents {
+        match cur.get_mut(*k) {
+            Some(Value::Object(m)) => cur = m,
+            _ => return,
+        }
+    }
+    cur.remove(*last);
 }
 
 /// The value at a dotted path of object keys.

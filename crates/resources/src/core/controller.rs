@@ -1,8 +1,18 @@
 //! core/v1 replicationcontrollers (with `/status` and `/scale`) and podtemplates.
 
 use crate::core::pod::validate_pod_spec;
-use crate::workload::{default_template, validate_template};
+use crate::workload::{default_template, validate_template, TemplateRules};
 use crate::{at, info, set_status, typed};
+
+/// The workloads' template rules with the selector as `matchLabels`: it defaults to the
+/// template's labels, so an absent one is no error here.
+const RC_RULES: TemplateRules = TemplateRules {
+    selector_required: false,
+    absent_matches_nothing: false,
+    empty_invalid_for: Some("deployment"),
+    pod_spec: true,
+    restart: &["Always"],
+};
 use k8s_openapi::api::core::v1 as core;
 use kapi_machinery::{FieldError, Object};
 use kapi_registry::rest::ResourceInfo;
@@ -139,7 +149,7 @@ impl Strategy for ReplicationControllerStrategy {
             }
         }
         let mut template_errs = Vec::new();
-        validate_template(&mut template_errs, &as_workload, false, &["Always"]);
+        validate_template(&mut template_errs, &as_workload, &RC_RULES);
         errs.extend(template_errs.into_iter().map(|mut e| {
             if e.field == "spec.selector.matchLabels" {
                 e.field = "spec.selector".into();

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 pub struct PodStrategy;
 
-const RESTART_POLICIES: &[&str] = &["Always", "Never", "OnFailure"];
+// in upstream's order, which its message keeps
+const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
 const DNS_POLICIES: &[&str] = &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"];
 
 /// `Always` for `:latest` or untagged images, `IfNotPresent` otherwise (upstream's rule).

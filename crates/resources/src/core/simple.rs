@@ -3,7 +3,7 @@
 
 use crate::{at, info, require, set_status, str_at, typed};
 use k8s_openapi::api::core::v1 as core;
-use kapi_machinery::{FieldError, Object};
+use kapi_machinery::{BadValue, FieldError, Object};
 use kapi_registry::rest::ResourceInfo;
 use kapi_registry::strategy::{FieldLabelConversion, Strategy};
 use serde_json::{json, Value};
@@ -129,17 +129,83 @@ impl Strategy for EventStrategy {
         &[("source", "source.component|reportingComponent")]
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
-        let mut errs = Vec::new();
-        let ns = str_at(obj, &["involvedObject", "namespace"]);
-        if !ns.is_empty() && ns != obj.namespace() {
+        legacy_event_errors(obj, "reportingComponent")
+    }
+}
+
+/// Upstream's `legacyValidateEvent`, which every event passes whatever its API, on the core/v1
+/// form (`involvedObject`, `reportingComponent`, `message`); field paths are upstream's
+/// internal names. An event without `eventTime` (the old kind) only needs its namespace to
+/// agree with its object's; one with it also names its reporter, action and reason. The
+/// reporter's field is named as the request's API names it (`reporting_field`).
+pub(crate) fn legacy_event_errors(event: &Object, reporting_field: &str) -> Vec<FieldError> {
+    const REPORTING_INSTANCE_LIMIT: usize = 128;
+    const ACTION_LIMIT: usize = 128;
+    const REASON_LIMIT: usize = 128;
+    const NOTE_LIMIT: usize = 1024;
+    let mut errs = Vec::new();
+    let ns = event.namespace();
+    let involved_ns = str_at(event, &["involvedObject", "namespace"]);
+    let mismatch = || {
+        FieldError::invalid(
+            "involvedObject.namespace",
+            involved_ns,
+            "does not match event.namespace",
+        )
+    };
+    if at(event, &["eventTime"]).is_none_or(Value::is_null) {
+        if involved_ns.is_empty() {
+            // or "default", for compatibility with old clients
+            if !ns.is_empty() && ns != "default" {
+                errs.push(mismatch());
+            }
+        } else if ns != involved_ns {
+            errs.push(mismatch());
+        }
+    } else {
+        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+            errs.push(mismatch());
+        }
+        let controller = str_at(event, &["reportingComponent"]);
+        if controller.is_empty() {
+            errs.push(FieldError::required(reporting_field, ""));
+        }
+        for msg in kapi_machinery::validation::is_qualified_name(controller) {
+            errs.push(FieldError::invalid(reporting_field, controller, msg));
+        }
+        for (path, field, limit) in [
+            (
+                "reportingInstance",
+                "reportingInstance",
+                REPORTING_INSTANCE_LIMIT,
+            ),
+            ("action", "action", ACTION_LIMIT),
+            ("reason", "reason", REASON_LIMIT),
+        ] {
+            let value = str_at(event, &[field]);
+            if value.is_empty() {
+                errs.push(FieldError::required(path, ""));
+            }
+            if value.len() > limit {
+                errs.push(FieldError::invalid(
+                    path,
+                    "",
+                    format!("can have at most {limit} characters"),
+                ));
+            }
+        }
+        if str_at(event, &["message"]).len() > NOTE_LIMIT {
             errs.push(FieldError::invalid(
-                "involvedObject.namespace",
-                ns,
-                "does not match event.namespace",
+                "message",
+                "",
+                format!("can have at most {NOTE_LIMIT} characters"),
             ));
         }
-        errs
     }
+    for msg in kapi_machinery::validation::is_dns1123_subdomain(ns) {
+        errs.push(FieldError::invalid("namespace", ns, msg));
+    }
+    errs
 }
 
 pub struct LimitRangeStrategy;
@@ -311,12 +377,60 @@ impl Strategy for PvStrategy {
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         require_access_modes(&mut errs, obj, "");
-        if at(obj, &["spec", "capacity", "storage"]).is_none() {
+        let capacity = at(obj, &["spec", "capacity"]).and_then(Value::as_object);
+        if capacity.is_none_or(|c| c.is_empty()) {
             errs.push(FieldError::required("spec.capacity", ""));
+            errs.push(FieldError::not_supported(
+                "spec.capacity",
+                BadValue::Go("core.ResourceList(nil)".into()),
+                &["storage"],
+            ));
+        } else if at(obj, &["spec", "capacity", "storage"]).is_none() {
+            errs.push(FieldError::required("spec.capacity", ""));
+        }
+        // exactly one volume source, counted in upstream's order: the second and later ones
+        // are named
+        let mut sources = PV_SOURCES
+            .iter()
+            .filter(|s| at(obj, &["spec", s]).is_some_and(|v| !v.is_null()));
+        match sources.next() {
+            None => errs.push(FieldError::required("spec", "must specify a volume type")),
+            Some(_) => errs.extend(sources.map(|s| {
+                FieldError::forbidden(
+                    format!("spec.{s}"),
+                    "may not specify more than 1 volume type",
+                )
+            })),
         }
         errs
     }
 }
+
+/// A PersistentVolume's sources in the order `ValidatePersistentVolumeSpec` counts them.
+const PV_SOURCES: &[&str] = &[
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "glusterfs",
+    "flocker",
+    "nfs",
+    "rbd",
+    "quobyte",
+    "cephfs",
+    "iscsi",
+    "cinder",
+    "fc",
+    "flexVolume",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "scaleIO",
+    "local",
+    "storageos",
+    "csi",
+];
 
 pub struct NodeStrategy;
 impl Strategy for NodeStrategy {

@@ -194,18 +194,18 @@ impl Strategy for FlowSchemaStrategy {
         crate::printers::flowcontrol::FLOW_SCHEMAS.table_convertor()
     }
     fn defaults(&self, obj: &mut Object) {
-        if let Some(Value::Object(spec)) = obj.get_mut("spec") {
-            if spec
-                .get("matchingPrecedence")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                == 0
-            {
-                spec.insert(
-                    "matchingPrecedence".into(),
-                    json!(DEFAULT_MATCHING_PRECEDENCE),
-                );
-            }
+        // the spec is a struct in Go: defaulted even when the body has none
+        let spec = kapi_registry::kind::obj_mut(obj, &["spec"]);
+        if spec
+            .get("matchingPrecedence")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == 0
+        {
+            spec.insert(
+                "matchingPrecedence".into(),
+                json!(DEFAULT_MATCHING_PRECEDENCE),
+            );
         }
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
