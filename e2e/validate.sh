@@ -15,6 +15,7 @@ cd "$ROOT"
 . "$ROOT/e2e/lib.sh"
 
 e2e_init validate
+PY_ENV=$(py_env) || { echo "e2e: could not install the Python client" >&2; exit 1; }
 e2e_start_etcd
 KUBECTL_BIN_DIR=/usr/lib/google-cloud-sdk/bin
 
@@ -118,6 +119,15 @@ run_cases() {
     pass "kubectl apply of invalid objects: upstream's field errors, word for word"
   else
     fail "kubectl apply of invalid objects: upstream's field errors, word for word (want: e2e/expected/validate-field-errors.txt)"
+  fi
+
+  # Defaults as kube-apiserver 1.28.7 fills them, per kind: what a server-side dry-run create
+  # answers (what differs between any two creates left out, see e2e/python/defaults.py).
+  if run_cmd "$PY_ENV/bin/python" "$ROOT/e2e/python/defaults.py" "$KUBECTL" "$KUBECONFIG_FILE" "$ROOT/e2e/testdata/defaults.yaml" &&
+    [ "$OUT" = "$(cat "$ROOT/e2e/expected/validate-defaults.json")" ]; then
+    pass "dry-run creates of 19 kinds: upstream's defaults"
+  else
+    fail "dry-run creates of 19 kinds: upstream's defaults (want: e2e/expected/validate-defaults.json)"
   fi
 
   # apply -f of a List: created, then configured and unchanged item by item.

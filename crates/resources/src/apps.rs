@@ -6,7 +6,7 @@ use crate::workload::{
     default_template, validate_selector_immutable, validate_template, TemplateRules,
 };
 use crate::BuildContext;
-use crate::{default_in, info, set_status, typed};
+use crate::{at, default_in, info, set_status, typed};
 use k8s_openapi::api::apps::v1 as apps;
 use kapi_machinery::{FieldError, Object};
 use kapi_registry::kind::push;
@@ -76,15 +76,22 @@ fn validate_apps_update(new: &Object, old: &Object, rules: &TemplateRules) -> Ve
 
 /// Fields every apps/v1 strategy shares.
 macro_rules! apps_common {
-    ($rules:expr) => {
+    ($rules:expr, $status:expr) => {
+        apps_common!($rules, $status, |_: &mut Object| {});
+    };
+    ($rules:expr, $status:expr, $on_create:expr) => {
         fn tracks_generation(&self) -> bool {
             true
         }
         fn has_status(&self) -> bool {
             true
         }
+        // the status a new object is answered with: its Go type's fields that are not
+        // `omitempty`, at zero
         fn prepare_for_create(&self, obj: &mut Object) {
-            set_status(obj, Some(json!({})));
+            set_status(obj, Some($status));
+            let on_create: fn(&mut Object) = $on_create;
+            on_create(obj);
         }
         fn validate(&self, obj: &Object) -> Vec<FieldError> {
             validate_apps(obj, &$rules)
@@ -98,7 +105,7 @@ macro_rules! apps_common {
 pub struct DeploymentStrategy;
 impl Strategy for DeploymentStrategy {
     typed!(apps::Deployment, keep_absent = SELECTOR);
-    apps_common!(DEPLOYMENT_RULES);
+    apps_common!(DEPLOYMENT_RULES, json!({}));
     /// Upstream's deployment status strategy also keeps the stored labels.
     fn prepare_for_status_update(&self, new: &mut Object, old: &Object) {
         keep_all_but_status_and_metadata(new, old);
@@ -142,7 +149,7 @@ impl Strategy for DeploymentStrategy {
 pub struct ReplicaSetStrategy;
 impl Strategy for ReplicaSetStrategy {
     typed!(apps::ReplicaSet, keep_absent = SELECTOR);
-    apps_common!(DEPLOYMENT_RULES);
+    apps_common!(DEPLOYMENT_RULES, json!({"replicas": 0}));
     fn info(&self) -> ResourceInfo {
         info(
             "apps",
@@ -168,7 +175,10 @@ impl Strategy for ReplicaSetStrategy {
 pub struct StatefulSetStrategy;
 impl Strategy for StatefulSetStrategy {
     typed!(apps::StatefulSet, keep_absent = SELECTOR);
-    apps_common!(STATEFUL_SET_RULES);
+    apps_common!(
+        STATEFUL_SET_RULES,
+        json!({"replicas": 0, "availableReplicas": 0})
+    );
     fn info(&self) -> ResourceInfo {
         info(
             "apps",
@@ -202,15 +212,66 @@ impl Strategy for StatefulSetStrategy {
                 "persistentVolumeClaimRetentionPolicy",
                 json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
             );
+            // each claim template gets a claim's defaults (`SetDefaults_PersistentVolumeClaim`)
+            for claim in spec
+                .get_mut("volumeClaimTemplates")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object_mut)
+            {
+                if let Some(claim_spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
+                    default_in(claim_spec, "volumeMode", json!("Filesystem"));
+                }
+                default_in(claim, "status", json!({}));
+                if let Some(status) = claim.get_mut("status").and_then(Value::as_object_mut) {
+                    default_in(status, "phase", json!("Pending"));
+                }
+            }
         }
         default_template(obj, &["spec", "template", "spec"]);
     }
 }
 
+/// Where apps/v1 keeps a DaemonSet's template generation (`spec.templateGeneration` of the
+/// internal type, written out by upstream's conversion).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+fn template_generation(obj: &Object) -> i64 {
+    at(obj, &["metadata", "annotations", TEMPLATE_GENERATION])
+        .and_then(Value::as_str)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn set_template_generation(obj: &mut Object, generation: i64) {
+    crate::obj_mut(obj, &["metadata", "annotations"])
+        .insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+}
+
 pub struct DaemonSetStrategy;
 impl Strategy for DaemonSetStrategy {
     typed!(apps::DaemonSet, keep_absent = SELECTOR);
-    apps_common!(DAEMON_SET_RULES);
+    apps_common!(
+        DAEMON_SET_RULES,
+        json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0, "numberReady": 0}),
+        |obj| {
+            let generation = template_generation(obj).max(1);
+            set_template_generation(obj, generation);
+        }
+    );
+    /// The template's generation goes up with each change of the template.
+    fn prepare_for_update(&self, new: &mut Object, old: &Object) {
+        let generation = if at(new, &["spec", "template"]) != at(old, &["spec", "template"]) {
+            template_generation(old).saturating_add(1)
+        } else if template_generation(new) > 0 {
+            template_generation(new)
+        } else {
+            template_generation(old)
+        };
+        set_template_generation(new, generation);
+    }
     fn info(&self) -> ResourceInfo {
         info(
             "apps",

@@ -266,8 +266,12 @@ impl Strategy for HpaV1Strategy {
     fn key_prefix(&self) -> String {
         "horizontalpodautoscalers".into()
     }
+    // stored as v2 with v2's defaults, which upstream applies when it decodes the stored
+    // object: a v1 HPA without a CPU target reads back with the 80% one
     fn to_storage(&self, obj: Object) -> Object {
-        v1_to_v2(obj)
+        let mut v2 = v1_to_v2(obj);
+        HpaV2Strategy.defaults(&mut v2);
+        v2
     }
     fn converts_from_storage(&self) -> bool {
         true

@@ -43,10 +43,24 @@ fn default_job_spec(spec: &mut serde_json::Map<String, Value>) {
     default_in(spec, "backoffLimit", json!(6));
     default_in(spec, "completionMode", json!("NonIndexed"));
     default_in(spec, "suspend", json!(false));
-    default_in(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    // `podReplacementPolicy` is defaulted only under JobPodReplacementPolicy, alpha and off
+    // in 1.28
     default_in(spec, "manualSelector", Value::Null);
     if spec.get("manualSelector").is_some_and(Value::is_null) {
         spec.remove("manualSelector");
+    }
+}
+
+/// `SetDefaults_Job`: a Job without labels takes its pod template's.
+fn default_labels_from_template(obj: &mut Object) {
+    let unlabelled = at(obj, &["metadata", "labels"])
+        .and_then(Value::as_object)
+        .is_none_or(serde_json::Map::is_empty);
+    let template = at(obj, &["spec", "template", "metadata", "labels"])
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    if let (true, Some(labels)) = (unlabelled, template) {
+        obj_mut(obj, &["metadata"]).insert("labels".into(), labels);
     }
 }
 
@@ -82,6 +96,7 @@ impl Strategy for JobStrategy {
             default_job_spec(spec);
         }
         default_template(obj, &["spec", "template", "spec"]);
+        default_labels_from_template(obj);
     }
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({})));
@@ -104,6 +119,11 @@ impl Strategy for JobStrategy {
                 );
             }
         }
+        // dropped while its gate (JobPodReplacementPolicy, alpha in 1.28) is off
+        obj_mut(obj, &["spec"]).remove("podReplacementPolicy");
+        // upstream decodes what it stored with defaults again: a Job still without labels
+        // takes its template's, now the generated ones
+        default_labels_from_template(obj);
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

@@ -7,7 +7,7 @@ use crate::{at, info, str_at, typed};
 use kapi_machinery::{FieldError, Object};
 use kapi_registry::rest::{ApiGroupInfo, ResourceInfo};
 use kapi_registry::strategy::{FieldLabelConversion, Strategy};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -235,6 +235,23 @@ impl Strategy for EndpointSliceStrategy {
     }
     fn tracks_generation(&self) -> bool {
         true
+    }
+    /// `SetDefaults_EndpointPort` (discovery/v1): a port's name "" and protocol TCP; an
+    /// endpoint's `conditions`, a struct in Go, is written even when empty.
+    fn defaults(&self, obj: &mut Object) {
+        let ports = obj.get_mut("ports").and_then(Value::as_array_mut);
+        for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+            crate::default_in(port, "name", json!(""));
+            crate::default_in(port, "protocol", json!("TCP"));
+        }
+        let endpoints = obj.get_mut("endpoints").and_then(Value::as_array_mut);
+        for endpoint in endpoints
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            crate::default_in(endpoint, "conditions", json!({}));
+        }
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

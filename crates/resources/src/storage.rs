@@ -312,8 +312,9 @@ impl Strategy for VolumeAttachmentStrategy {
     fn has_status(&self) -> bool {
         true
     }
+    // upstream resets the status to its zero value, whose `attached` is not `omitempty`
     fn prepare_for_create(&self, obj: &mut Object) {
-        crate::set_status(obj, None);
+        crate::set_status(obj, Some(json!({"attached": false})));
     }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();

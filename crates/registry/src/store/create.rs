@@ -63,7 +63,9 @@ impl Store {
             }
             self.strategy.allocate(&mut obj, None).await?;
             self.strategy.release(&obj, None).await;
-            return Ok(obj);
+            // answered as a write's would be, through the stored form (upstream's dry run
+            // encodes and decodes it, with the storage version's defaults)
+            return Ok(self.read_stored(self.to_stored(obj)));
         }
         self.strategy.allocate(&mut obj, None).await?;
         match self

@@ -217,7 +217,7 @@ impl Store {
             self.strategy.allocate(&mut obj, old.as_ref()).await?;
             self.strategy.release(&obj, old.as_ref()).await;
             return Ok(UpdateResult {
-                object: obj,
+                object: self.read_stored(self.to_stored(obj)),
                 created,
                 warnings: Vec::new(),
             });

@@ -59,6 +59,16 @@ impl Strategy for EndpointsStrategy {
     fn key_prefix(&self) -> String {
         "services/endpoints".into()
     }
+    /// `SetDefaults_EndpointPort` (core/v1): a port's protocol TCP.
+    fn defaults(&self, obj: &mut Object) {
+        let subsets = obj.get_mut("subsets").and_then(Value::as_array_mut);
+        for subset in subsets.into_iter().flatten() {
+            let ports = subset.get_mut("ports").and_then(Value::as_array_mut);
+            for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+                crate::default_in(port, "protocol", json!("TCP"));
+            }
+        }
+    }
     fn validate(&self, obj: &Object) -> Vec<FieldError> {
         let mut errs = Vec::new();
         for (i, s) in at(obj, &["subsets"])
@@ -222,6 +232,38 @@ impl Strategy for LimitRangeStrategy {
             &[],
         )
     }
+    /// `SetDefaults_LimitRangeItem`: a container item's default limit is its max, its
+    /// default request its default limit, else its min, per resource.
+    fn defaults(&self, obj: &mut Object) {
+        let items = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("limits"))
+            .and_then(Value::as_array_mut);
+        for item in items.into_iter().flatten().filter_map(Value::as_object_mut) {
+            if item.get("type").and_then(Value::as_str) != Some("Container") {
+                continue;
+            }
+            let resources = |item: &serde_json::Map<String, Value>, key: &str| {
+                item.get(key)
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let mut default = resources(item, "default");
+            for (name, value) in resources(item, "max") {
+                default.entry(name).or_insert(value);
+            }
+            let mut request = resources(item, "defaultRequest");
+            for (name, value) in default.iter().chain(resources(item, "min").iter()) {
+                request.entry(name.clone()).or_insert_with(|| value.clone());
+            }
+            for (key, map) in [("default", default), ("defaultRequest", request)] {
+                if !map.is_empty() {
+                    item.insert(key.into(), Value::Object(map));
+                }
+            }
+        }
+    }
 }
 
 pub struct ResourceQuotaStrategy;
@@ -370,6 +412,12 @@ impl Strategy for PvStrategy {
     }
     fn defaults(&self, obj: &mut Object) {
         default_volume_spec(obj, &[("persistentVolumeReclaimPolicy", "Retain")]);
+        // `SetDefaults_PersistentVolume`: a hostPath's type is set, to "" (unset)
+        if let Some(Value::Object(host_path)) =
+            obj.get_mut("spec").and_then(|s| s.get_mut("hostPath"))
+        {
+            crate::default_in(host_path, "type", json!(""));
+        }
     }
     fn prepare_for_create(&self, obj: &mut Object) {
         set_status(obj, Some(json!({"phase": "Pending"})));
