@@ -121,6 +121,16 @@ run_cases() {
     fail "kubectl apply of invalid objects: upstream's field errors, word for word (want: e2e/expected/validate-field-errors.txt)"
   fi
 
+  # Updates refused (or allowed) as kube-apiserver 1.28.7 does, word for word.
+  # shellcheck source=e2e/testdata/update-errors.sh
+  . "$ROOT/e2e/testdata/update-errors.sh"
+  K="$KUBECTL --kubeconfig $KUBECONFIG_FILE --cache-dir $CACHE"
+  if run_cmd update_errors && [ "$OUT" = "$(cat "$ROOT/e2e/expected/validate-update-errors.txt")" ]; then
+    pass "kubectl patch of immutable fields: upstream's answers, word for word"
+  else
+    fail "kubectl patch of immutable fields: upstream's answers, word for word (want: e2e/expected/validate-update-errors.txt)"
+  fi
+
   # Defaults as kube-apiserver 1.28.7 fills them, per kind: what a server-side dry-run create
   # answers (what differs between any two creates left out, see e2e/python/defaults.py).
   if run_cmd "$PY_ENV/bin/python" "$ROOT/e2e/python/defaults.py" "$KUBECTL" "$KUBECONFIG_FILE" "$ROOT/e2e/testdata/defaults.yaml" &&

@@ -68,18 +68,19 @@ fn validate_apps(obj: &Object, rules: &TemplateRules) -> Vec<FieldError> {
     errs
 }
 
-fn validate_apps_update(new: &Object, old: &Object, rules: &TemplateRules) -> Vec<FieldError> {
-    let mut errs = validate_apps(new, rules);
-    validate_selector_immutable(&mut errs, new, old);
-    errs
-}
-
 /// Fields every apps/v1 strategy shares.
+/// `$on_create` runs last in `prepare_for_create`; `$update_errors` adds a kind's own field
+/// errors of an update.
 macro_rules! apps_common {
     ($rules:expr, $status:expr) => {
-        apps_common!($rules, $status, |_: &mut Object| {});
+        apps_common!(
+            $rules,
+            $status,
+            |_: &mut Object| {},
+            validate_selector_immutable
+        );
     };
-    ($rules:expr, $status:expr, $on_create:expr) => {
+    ($rules:expr, $status:expr, $on_create:expr, $update_errors:expr) => {
         fn tracks_generation(&self) -> bool {
             true
         }
@@ -97,7 +98,10 @@ macro_rules! apps_common {
             validate_apps(obj, &$rules)
         }
         fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
-            validate_apps_update(new, old, &$rules)
+            let mut errs = validate_apps(new, &$rules);
+            let update_errors: fn(&mut Vec<FieldError>, &Object, &Object) = $update_errors;
+            update_errors(&mut errs, new, old);
+            errs
         }
     };
 }
@@ -172,12 +176,40 @@ impl Strategy for ReplicaSetStrategy {
     }
 }
 
+/// `ValidateStatefulSetUpdate`: only these fields of the spec may change (the selector
+/// among the rest, with no error of its own).
+fn stateful_set_spec_update(errs: &mut Vec<FieldError>, new: &Object, old: &Object) {
+    const MUTABLE: &[&str] = &[
+        "replicas",
+        "template",
+        "updateStrategy",
+        "minReadySeconds",
+        "ordinals",
+        "persistentVolumeClaimRetentionPolicy",
+    ];
+    let rest = |obj: &Object| {
+        let mut spec = at(obj, &["spec"]).cloned().unwrap_or(Value::Null);
+        if let Some(m) = spec.as_object_mut() {
+            m.retain(|k, _| !MUTABLE.contains(&k.as_str()));
+        }
+        spec
+    };
+    if rest(new) != rest(old) {
+        errs.push(FieldError::forbidden(
+            "spec",
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
+    }
+}
+
 pub struct StatefulSetStrategy;
 impl Strategy for StatefulSetStrategy {
     typed!(apps::StatefulSet, keep_absent = SELECTOR);
     apps_common!(
         STATEFUL_SET_RULES,
-        json!({"replicas": 0, "availableReplicas": 0})
+        json!({"replicas": 0, "availableReplicas": 0}),
+        |_| {},
+        stateful_set_spec_update
     );
     fn info(&self) -> ResourceInfo {
         info(
@@ -259,7 +291,8 @@ impl Strategy for DaemonSetStrategy {
         |obj| {
             let generation = template_generation(obj).max(1);
             set_template_generation(obj, generation);
-        }
+        },
+        validate_selector_immutable
     );
     /// The template's generation goes up with each change of the template.
     fn prepare_for_update(&self, new: &mut Object, old: &Object) {

@@ -64,6 +64,40 @@ fn default_labels_from_template(obj: &mut Object) {
     }
 }
 
+/// What of a Job's template may not change: all of it, but while the job is suspended and
+/// has not started its scheduling directives (node selector and affinity, tolerations,
+/// scheduling gates, labels, annotations) may (`JobMutableNodeSchedulingDirectives`).
+/// Whether those may change is judged on the stored job (`old`).
+fn immutable_template(job: &Object, old: &Object) -> Value {
+    let mut template = at(job, &["spec", "template"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let suspended = at(old, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true);
+    let started = at(old, &["status", "startTime"]).is_some_and(|v| !v.is_null());
+    if suspended && !started {
+        if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("labels");
+            meta.remove("annotations");
+        }
+        if let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut) {
+            for field in ["nodeSelector", "tolerations", "schedulingGates"] {
+                spec.remove(field);
+            }
+            if let Some(affinity) = spec.get_mut("affinity").and_then(Value::as_object_mut) {
+                affinity.remove("nodeAffinity");
+            }
+            if spec
+                .get("affinity")
+                .and_then(Value::as_object)
+                .is_some_and(|a| a.is_empty())
+            {
+                spec.remove("affinity");
+            }
+        }
+    }
+    template
+}
+
 pub struct JobStrategy;
 impl Strategy for JobStrategy {
     typed!(batch::Job);
@@ -138,11 +172,38 @@ impl Strategy for JobStrategy {
         }
         errs
     }
+    /// `ValidateJobSpecUpdate`: completions (but an Indexed job's, changed with its
+    /// parallelism), selector, template, completionMode and podFailurePolicy are immutable.
     fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        if at(new, &["spec", "template"]) != at(old, &["spec", "template"])
-            && at(old, &["spec", "suspend"]).and_then(Value::as_bool) != Some(true)
-        {
+        let changed = |path: &[&str]| at(new, path) != at(old, path);
+        if changed(&["spec", "completions"]) {
+            let indexed = str_at(new, &["spec", "completionMode"]) == "Indexed";
+            let completions = at(new, &["spec", "completions"])
+                .cloned()
+                .unwrap_or(Value::Null);
+            if !indexed {
+                errs.push(FieldError::invalid(
+                    "spec.completions",
+                    completions,
+                    "field is immutable",
+                ));
+            } else if at(new, &["spec", "parallelism"]) != Some(&completions) {
+                errs.push(FieldError::invalid(
+                    "spec.completions",
+                    completions,
+                    "can only be modified in tandem with spec.parallelism",
+                ));
+            }
+        }
+        if changed(&["spec", "selector"]) {
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                crate::workload::selector_value(new),
+                "field is immutable",
+            ));
+        }
+        if immutable_template(new, old) != immutable_template(old, old) {
             errs.push(FieldError::invalid(
                 "spec.template",
                 at(new, &["spec", "template"])
@@ -151,12 +212,14 @@ impl Strategy for JobStrategy {
                 "field is immutable",
             ));
         }
-        if at(new, &["spec", "selector"]) != at(old, &["spec", "selector"]) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                crate::workload::selector_value(new),
-                "field is immutable",
-            ));
+        for field in ["completionMode", "podFailurePolicy"] {
+            if changed(&["spec", field]) {
+                errs.push(FieldError::invalid(
+                    format!("spec.{field}"),
+                    at(new, &["spec", field]).cloned().unwrap_or(Value::Null),
+                    "field is immutable",
+                ));
+            }
         }
         errs
     }

@@ -96,8 +96,9 @@ impl Strategy for SecretStrategy {
         }
         errs
     }
+    // upstream's order: the immutable fields first, then the new secret's own checks
     fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
-        let mut errs = self.validate(new);
+        let mut errs = Vec::new();
         if str_at(new, &["type"]) != str_at(old, &["type"]) {
             errs.push(FieldError::invalid(
                 "type",
@@ -106,6 +107,7 @@ impl Strategy for SecretStrategy {
             ));
         }
         validate_immutable(&mut errs, new, old, &["data"]);
+        errs.extend(self.validate(new));
         errs
     }
 }

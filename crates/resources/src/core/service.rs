@@ -376,9 +376,19 @@ impl Strategy for ServiceStrategy {
             str_at(old, &["spec", "clusterIP"]),
         );
         if !o.is_empty() && n != o && svc_type(new) != "ExternalName" {
+            // upstream names the whole list, its first address the changed clusterIP
+            let mut ips = vec![json!(n)];
+            ips.extend(
+                at(new, &["spec", "clusterIPs"])
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .skip(1)
+                    .cloned(),
+            );
             errs.push(FieldError::invalid(
                 "spec.clusterIPs[0]",
-                n,
+                kapi_machinery::BadValue::strings(Some(&Value::Array(ips))),
                 "may not change once set",
             ));
         }

@@ -377,10 +377,16 @@ impl Strategy for PvcStrategy {
                 m.remove("volumeName");
             }
             if n != o {
-                errs.push(FieldError::forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"));
+                errs.push(FieldError::forbidden(
+                    "spec",
+                    "spec is immutable after creation except resources.requests for bound claims",
+                ));
             }
         } else if strip(new) != strip(old) {
-            errs.push(FieldError::forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"));
+            errs.push(FieldError::forbidden(
+                "spec",
+                "spec is immutable after creation except resources.requests for bound claims",
+            ));
         }
         errs
     }
