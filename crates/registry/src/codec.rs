@@ -96,6 +96,22 @@ pub fn unknown_fields(
     }
 }
 
+/// [`canonicalize`] of an object of `api_version`, served through `T` (another version's type
+/// with the same schema): re-encoded as `T` and labelled back.
+pub fn canonicalize_as<T>(obj: Object, api_version: &str) -> Object
+where
+    T: DeserializeOwned + Serialize + k8s_openapi::Resource,
+{
+    if api_version == T::API_VERSION {
+        return canonicalize::<T>(obj);
+    }
+    let mut obj = obj;
+    obj.set_api_version_kind(T::API_VERSION, T::KIND);
+    let mut canonical = canonicalize::<T>(obj);
+    canonical.set_api_version_kind(api_version, T::KIND);
+    canonical
+}
+
 /// Re-encodes `obj` through `T`, giving upstream's field order; unchanged if it does not fit.
 pub fn canonicalize<T>(obj: Object) -> Object
 where

@@ -28,6 +28,8 @@ pub mod table;
 pub mod testing;
 pub mod watch_caches;
 
+// for `typed!`, whose expansions name the types' `Resource` trait
+pub use k8s_openapi;
 pub use store::{Store, Subresource};
 pub use strategy::Strategy;
 

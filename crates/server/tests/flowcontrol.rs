@@ -91,12 +91,7 @@ async fn requests_are_classified_by_the_bootstrap_configuration() {
         .send("GET", &format!("{FC}/flowschemas"), None)
         .await
         .json();
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names = common::item_names(&list);
     assert_eq!(names.len(), 13, "{names:?}");
     let fs = conn
         .send("GET", &format!("{FC}/flowschemas/catch-all"), None)

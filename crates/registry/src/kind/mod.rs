@@ -76,25 +76,52 @@ pub fn info(
 /// fields first, and `typed!(T, fill = f)` runs `f: fn(&mut Object)` for zeros nested in lists.
 /// A field that is a pointer in Go but required in the OpenAPI schema (a Deployment's
 /// `spec.selector`) decodes as its zero value in `T`; `typed!(T, keep_absent = &[path, ...])`
-/// leaves it absent when the body had none, so that validation sees Go's nil.
+/// leaves it absent when the body had none, so that validation sees Go's nil. A version served
+/// through another version's type (flowcontrol v1beta3 read as v1, the only one `k8s-openapi`
+/// has) says which with `typed!(T, fill = f, served_as = |s| api_version_of(s))`.
 #[macro_export]
 macro_rules! typed {
     ($t:ty) => {
         $crate::typed!($t, fill = |_| {});
     };
     ($t:ty, keep_absent = $paths:expr) => {
+        $crate::typed!($t, fill = |_| {}, keep_absent = $paths);
+    };
+    ($t:ty, zeros = $zeros:expr) => {
+        $crate::typed!(
+            $t,
+            fill = |body| $crate::kind::group_util::fill_zeros(body, $zeros)
+        );
+    };
+    ($t:ty, fill = $fill:expr) => {
+        $crate::typed!($t, fill = $fill, keep_absent = &[]);
+    };
+    ($t:ty, fill = $fill:expr, keep_absent = $paths:expr) => {
+        $crate::typed!(@impl $t, $fill, $paths, |_strategy| {
+            <$t as $crate::k8s_openapi::Resource>::API_VERSION.to_string()
+        });
+    };
+    ($t:ty, fill = $fill:expr, served_as = |$strategy:ident| $served:expr) => {
+        $crate::typed!(@impl $t, $fill, &[], |$strategy| $served);
+    };
+    // `$served`: the apiVersion the strategy serves, from the strategy (`$strategy`)
+    (@impl $t:ty, $fill:expr, $paths:expr, |$strategy:ident| $served:expr) => {
         fn decode(
             &self,
-            body: kapi_machinery::Object,
+            mut body: kapi_machinery::Object,
             validation: $crate::rest::FieldValidation,
         ) -> $crate::rest::Decoded {
+            let fill: fn(&mut kapi_machinery::Object) = $fill;
+            fill(&mut body);
             let paths: &[&[&str]] = $paths;
             let absent: Vec<&[&str]> = paths
                 .iter()
                 .copied()
                 .filter(|p| $crate::kind::at(&body, p).is_none_or(serde_json::Value::is_null))
                 .collect();
-            let (mut obj, warnings) = $crate::codec::decode::<$t>(body, validation)?;
+            let $strategy = self;
+            let served: String = $served;
+            let (mut obj, warnings) = $crate::codec::decode_as::<$t>(body, validation, &served)?;
             for path in absent {
                 $crate::kind::remove_at(&mut obj, path);
             }
@@ -108,35 +135,9 @@ macro_rules! typed {
             Some(generator.subschema_for::<$t>())
         }
         fn canonicalize(&self, obj: kapi_machinery::Object) -> kapi_machinery::Object {
-            $crate::codec::canonicalize::<$t>(obj)
-        }
-    };
-    ($t:ty, zeros = $zeros:expr) => {
-        $crate::typed!(
-            $t,
-            fill = |body| $crate::kind::group_util::fill_zeros(body, $zeros)
-        );
-    };
-    ($t:ty, fill = $fill:expr) => {
-        fn decode(
-            &self,
-            mut body: kapi_machinery::Object,
-            validation: $crate::rest::FieldValidation,
-        ) -> $crate::rest::Decoded {
-            let fill: fn(&mut kapi_machinery::Object) = $fill;
-            fill(&mut body);
-            let (mut obj, warnings) = $crate::codec::decode::<$t>(body, validation)?;
-            self.defaults(&mut obj);
-            Ok((obj, warnings))
-        }
-        fn openapi_schema(
-            &self,
-            generator: &mut schemars::SchemaGenerator,
-        ) -> Option<schemars::Schema> {
-            Some(generator.subschema_for::<$t>())
-        }
-        fn canonicalize(&self, obj: kapi_machinery::Object) -> kapi_machinery::Object {
-            $crate::codec::canonicalize::<$t>(obj)
+            let $strategy = self;
+            let served: String = $served;
+            $crate::codec::canonicalize_as::<$t>(obj, &served)
         }
     };
 }

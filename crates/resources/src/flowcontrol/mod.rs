@@ -10,7 +10,7 @@ mod validation;
 
 use crate::strategy_group;
 use crate::BuildContext;
-use crate::{default_in, info};
+use crate::{default_in, info, typed};
 use k8s_openapi::api::flowcontrol::v1 as api;
 use kapi_machinery::{FieldError, Object};
 use kapi_registry::kind::group_util::fill_zeros;
@@ -24,8 +24,6 @@ use std::sync::Arc;
 pub const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// The version both served versions are stored in.
 const STORAGE_VERSION: &str = "v1beta3";
-/// The version of the `k8s-openapi` types both versions are read through.
-const TYPE_VERSION: &str = "v1";
 /// `FlowSchemaDefaultMatchingPrecedence`.
 const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
 
@@ -104,37 +102,6 @@ fn fill_priority_level_zeros(body: &mut Object) {
     }
 }
 
-/// `typed!` for a kind served at v1 and v1beta3 through the v1 type (the only one
-/// `k8s-openapi` has): bodies are checked, decoded and answered as the strategy's version.
-macro_rules! flowcontrol_typed {
-    ($t:ty, fill = $fill:expr) => {
-        fn decode(
-            &self,
-            mut body: Object,
-            validation: kapi_registry::rest::FieldValidation,
-        ) -> kapi_registry::rest::Decoded {
-            let fill: fn(&mut Object) = $fill;
-            fill(&mut body);
-            let api_version = format!("{GROUP}/{}", self.version);
-            let (mut obj, warnings) =
-                kapi_registry::codec::decode_as::<$t>(body, validation, &api_version)?;
-            self.defaults(&mut obj);
-            Ok((obj, warnings))
-        }
-        fn openapi_schema(
-            &self,
-            generator: &mut schemars::SchemaGenerator,
-        ) -> Option<schemars::Schema> {
-            Some(generator.subschema_for::<$t>())
-        }
-        fn canonicalize(&self, obj: Object) -> Object {
-            let canonical =
-                kapi_registry::codec::canonicalize::<$t>(with_version(obj, TYPE_VERSION));
-            with_version(canonical, self.version)
-        }
-    };
-}
-
 /// What both kinds' strategies share: generation tracking, `/status` (upstream's status
 /// strategies keep the spec and all metadata but managedFields), storage as v1beta3.
 macro_rules! flowcontrol_kind {
@@ -177,7 +144,11 @@ pub struct FlowSchemaStrategy {
 }
 
 impl Strategy for FlowSchemaStrategy {
-    flowcontrol_typed!(api::FlowSchema, fill = fill_flow_schema_zeros);
+    typed!(
+        api::FlowSchema,
+        fill = fill_flow_schema_zeros,
+        served_as = |s| format!("{GROUP}/{}", s.version)
+    );
     flowcontrol_kind!();
     fn info(&self) -> ResourceInfo {
         info(
@@ -221,9 +192,10 @@ pub struct PriorityLevelStrategy {
 }
 
 impl Strategy for PriorityLevelStrategy {
-    flowcontrol_typed!(
+    typed!(
         api::PriorityLevelConfiguration,
-        fill = fill_priority_level_zeros
+        fill = fill_priority_level_zeros,
+        served_as = |s| format!("{GROUP}/{}", s.version)
     );
     flowcontrol_kind!();
     fn info(&self) -> ResourceInfo {

@@ -122,3 +122,16 @@ pub async fn wait_for_metric_line(
 ) {
     kapi_testing::raw::wait_for_metric_line(server, identity, pred).await
 }
+
+/// The `metadata.name` of each item of a list response, in order.
+pub fn item_names(list: &serde_json::Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default()
+}
