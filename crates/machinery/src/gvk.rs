@@ -120,6 +120,25 @@ impl GroupResource {
             resource: resource.into(),
         }
     }
+
+    /// The first segment(s) of a built-in resource's storage keys, as kube-apiserver 1.28
+    /// lays them out: the plural, whatever the group, but for its historical prefixes
+    /// (`SpecialDefaultResourcePrefixes`) and for what the apiextensions and aggregator
+    /// servers store, which they keep under `<group>/<plural>` as custom objects are.
+    pub fn storage_prefix(&self) -> String {
+        match (self.group.as_str(), self.resource.as_str()) {
+            ("", "services") => "services/specs".into(),
+            ("", "endpoints") => "services/endpoints".into(),
+            ("", "nodes") => "minions".into(),
+            ("", "replicationcontrollers") => "controllers".into(),
+            ("networking.k8s.io" | "extensions", "ingresses") => "ingress".into(),
+            ("apiextensions.k8s.io", "customresourcedefinitions")
+            | ("apiregistration.k8s.io", "apiservices") => {
+                format!("{}/{}", self.group, self.resource)
+            }
+            _ => self.resource.clone(),
+        }
+    }
 }
 
 impl fmt::Display for GroupResource {

@@ -3,7 +3,7 @@
 //! printers, folded into one trait with defaults).
 
 use crate::rest::{Decoded, FieldValidation, ResourceInfo, TableConvertor};
-use kapi_machinery::{ApiError, DeleteOptions, FieldError, Object};
+use kapi_machinery::{ApiError, DeleteOptions, FieldError, GroupResource, Object};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,10 +132,11 @@ pub trait Strategy: Send + Sync + 'static {
     /// The main resource's description (kind, names, scope).
     fn info(&self) -> ResourceInfo;
 
-    /// The first key segment; upstream keeps some resources under historical prefixes
-    /// (`services/specs`, `minions`).
+    /// The first key segment(s): upstream's for the kind ([`GroupResource::storage_prefix`]);
+    /// custom objects' strategies say theirs.
     fn key_prefix(&self) -> String {
-        self.info().resource
+        let info = self.info();
+        GroupResource::new(info.group, info.resource).storage_prefix()
     }
 
     /// Decodes a request body into a clean object (typed: see [`crate::codec`]): unknown

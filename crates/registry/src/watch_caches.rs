@@ -107,32 +107,20 @@ impl WatchCaches {
     }
 }
 
-/// The first key segment of a resource: upstream keeps a few under historical prefixes (as
-/// their strategies' `key_prefix` do); every other resource, whatever its group, under its
-/// plural name.
-fn prefix(gr: &GroupResource) -> &str {
-    match (gr.group.as_str(), gr.resource.as_str()) {
-        ("", "services") => "services/specs",
-        ("", "endpoints") => "services/endpoints",
-        ("", "nodes") => "minions",
-        _ => &gr.resource,
-    }
-}
-
 /// The storage key of an object: `/<prefix>[/<namespace>]/<name>`.
 pub fn key(gr: &GroupResource, namespace: &str, name: &str) -> String {
     if namespace.is_empty() {
-        format!("/{}/{name}", prefix(gr))
+        format!("/{}/{name}", gr.storage_prefix())
     } else {
-        format!("/{}/{namespace}/{name}", prefix(gr))
+        format!("/{}/{namespace}/{name}", gr.storage_prefix())
     }
 }
 
 /// The storage prefix of the objects of `gr` in `namespace` (all of them when `""`).
 pub fn list_prefix(gr: &GroupResource, namespace: &str) -> String {
     if namespace.is_empty() {
-        format!("/{}/", prefix(gr))
+        format!("/{}/", gr.storage_prefix())
     } else {
-        format!("/{}/{namespace}/", prefix(gr))
+        format!("/{}/{namespace}/", gr.storage_prefix())
     }
 }

@@ -97,10 +97,6 @@ impl Strategy for ApiServiceStrategy {
             &["api-extensions"],
         )
     }
-    // the aggregator's storage prefix upstream: `<group>/<resource>`
-    fn key_prefix(&self) -> String {
-        format!("{GROUP}/{RESOURCE}")
-    }
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::groups::APISERVICES.table_convertor()
     }

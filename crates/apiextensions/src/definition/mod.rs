@@ -124,10 +124,6 @@ impl Strategy for CustomResourceDefinitionStrategy {
             &["api-extensions"],
         )
     }
-    // the apiextensions server's storage prefix upstream: `<group>/<resource>`
-    fn key_prefix(&self) -> String {
-        format!("{GROUP}/customresourcedefinitions")
-    }
 
     // Go decodes an omitted required field as its zero value, which validation then
     // reports (422); the typed struct would refuse the body instead (400).

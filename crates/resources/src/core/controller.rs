@@ -37,9 +37,6 @@ impl Strategy for ReplicationControllerStrategy {
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::controllers::REPLICATION_CONTROLLERS.table_convertor()
     }
-    fn key_prefix(&self) -> String {
-        "controllers".into()
-    }
     fn tracks_generation(&self) -> bool {
         true
     }

@@ -258,9 +258,6 @@ impl Strategy for ServiceStrategy {
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::service::SERVICES.table_convertor()
     }
-    fn key_prefix(&self) -> String {
-        "services/specs".into()
-    }
     fn name_rule(&self) -> NameRule {
         NameRule::Label
     }

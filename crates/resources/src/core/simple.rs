@@ -56,9 +56,6 @@ impl Strategy for EndpointsStrategy {
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::service::ENDPOINTS.table_convertor()
     }
-    fn key_prefix(&self) -> String {
-        "services/endpoints".into()
-    }
     /// `SetDefaults_EndpointPort` (core/v1): a port's protocol TCP.
     fn defaults(&self, obj: &mut Object) {
         let subsets = obj.get_mut("subsets").and_then(Value::as_array_mut);
@@ -497,9 +494,6 @@ impl Strategy for NodeStrategy {
     }
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::core::NODES.table_convertor()
-    }
-    fn key_prefix(&self) -> String {
-        "minions".into()
     }
     fn has_status(&self) -> bool {
         true

@@ -325,10 +325,6 @@ impl Strategy for IngressStrategy {
     fn info(&self) -> ResourceInfo {
         info(GROUP, "v1", "ingresses", "Ingress", true, &["ing"], &[])
     }
-    // one of upstream's `SpecialDefaultResourcePrefixes`
-    fn key_prefix(&self) -> String {
-        "ingress".into()
-    }
     fn table_convertor(&self) -> Option<Arc<dyn kapi_registry::rest::TableConvertor>> {
         crate::printers::networking::INGRESSES.table_convertor()
     }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::events::{decode_stored, encode_for_storage};
 use crate::interface::Revision;
 use ciphers::Cipher;
-use kapi_machinery::Object;
+use kapi_machinery::{GroupResource, Object};
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
@@ -58,27 +58,22 @@ impl std::fmt::Debug for Transformers {
     }
 }
 
-/// The resource segment(s) a stored key starts with: `/secrets/ns/x` is `secrets`; a custom
-/// resource is kept under `/<group>/<plural>/`; a few built-ins under historical prefixes.
+/// Whether a stored key is one of the selected resource's: under its storage prefix
+/// (`GroupResource::storage_prefix`: `/secrets/ns/x`, `/minions/x`), a custom resource's
+/// `/<group>/<plural>/`, or for another group's resource the plural alone, where an earlier
+/// kapi kept CRDs, APIServices and Ingresses until they are moved.
 fn key_matches(selector: &Selector, key: &str) -> bool {
     let (resource, group) = match selector {
         Selector::All => return true,
         Selector::Resource { resource, group } => (resource.as_str(), group.as_str()),
     };
-    let mut parts = key.trim_start_matches('/').split('/');
-    let first = parts.next().unwrap_or_default();
-    let second = parts.next().unwrap_or_default();
-    let builtin = match (group, resource) {
-        ("", "services") => first == "services" && second == "specs",
-        ("", "endpoints") => first == "services" && second == "endpoints",
-        ("", "nodes") => first == "minions",
-        // upstream's prefix, or the plural an earlier kapi stored them under until moved
-        ("networking.k8s.io" | "extensions", "ingresses") => {
-            first == "ingress" || first == resource
-        }
-        _ => first == resource,
+    let key = key.trim_start_matches('/');
+    let under = |prefix: &str| {
+        key.strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
     };
-    builtin || (!group.is_empty() && first == group && second == resource)
+    under(&GroupResource::new(group, resource).storage_prefix())
+        || (!group.is_empty() && (under(&format!("{group}/{resource}")) || under(resource)))
 }
 
 impl Transformers {
