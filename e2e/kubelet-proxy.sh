@@ -42,7 +42,16 @@ POD_PORT=$(free_port)
 (cd "$WORK/www" && exec python3 -m http.server "$POD_PORT" --bind 127.0.0.1) >/dev/null 2>&1 &
 PIDS+=($!)
 wait_until 20 curl -sf -o /dev/null "http://127.0.0.1:$POD_PORT/" || { echo "e2e: the pod server did not start"; exit 1; }
-DEAD_PORT=$(free_port) # nothing listens there
+# A port that refuses connections for the whole run: bound but never listening, so that no
+# server the other suites start at the same time can take it (a free port could be).
+python3 -c 'import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+time.sleep(86400)' >"$WORK/dead-port" &
+PIDS+=($!)
+wait_until 10 test -s "$WORK/dead-port" || { echo "e2e: could not hold a refusing port"; exit 1; }
+DEAD_PORT=$(cat "$WORK/dead-port")
 
 KFLAGS=(--kubelet-certificate-authority "$WORK/kubelet/ca.crt"
   --kubelet-client-certificate "$WORK/kubelet/kapi-client.crt"
