@@ -1,7 +1,10 @@
 //! batch/v1: jobs and cronjobs (each with `/status`).
 
+use crate::group_util::immutable;
 use crate::strategy_group;
-use crate::workload::{default_template, validate_template, TemplateRules};
+use crate::workload::{
+    default_template, validate_selector_immutable, validate_template, TemplateRules,
+};
 use crate::BuildContext;
 use crate::{at, default_in, info, obj_mut, set_status, str_at, typed};
 use k8s_openapi::api::batch::v1 as batch;
@@ -176,33 +179,25 @@ impl Strategy for JobStrategy {
     /// parallelism), selector, template, completionMode and podFailurePolicy are immutable.
     fn validate_update(&self, new: &Object, old: &Object) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        let changed = |path: &[&str]| at(new, path) != at(old, path);
-        if changed(&["spec", "completions"]) {
-            let indexed = str_at(new, &["spec", "completionMode"]) == "Indexed";
-            let completions = at(new, &["spec", "completions"])
-                .cloned()
-                .unwrap_or(Value::Null);
-            if !indexed {
-                errs.push(FieldError::invalid(
-                    "spec.completions",
-                    completions,
-                    "field is immutable",
-                ));
-            } else if at(new, &["spec", "parallelism"]) != Some(&completions) {
-                errs.push(FieldError::invalid(
-                    "spec.completions",
-                    completions,
-                    "can only be modified in tandem with spec.parallelism",
-                ));
-            }
-        }
-        if changed(&["spec", "selector"]) {
+        let completions = at(new, &["spec", "completions"]);
+        if str_at(new, &["spec", "completionMode"]) != "Indexed" {
+            immutable(
+                &mut errs,
+                new,
+                old,
+                &["spec", "completions"],
+                "spec.completions",
+            );
+        } else if completions != at(old, &["spec", "completions"])
+            && at(new, &["spec", "parallelism"]) != completions
+        {
             errs.push(FieldError::invalid(
-                "spec.selector",
-                crate::workload::selector_value(new),
-                "field is immutable",
+                "spec.completions",
+                completions.cloned().unwrap_or(Value::Null),
+                "can only be modified in tandem with spec.parallelism",
             ));
         }
+        validate_selector_immutable(&mut errs, new, old);
         if immutable_template(new, old) != immutable_template(old, old) {
             errs.push(FieldError::invalid(
                 "spec.template",
@@ -213,13 +208,13 @@ impl Strategy for JobStrategy {
             ));
         }
         for field in ["completionMode", "podFailurePolicy"] {
-            if changed(&["spec", field]) {
-                errs.push(FieldError::invalid(
-                    format!("spec.{field}"),
-                    at(new, &["spec", field]).cloned().unwrap_or(Value::Null),
-                    "field is immutable",
-                ));
-            }
+            immutable(
+                &mut errs,
+                new,
+                old,
+                &["spec", field],
+                &format!("spec.{field}"),
+            );
         }
         errs
     }

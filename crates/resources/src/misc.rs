@@ -157,12 +157,9 @@ impl Strategy for EventsV1Strategy {
                 format!("has invalid value: {t}"),
             ));
         }
-        for (field, path) in [
-            ("firstTimestamp", "firstTimestamp"),
-            ("lastTimestamp", "lastTimestamp"),
-        ] {
+        for field in ["firstTimestamp", "lastTimestamp"] {
             if set(&[field]) {
-                errs.push(FieldError::invalid(path, "", "needs to be unset"));
+                errs.push(FieldError::invalid(field, "", "needs to be unset"));
             }
         }
         if at(&core, &["count"]).and_then(Value::as_i64).unwrap_or(0) != 0 {

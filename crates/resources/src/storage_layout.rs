@@ -17,19 +17,13 @@
 //! Both run before the objects are served or bootstrapped.
 
 use kapi_machinery::{ApiError, GroupResource, ListOptions, Object, Preconditions};
-use kapi_registry::rest::{find_storage, ApiGroupInfo};
-use kapi_registry::Store;
 use kapi_storage::{DynStorage, Error as StorageError, GetOptions};
 
-/// (group, resource, the prefix earlier versions of kapi kept its objects under).
-const EARLIER_PREFIXES: &[(&str, &str, &str)] = &[
-    (
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "/customresourcedefinitions/",
-    ),
-    ("apiregistration.k8s.io", "apiservices", "/apiservices/"),
-    ("networking.k8s.io", "ingresses", "/ingresses/"),
+/// (group, resource) an earlier kapi kept under its plural alone (`/<resource>/`).
+const EARLIER_PREFIXES: &[(&str, &str)] = &[
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ("apiregistration.k8s.io", "apiservices"),
+    ("networking.k8s.io", "ingresses"),
 ];
 
 /// (group, resource, the apiVersion an earlier kapi stored, kube-apiserver 1.28's).
@@ -51,11 +45,8 @@ const EARLIER_VERSIONS: &[(&str, &str, &str, &str)] = &[
 /// Moves and rewrites what an earlier kapi stored (see the module's doc); returns how many
 /// objects changed. `storage` is the backend itself (no watch cache), which every Store's
 /// cache watches, so the caches see each change as it is made.
-pub async fn upgrade_earlier_layout(
-    groups: &[ApiGroupInfo],
-    storage: &DynStorage,
-) -> Result<usize, ApiError> {
-    let moved = relocate_earlier_keys(groups, storage).await?;
+pub async fn upgrade_earlier_layout(storage: &DynStorage) -> Result<usize, ApiError> {
+    let moved = relocate_earlier_keys(storage).await?;
     Ok(moved.saturating_add(restore_storage_versions(storage).await?))
 }
 
@@ -64,7 +55,7 @@ async fn restore_storage_versions(storage: &DynStorage) -> Result<usize, ApiErro
     let mut rewritten: usize = 0;
     for &(group, resource, earlier, now) in EARLIER_VERSIONS {
         let gr = GroupResource::new(group, resource);
-        let prefix = format!("/{resource}/");
+        let prefix = format!("/{}/", gr.storage_prefix());
         let listed = storage
             .list(&prefix, &ListOptions::default())
             .await
@@ -105,27 +96,18 @@ async fn restore_storage_versions(storage: &DynStorage) -> Result<usize, ApiErro
     Ok(rewritten)
 }
 
-/// Moves every object found under an earlier prefix to the key its Store reads now; returns
-/// how many were moved.
-async fn relocate_earlier_keys(
-    groups: &[ApiGroupInfo],
-    storage: &DynStorage,
-) -> Result<usize, ApiError> {
+/// Moves every object found under an earlier prefix to upstream's key; returns how many were
+/// moved.
+async fn relocate_earlier_keys(storage: &DynStorage) -> Result<usize, ApiError> {
     let mut moved: usize = 0;
-    for &(group, resource, earlier) in EARLIER_PREFIXES {
-        let Some(served) = find_storage(groups, group, resource) else {
-            continue;
-        };
-        let Some(store) = served.as_any().and_then(|a| a.downcast_ref::<Store>()) else {
-            continue;
-        };
-        let now = store.list_prefix("");
-        if now == earlier {
-            continue;
-        }
+    for &(group, resource) in EARLIER_PREFIXES {
         let gr = GroupResource::new(group, resource);
+        let (earlier, now) = (
+            format!("/{resource}/"),
+            format!("/{}/", gr.storage_prefix()),
+        );
         let listed = storage
-            .list(earlier, &ListOptions::default())
+            .list(&earlier, &ListOptions::default())
             .await
             .map_err(|e| e.into_api_error(&gr, ""))?;
         let mut moved_here: usize = 0;

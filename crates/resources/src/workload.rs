@@ -138,11 +138,10 @@ pub fn validate_template(errs: &mut Vec<FieldError>, obj: &Object, rules: &Templ
     if rules.pod_spec {
         validate_pod_spec(errs, spec, "spec.template.spec");
     }
-    let allowed_restart = rules.restart;
     errs.extend(template_restart_policy(
         spec,
         "spec.template.spec.restartPolicy",
-        allowed_restart,
+        rules.restart,
     ));
     crate::non_negative(errs, obj, &["spec", "replicas"], "spec.replicas");
 }

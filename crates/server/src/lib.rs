@@ -284,7 +284,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     storage_names.learn(&groups);
     // Before anything is served or bootstrapped: what an earlier kapi stored under keys or in
     // versions of its own becomes what kube-apiserver stores.
-    kapi_resources::upgrade_earlier_layout(&groups, &storage).await?;
+    kapi_resources::upgrade_earlier_layout(&storage).await?;
     // Admission's namespace and quota plugins read the namespaces' and quotas' watch caches.
     let watch_caches = crd_build.caches.clone();
     // The `kubernetes` Service points at the replicas' shared secure port (an ephemeral port,

@@ -180,22 +180,18 @@ pub(crate) fn legacy_event_errors(event: &Object, reporting_field: &str) -> Vec<
         for msg in kapi_machinery::validation::is_qualified_name(controller) {
             errs.push(FieldError::invalid(reporting_field, controller, msg));
         }
-        for (path, field, limit) in [
-            (
-                "reportingInstance",
-                "reportingInstance",
-                REPORTING_INSTANCE_LIMIT,
-            ),
-            ("action", "action", ACTION_LIMIT),
-            ("reason", "reason", REASON_LIMIT),
+        for (field, limit) in [
+            ("reportingInstance", REPORTING_INSTANCE_LIMIT),
+            ("action", ACTION_LIMIT),
+            ("reason", REASON_LIMIT),
         ] {
             let value = str_at(event, &[field]);
             if value.is_empty() {
-                errs.push(FieldError::required(path, ""));
+                errs.push(FieldError::required(field, ""));
             }
             if value.len() > limit {
                 errs.push(FieldError::invalid(
-                    path,
+                    field,
                     "",
                     format!("can have at most {limit} characters"),
                 ));
